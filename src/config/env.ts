@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+/** Which parts of the bot a process runs (PRODUCT.md §2). */
+export const ROLES = ['all', 'web', 'worker', 'scheduler'] as const;
+export type Role = (typeof ROLES)[number];
+
+const url = (what: string) =>
+  z.string().refine((v) => /^(https?|rediss?):\/\//.test(v) && URL.canParse(v), {
+    message: `expected ${what}`,
+  });
+
+const envSchema = z.object({
+  SLACK_BOT_TOKEN: z
+    .string()
+    .regex(/^xoxb-/, { message: 'expected a bot token starting with xoxb-' })
+    .optional(),
+  SLACK_SIGNING_SECRET: z.string().min(1, { message: 'expected a non-empty signing secret' }).optional(),
+  SLACK_APP_TOKEN: z
+    .string()
+    .regex(/^xapp-/, { message: 'expected an app-level token starting with xapp-' })
+    .optional(),
+  SLACK_API_URL: url('an http(s) URL such as https://slack.com/api/').default('https://slack.com/api/'),
+  CLOUD_API_URL: url('the API base URL, e.g. https://api.example.com').optional(),
+  CLOUD_API_KEY: z.string().min(1, { message: 'expected a non-empty API key' }).optional(),
+  REDIS_URL: url('a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  /** Prefix of every Redis key and queue, so several deployments can share one Redis. */
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'expected letters, digits, ":", "_" or "-" (at most 64)' })
+    .default('cloudops'),
+  PORT: z.coerce
+    .number({ message: 'expected a port number' })
+    .int({ message: 'expected a whole port number' })
+    .min(0, { message: 'expected a port from 0 to 65535' })
+    .max(65535, { message: 'expected a port from 0 to 65535' })
+    .default(3000),
+  POLICY_FILE: z.string().min(1).default('./policy.yml'),
+  ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      message: 'expected a pino level: fatal, error, warn, info, debug, trace or silent',
+    })
+    .default('info'),
+});
+
+/** The process environment, parsed and typed. Secrets stay in here and are never logged. */
+export type Env = z.infer<typeof envSchema>;
+
+/** A configuration problem, phrased as one line for the operator. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Parses the environment. Empty strings count as unset, as shells and compose files produce them.
+ * Throws {@link ConfigError} with one line naming the first bad variable; its value is never echoed.
+ */
+export function loadEnv(raw: Record<string, string | undefined>): Env {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = raw[key];
+    if (value !== undefined && value.trim() !== '') cleaned[key] = value.trim();
+  }
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`${String(issue.path[0])}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/** What a role needs from the environment; returns the names that are missing, empty when all is there. */
+export function missingForRole(env: Env): string[] {
+  const missing: string[] = [];
+  const web = env.ROLE === 'all' || env.ROLE === 'web';
+  if (!env.SLACK_BOT_TOKEN) missing.push('SLACK_BOT_TOKEN');
+  if (web && !env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) missing.push('SLACK_SIGNING_SECRET');
+  if (!env.CLOUD_API_URL) missing.push('CLOUD_API_URL');
+  if (!env.CLOUD_API_KEY) missing.push('CLOUD_API_KEY');
+  return missing;
+}

@@ -1,0 +1,242 @@
+import { randomInt } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { LuaScript } from './lua.ts';
+import { ALLOWED_TRANSITIONS, type CloudRequest, type NewRequest, type RequestState } from './types.ts';
+
+/** Crockford base32: no I, L, O or U, so an id read aloud or retyped is unambiguous. */
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const CROCKFORD_LETTERS = CROCKFORD.slice(10);
+/** How many request ids a channel's index keeps for `/cloud jobs`. */
+const CHANNEL_INDEX_KEEP = 1000;
+/** Compare-and-set rounds before giving up: only reached under pathological contention. */
+const MAX_CAS_ROUNDS = 50;
+
+/**
+ * A new request id such as 'R7K2M9QX': 8 Crockford base32 characters from a CSPRNG. The first is a letter so an
+ * id never reads as a number (BullMQ refuses numeric custom job ids).
+ */
+export function newRequestId(): string {
+  let id = CROCKFORD_LETTERS[randomInt(CROCKFORD_LETTERS.length)]!;
+  for (let i = 1; i < 8; i++) id += CROCKFORD[randomInt(CROCKFORD.length)]!;
+  return id;
+}
+
+/** A caller asked for an arrow the state machine does not have: a bug, not a race. */
+export class IllegalTransitionError extends Error {
+  override readonly name = 'IllegalTransitionError';
+  readonly code = 'ILLEGAL_TRANSITION';
+}
+
+export type TransitionResult =
+  | { ok: true; request: CloudRequest }
+  | { ok: false; reason: 'not_found' | 'wrong_state'; request?: CloudRequest };
+
+export interface TransitionInput {
+  /** States the caller expects the request to be in; the move happens only from one of them. */
+  from: RequestState[];
+  to: RequestState;
+  /** Slack user id, or 'cloudops' for the bot itself. */
+  actor: string;
+  /** Other fields to set in the same write (e.g. approvedBy, outcomes). */
+  patch?: Partial<CloudRequest>;
+  /** A short note for the audit log. */
+  detail?: string;
+}
+
+/** Fields no patch may set: they belong to the store. */
+const PROTECTED = ['id', 'state', 'version', 'createdAt', 'updatedAt'] as const;
+
+/**
+ * Appends one audit entry whose stream id follows the application clock (ARGV nowMs) but never goes
+ * backwards, so `since` filters match the entries' `at` even with an injected clock.
+ */
+const AUDIT_APPEND_LUA = `
+local function audit_append(stream, now_ms, fields)
+  local id = now_ms .. '-0'
+  if redis.call('EXISTS', stream) == 1 then
+    local info = redis.call('XINFO', 'STREAM', stream)
+    local last
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then last = info[i + 1] end
+    end
+    local dash = string.find(last, '-', 1, true)
+    local last_ms = tonumber(string.sub(last, 1, dash - 1))
+    local last_seq = tonumber(string.sub(last, dash + 1))
+    if tonumber(now_ms) <= last_ms then
+      id = string.format('%d-%d', last_ms, last_seq + 1)
+    end
+  end
+  return redis.call('XADD', stream, id, unpack(fields))
+end
+`;
+
+/** KEYS: request, channel index, audit. ARGV: json, nowMs, id, initial state, actor, at, score, keep. */
+const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
+audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]})
+audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
+return 1
+`);
+
+/**
+ * Compare-and-set on the request's version; on success also appends the audit entry, in the same script so a
+ * state change and its record cannot part. KEYS: request, audit.
+ * ARGV: expected version, new json, nowMs, id, state ('' for no audit entry), actor, at, detail.
+ */
+const CAS = new LuaScript(`${AUDIT_APPEND_LUA}
+local current = redis.call('GET', KEYS[1])
+if not current then return {'not_found'} end
+if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'conflict', current} end
+redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[5] ~= '' then
+  local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
+  if ARGV[8] ~= '' then
+    table.insert(fields, 'detail')
+    table.insert(fields, ARGV[8])
+  end
+  audit_append(KEYS[2], ARGV[3], fields)
+end
+return {'ok'}
+`);
+
+/** Key names under one prefix, shared by the store, the audit log and the workers. */
+export function requestKeys(prefix: string) {
+  return {
+    request: (id: string) => `${prefix}:req:${id}`,
+    channel: (channel: string) => `${prefix}:channel:${channel}`,
+    audit: `${prefix}:audit`,
+  };
+}
+
+/**
+ * Requests in Redis: one JSON value per request, an index per channel, and every state change in the audit
+ * stream. Every write is a compare-and-set on `version`, so concurrent clicks and replays change a request once.
+ */
+export class RequestStore {
+  private readonly keys: ReturnType<typeof requestKeys>;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly redis: Redis,
+    options: { prefix: string; now?: () => Date },
+  ) {
+    this.keys = requestKeys(options.prefix);
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Stores a new request with a fresh id; audits 'created' and its initial state. */
+  async create(input: NewRequest, actor: string): Promise<CloudRequest> {
+    const at = this.now();
+    for (;;) {
+      const request: CloudRequest = {
+        ...input,
+        id: newRequestId(),
+        version: 1,
+        createdAt: at.toISOString(),
+        updatedAt: at.toISOString(),
+        nextStep: 0,
+        outcomes: [],
+      };
+      const created = await CREATE.run(
+        this.redis,
+        [this.keys.request(request.id), this.keys.channel(request.channel), this.keys.audit],
+        [
+          JSON.stringify(request),
+          at.getTime(),
+          request.id,
+          request.state,
+          actor,
+          request.createdAt,
+          at.getTime(),
+          CHANNEL_INDEX_KEEP,
+        ],
+      );
+      // A collision of two random ids is astronomically rare; draw again rather than overwrite.
+      if (created === 1) return request;
+    }
+  }
+
+  /** The request, or undefined when there is none with this id. */
+  async get(id: string): Promise<CloudRequest | undefined> {
+    const json = await this.redis.get(this.keys.request(id));
+    return json === null ? undefined : (JSON.parse(json) as CloudRequest);
+  }
+
+  /**
+   * Moves a request from one of `from` to `to`, with `patch`, and audits it; exactly one of several concurrent
+   * callers wins. Throws {@link IllegalTransitionError} when an arrow from→to is not in the state machine.
+   */
+  async transition(id: string, input: TransitionInput): Promise<TransitionResult> {
+    for (const from of input.from) {
+      if (!ALLOWED_TRANSITIONS[from].includes(input.to)) {
+        throw new IllegalTransitionError(`a request cannot move from ${from} to ${input.to}`);
+      }
+    }
+    return this.casLoop(id, (current) => {
+      if (!input.from.includes(current.state)) return undefined;
+      return {
+        next: { ...current, ...stripProtected(input.patch), state: input.to },
+        audit: { state: input.to, actor: input.actor, detail: input.detail },
+      };
+    });
+  }
+
+  /** Sets fields that are not the state (messageTs, nextStep, outcomes) with the same compare-and-set. */
+  async update(id: string, patch: Partial<CloudRequest>): Promise<CloudRequest | undefined> {
+    const result = await this.casLoop(id, (current) => ({ next: { ...current, ...stripProtected(patch) } }));
+    return result.ok ? result.request : undefined;
+  }
+
+  /** The channel's most recent requests, newest first. */
+  async listByChannel(channel: string, limit = 15): Promise<CloudRequest[]> {
+    if (limit <= 0) return [];
+    const ids = await this.redis.zrevrange(this.keys.channel(channel), 0, limit - 1);
+    if (ids.length === 0) return [];
+    const values = await this.redis.mget(ids.map((id) => this.keys.request(id)));
+    return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as CloudRequest);
+  }
+
+  private async casLoop(
+    id: string,
+    change: (
+      current: CloudRequest,
+    ) => { next: CloudRequest; audit?: { state: RequestState; actor: string; detail?: string } } | undefined,
+  ): Promise<TransitionResult> {
+    let current = await this.get(id);
+    for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
+      if (!current) return { ok: false, reason: 'not_found' };
+      const planned = change(current);
+      if (!planned) return { ok: false, reason: 'wrong_state', request: current };
+      const at = this.now();
+      const next: CloudRequest = { ...planned.next, version: current.version + 1, updatedAt: at.toISOString() };
+      const reply = (await CAS.run(
+        this.redis,
+        [this.keys.request(id), this.keys.audit],
+        [
+          current.version,
+          JSON.stringify(next),
+          at.getTime(),
+          id,
+          planned.audit?.state ?? '',
+          planned.audit?.actor ?? '',
+          next.updatedAt,
+          planned.audit?.detail ?? '',
+        ],
+      )) as [string, string?];
+      if (reply[0] === 'ok') return { ok: true, request: next };
+      if (reply[0] === 'not_found') return { ok: false, reason: 'not_found' };
+      // Someone else wrote first: decide again on what they wrote.
+      current = reply[1] === undefined ? undefined : (JSON.parse(reply[1]) as CloudRequest);
+    }
+    throw new Error(`request ${id}: too many concurrent writes`);
+  }
+}
+
+function stripProtected(patch: Partial<CloudRequest> | undefined): Partial<CloudRequest> {
+  if (!patch) return {};
+  const copy: Partial<CloudRequest> = { ...patch };
+  for (const key of PROTECTED) delete copy[key];
+  return copy;
+}

@@ -1,0 +1,152 @@
+import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+
+export type RequestKind = 'resize' | 'restore';
+
+/**
+ * A request's life (PRODUCT.md §6). Arrows are the only moves `RequestStore.transition` allows:
+ * pending → approved | rejected | expired | cancelled
+ * approved → queued; pending → queued (no approval needed)
+ * queued → sending | cancelled (a scheduled run that has not started)
+ * sending → succeeded | refused | unknown | queued (a retry that surely did not reach the API)
+ * unknown → resolved_done | resolved_failed (a person checked the portal)
+ * A scheduled downsize is a pending request with `runAt`: once approved, its job waits until then.
+ */
+export type RequestState =
+  | 'pending'
+  | 'approved'
+  | 'rejected'
+  | 'expired'
+  | 'cancelled'
+  | 'queued'
+  | 'sending'
+  | 'succeeded'
+  | 'refused'
+  | 'unknown'
+  | 'resolved_done'
+  | 'resolved_failed';
+
+export const FINAL_STATES: readonly RequestState[] = [
+  'rejected',
+  'expired',
+  'cancelled',
+  'succeeded',
+  'refused',
+  'resolved_done',
+  'resolved_failed',
+];
+
+export interface ResizeParams {
+  kind: 'resize';
+  /** The target as asked. */
+  target: ResizeTarget;
+  /** The bodies to send, in order: one step, or two for a WAN switch through `off`. */
+  steps: ResizeTarget[];
+  /** What the bot knew of the VM when the request was made (for "from → to"). */
+  before: Omit<VmKnown, 'createdAt' | 'lastIncreaseAt'>;
+  /** The requester confirmed the VM is stopped. */
+  confirmedStopped: boolean;
+}
+
+export interface RestoreParams {
+  kind: 'restore';
+  backupSlug: string;
+  autostart: boolean;
+  confirmedStopped: boolean;
+}
+
+/** One API answer, kept for the thread reply and the audit. */
+export interface StepOutcome {
+  step: number;
+  status?: number;
+  message?: string;
+  taskId?: string;
+  /** For refusals and unknown outcomes: the clean sentence. */
+  reason?: string;
+  at: string;
+}
+
+/** The cost preview shown on the request message, computed once when the request is made. */
+export interface CostPreview {
+  cluster: string;
+  currency: string;
+  /** Cost of the size after the change, as exact decimal strings. */
+  hourly: string;
+  monthly: string;
+  /** After minus before, where the size before is known. */
+  diffHourly?: string;
+  diffMonthly?: string;
+  /** Why the preview is partial, e.g. a price the cluster does not list. */
+  note?: string;
+}
+
+export interface CloudRequest {
+  id: string;
+  kind: RequestKind;
+  state: RequestState;
+  /** Incremented by every transition; compare-and-set guards concurrent clicks. */
+  version: number;
+  teamId: string;
+  channel: string;
+  /** The request message in the channel, once posted; replies go in its thread. */
+  messageTs?: string;
+  projectName: string;
+  projectUuid: string;
+  vmid: number;
+  vmName?: string;
+  params: ResizeParams | RestoreParams;
+  requester: string;
+  reason?: string;
+  needsApproval: boolean;
+  /** Slack user ids allowed to approve, frozen at creation. */
+  approvers: string[];
+  createdAt: string;
+  updatedAt: string;
+  /** Pending requests expire at this time. */
+  expiresAt: string;
+  /** For a scheduled downsize: when it becomes runnable. */
+  runAt?: string;
+  approvedBy?: string;
+  rejectedBy?: string;
+  rejectReason?: string;
+  cancelledBy?: string;
+  resolvedBy?: string;
+  /** Index of the next step to send (WAN plans have two). */
+  nextStep: number;
+  outcomes: StepOutcome[];
+  cost?: CostPreview;
+  /** The rules that apply, one line each, shown on the request message. */
+  notes: string[];
+}
+
+/** One line of the audit log. */
+export interface AuditEntry {
+  /** Stream id, e.g. '1700000000000-0'. */
+  id: string;
+  requestId: string;
+  state: RequestState | 'created';
+  actor: string;
+  at: string;
+  detail?: string;
+}
+
+/** The arrows of the state machine documented on {@link RequestState}; `RequestStore.transition` refuses any other. */
+export const ALLOWED_TRANSITIONS: Readonly<Record<RequestState, readonly RequestState[]>> = {
+  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued'],
+  approved: ['queued'],
+  rejected: [],
+  expired: [],
+  cancelled: [],
+  queued: ['sending', 'cancelled'],
+  sending: ['succeeded', 'refused', 'unknown', 'queued'],
+  succeeded: [],
+  refused: [],
+  unknown: ['resolved_done', 'resolved_failed'],
+  resolved_done: [],
+  resolved_failed: [],
+};
+
+/** A new request as the Slack side submits it; the store fills in the rest. */
+export type NewRequest = Omit<
+  CloudRequest,
+  'id' | 'state' | 'version' | 'createdAt' | 'updatedAt' | 'nextStep' | 'outcomes'
+> & { state: 'pending' | 'queued' };

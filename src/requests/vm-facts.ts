@@ -1,0 +1,117 @@
+import type { Redis } from 'ioredis';
+import type { VmPolicyFacts } from '../config/policy.ts';
+import type { CpuClass, OnOff, ResizeTarget, VmKnown, WanMode } from '../rules/types.ts';
+import { LuaScript } from './lua.ts';
+
+/** What the bot itself applied to a VM (PRODUCT.md §4): the last size it set and its last increase. */
+export interface RecordedVmFacts {
+  cores?: number;
+  ramGb?: number;
+  osDiskGb?: number;
+  cpuClass?: CpuClass;
+  wanMode?: WanMode;
+  privateNetwork?: OnOff;
+  /** The last time the bot increased cores, RAM or CPU class. */
+  lastIncreaseAt?: Date;
+  /** The last time the bot applied anything to this VM. */
+  appliedAt?: Date;
+}
+
+const NUMBER_FIELDS = ['cores', 'ramGb', 'osDiskGb'] as const;
+const TEXT_FIELDS = ['cpuClass', 'wanMode', 'privateNetwork'] as const;
+
+/**
+ * Merges applied fields into the VM's hash; `lastIncreaseAt` only moves forward, so two workers recording out of
+ * order keep the later increase. KEYS: vm hash. ARGV: at ISO, at ms, increased ('1'|'0'), then field/value pairs.
+ */
+const RECORD = new LuaScript(`
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('HSET', KEYS[1], 'appliedAt', ARGV[1])
+if ARGV[3] == '1' then
+  local previous = redis.call('HGET', KEYS[1], 'lastIncreaseAtMs')
+  if not previous or tonumber(previous) < tonumber(ARGV[2]) then
+    redis.call('HSET', KEYS[1], 'lastIncreaseAt', ARGV[1], 'lastIncreaseAtMs', ARGV[2])
+  end
+end
+return 1
+`);
+
+/** Per project and VM, in Redis: what the bot applied, for the rules and the modal's "from" values. */
+export class VmFactsStore {
+  private readonly prefix: string;
+
+  constructor(
+    private readonly redis: Redis,
+    options: { prefix: string },
+  ) {
+    this.prefix = options.prefix;
+  }
+
+  private key(projectUuid: string, vmid: number): string {
+    return `${this.prefix}:vm:${projectUuid.toLowerCase()}:${vmid}`;
+  }
+
+  /** What the bot recorded for this VM, or undefined when it never applied anything to it. */
+  async get(projectUuid: string, vmid: number): Promise<RecordedVmFacts | undefined> {
+    const hash = await this.redis.hgetall(this.key(projectUuid, vmid));
+    if (Object.keys(hash).length === 0) return undefined;
+    const facts: RecordedVmFacts = {};
+    for (const field of NUMBER_FIELDS) {
+      const value = hash[field];
+      if (value !== undefined && Number.isFinite(Number(value))) facts[field] = Number(value);
+    }
+    if (hash.cpuClass === 'regular' || hash.cpuClass === 'light') facts.cpuClass = hash.cpuClass;
+    if (hash.wanMode === 'off' || hash.wanMode === 'ipv4' || hash.wanMode === 'ipv6' || hash.wanMode === 'dual') {
+      facts.wanMode = hash.wanMode;
+    }
+    if (hash.privateNetwork === 'off' || hash.privateNetwork === 'on') facts.privateNetwork = hash.privateNetwork;
+    if (hash.lastIncreaseAt) facts.lastIncreaseAt = new Date(hash.lastIncreaseAt);
+    if (hash.appliedAt) facts.appliedAt = new Date(hash.appliedAt);
+    return facts;
+  }
+
+  /** Records a size the API accepted, atomically; `increased` marks an increase of cores, RAM or CPU class. */
+  async recordApplied(
+    projectUuid: string,
+    vmid: number,
+    applied: ResizeTarget,
+    at: Date,
+    increased: boolean,
+  ): Promise<void> {
+    const pairs: string[] = [];
+    for (const field of [...NUMBER_FIELDS, ...TEXT_FIELDS]) {
+      const value = applied[field];
+      if (value !== undefined) pairs.push(field, String(value));
+    }
+    await RECORD.run(
+      this.redis,
+      [this.key(projectUuid, vmid)],
+      [at.toISOString(), at.getTime(), increased ? '1' : '0', ...pairs],
+    );
+  }
+}
+
+/**
+ * What is known of a VM: the policy file's facts (snake_case, `created_at` as ISO) with what the bot recorded laid
+ * over them, since the bot's own changes are newer than the file.
+ */
+export function knownVm(
+  policyFacts: VmPolicyFacts | undefined,
+  recorded: RecordedVmFacts | undefined,
+  vmid: number,
+): VmKnown {
+  const known: VmKnown = { vmid, ha: policyFacts?.ha ?? false };
+  const set = <K extends keyof VmKnown>(key: K, value: VmKnown[K] | undefined) => {
+    if (value !== undefined) known[key] = value;
+  };
+  set('name', policyFacts?.name);
+  set('cores', recorded?.cores ?? policyFacts?.cores);
+  set('ramGb', recorded?.ramGb ?? policyFacts?.ram_gb);
+  set('osDiskGb', recorded?.osDiskGb ?? policyFacts?.os_disk_gb);
+  set('cpuClass', recorded?.cpuClass ?? policyFacts?.cpu_class);
+  set('wanMode', recorded?.wanMode ?? policyFacts?.wan_mode);
+  set('privateNetwork', recorded?.privateNetwork ?? policyFacts?.private_network);
+  set('createdAt', policyFacts?.created_at ? new Date(policyFacts.created_at) : undefined);
+  set('lastIncreaseAt', recorded?.lastIncreaseAt);
+  return known;
+}

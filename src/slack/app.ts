@@ -1,0 +1,89 @@
+import type { Server } from 'node:http';
+import { App, type CustomRoute, HTTPReceiver, LogLevel } from '@slack/bolt';
+import type { Env } from '../config/env.ts';
+import { register as registerApprove } from './actions/approve.ts';
+import { register as registerCancel } from './actions/cancel.ts';
+import { register as registerReject } from './actions/reject.ts';
+import { register as registerResolve } from './actions/resolve.ts';
+import { boltLogger } from './bolt-logger.ts';
+import { register as registerCloud } from './commands/cloud.ts';
+import type { SlackDeps } from './deps.ts';
+import { register as registerResize } from './views/resize-submit.ts';
+import { register as registerRestore } from './views/restore-submit.ts';
+import { register as registerSchedule } from './views/schedule-submit.ts';
+
+export interface SlackApp {
+  app: App;
+  /** Starts listening: HTTP on `port` (0 picks a free one), or the Socket Mode connection. */
+  start(port: number): Promise<{ port?: number }>;
+  stop(): Promise<void>;
+}
+
+/** Refuses requests from any other workspace than the policy's `workspace`. */
+function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
+  const workspace = deps.policy.workspace;
+  if (!workspace) return;
+  app.use(async (args) => {
+    const body = args.body as { team_id?: string; team?: { id?: string } | null; type?: string; command?: string };
+    const team = body.team_id ?? body.team?.id;
+    if (team === workspace) return args.next();
+    deps.logger.warn({ team }, 'request from another workspace refused');
+    const ack = (args as { ack?: (response?: unknown) => Promise<void> }).ack;
+    if (!ack) return;
+    if (body.command) return ack({ response_type: 'ephemeral', text: 'cloudops is not set up for this workspace.' });
+    return ack();
+  });
+}
+
+/**
+ * The Bolt app with every `/cloud` surface registered. HTTP mode serves `POST /slack/events` (signatures checked by
+ * Bolt: v0 HMAC, 5-minute window) plus `customRoutes`; Socket Mode is used when SLACK_APP_TOKEN is set.
+ */
+export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRoute[] = []): SlackApp {
+  const logger = boltLogger(deps.logger);
+  const clientOptions = { slackApiUrl: env.SLACK_API_URL, retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 } };
+  const socketMode = env.SLACK_APP_TOKEN !== undefined;
+  const receiver = socketMode
+    ? undefined
+    : new HTTPReceiver({
+        signingSecret: env.SLACK_SIGNING_SECRET ?? '',
+        endpoints: '/slack/events',
+        customRoutes,
+        logger,
+        logLevel: LogLevel.WARN,
+      });
+  const app = new App({
+    token: env.SLACK_BOT_TOKEN,
+    ...(socketMode ? { appToken: env.SLACK_APP_TOKEN, socketMode: true } : { receiver }),
+    logger,
+    logLevel: LogLevel.WARN,
+    clientOptions,
+    // auth.test runs at start(), not at construction, so a bad token fails start-up with a clear error.
+    deferInitialization: true,
+  });
+  registerWorkspaceGuard(app, deps);
+  registerCloud(app, deps);
+  registerResize(app, deps);
+  registerSchedule(app, deps);
+  registerRestore(app, deps);
+  registerApprove(app, deps);
+  registerReject(app, deps);
+  registerCancel(app, deps);
+  registerResolve(app, deps);
+  app.error(async (error) => {
+    deps.logger.error({ err: error }, 'unhandled error in a Slack handler');
+  });
+
+  return {
+    app,
+    async start(port) {
+      await app.init();
+      const server = (await app.start(port)) as Server | undefined;
+      const address = server?.address?.();
+      return { port: typeof address === 'object' && address ? address.port : undefined };
+    },
+    async stop() {
+      await app.stop();
+    },
+  };
+}

@@ -1,0 +1,210 @@
+import type { KnownBlock } from '@slack/types';
+import type { CloudRequest } from '../../requests/types.ts';
+import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
+import { escapeMrkdwn, mention, mrkdwn, plain, slackDate, truncate } from './text.ts';
+
+/** Action ids of the buttons on request messages and thread replies; their value is the request id. */
+export const ACTIONS = {
+  approve: 'approve',
+  reject: 'reject',
+  cancel: 'cancel',
+  resolveDone: 'resolve_done',
+  resolveFailed: 'resolve_failed',
+} as const;
+
+/** Thread replies the bot posts under a request message. */
+export type ReplyEvent =
+  | 'approved'
+  | 'rejected'
+  | 'expired'
+  | 'cancelled'
+  | 'step_succeeded'
+  | 'succeeded'
+  | 'refused'
+  | 'unknown'
+  | 'resolved';
+
+export interface RenderedMessage {
+  text: string;
+  blocks: KnownBlock[];
+}
+
+export interface RequestRenderer {
+  requestMessage(request: CloudRequest): RenderedMessage;
+  threadReply(request: CloudRequest, event: ReplyEvent, step?: number): { text: string; blocks?: KnownBlock[] };
+}
+
+function title(request: CloudRequest): string {
+  const verb = request.kind === 'resize' ? 'Resize' : 'Restore';
+  return `${verb} ${vmLabel(request)}`;
+}
+
+function whatChanges(request: CloudRequest): string {
+  const params = request.params;
+  if (params.kind === 'restore') {
+    return [
+      `Restore from backup \`${escapeMrkdwn(params.backupSlug)}\`: the VM's disk is overwritten.`,
+      params.autostart ? 'Starts the VM when the restore is done.' : 'Leaves the VM stopped.',
+    ].join('\n');
+  }
+  const lines = changeLines(params).map((l) => `• ${escapeMrkdwn(l)}`);
+  if (params.steps.length > 1) lines.push('_Runs in two steps, as the API requires: WAN off first, then the new mode._');
+  return lines.join('\n');
+}
+
+function costText(request: CloudRequest): string | undefined {
+  const cost = request.cost;
+  if (!cost) return undefined;
+  const sign = (v: string) => (v.startsWith('-') ? v.replace('-', '−') : `+${v}`);
+  let text = `*Cost after the change* in ${escapeMrkdwn(cost.cluster)}: ${cost.currency} ${cost.hourly}/h · ${cost.currency} ${cost.monthly}/month`;
+  if (cost.diffHourly !== undefined && cost.diffMonthly !== undefined) {
+    text += ` (${sign(cost.diffHourly)}/h, ${sign(cost.diffMonthly)}/month)`;
+  }
+  if (cost.note) text += `\n_${escapeMrkdwn(cost.note)}_`;
+  return text;
+}
+
+function whoActed(request: CloudRequest): string[] {
+  const lines = [`Requested by ${mention(request.requester)} ${slackDate(new Date(request.createdAt))}`];
+  if (request.approvedBy) lines.push(`Approved by ${mention(request.approvedBy)}`);
+  if (request.rejectedBy) {
+    const why = request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 300))}”` : '';
+    lines.push(`Rejected by ${mention(request.rejectedBy)}${why}`);
+  }
+  if (request.cancelledBy) lines.push(`Cancelled by ${mention(request.cancelledBy)}`);
+  if (request.resolvedBy) lines.push(`Checked by ${mention(request.resolvedBy)}`);
+  if (request.state === 'pending') {
+    const who = request.approvers.map(mention).join(', ');
+    lines.push(`Approvers: ${who} · expires ${slackDate(new Date(request.expiresAt))}`);
+  }
+  return lines;
+}
+
+function buttons(request: CloudRequest): KnownBlock | undefined {
+  const value = request.id;
+  const scheduledNotStarted = request.state === 'queued' && request.runAt !== undefined;
+  if (request.state === 'pending') {
+    const elements = [];
+    if (request.needsApproval) {
+      elements.push(
+        { type: 'button' as const, action_id: ACTIONS.approve, text: plain('Approve', 75), style: 'primary' as const, value },
+        { type: 'button' as const, action_id: ACTIONS.reject, text: plain('Reject', 75), style: 'danger' as const, value },
+      );
+    }
+    elements.push({ type: 'button' as const, action_id: ACTIONS.cancel, text: plain('Cancel request', 75), value });
+    return { type: 'actions', block_id: `request:${request.id}`, elements };
+  }
+  if (scheduledNotStarted) {
+    return {
+      type: 'actions',
+      block_id: `request:${request.id}`,
+      elements: [{ type: 'button', action_id: ACTIONS.cancel, text: plain('Cancel scheduled run', 75), value }],
+    };
+  }
+  return undefined;
+}
+
+/** The request message: what changes, its cost, the rules, the reason, who acted, and live buttons. */
+function requestMessage(request: CloudRequest): RenderedMessage {
+  const blocks: KnownBlock[] = [
+    { type: 'header', text: plain(truncate(title(request), 150), 150) },
+    {
+      type: 'section',
+      text: mrkdwn(`*${STATE_LABEL[request.state]}* · request \`${request.id}\``),
+    },
+    { type: 'section', text: mrkdwn(whatChanges(request)) },
+  ];
+  const cost = costText(request);
+  if (cost) blocks.push({ type: 'section', text: mrkdwn(cost) });
+  if (request.runAt) {
+    blocks.push({
+      type: 'section',
+      text: mrkdwn(`:alarm_clock: Scheduled for ${slackDate(new Date(request.runAt))}, the earliest time the 24-hour rule allows.`),
+    });
+  }
+  if (request.notes.length > 0) {
+    blocks.push({ type: 'section', text: mrkdwn(request.notes.map((n) => `• ${escapeMrkdwn(n)}`).join('\n')) });
+  }
+  if (request.reason) {
+    blocks.push({ type: 'section', text: mrkdwn(`*Reason:* ${escapeMrkdwn(truncate(request.reason, 1000))}`) });
+  }
+  blocks.push({ type: 'context', elements: [mrkdwn(whoActed(request).join(' · '))] });
+  const actions = buttons(request);
+  if (actions) blocks.push(actions);
+  const text = `${title(request)}: ${STATE_LABEL[request.state].replace(/^:[a-z_]+: /, '')} (request ${request.id})`;
+  return { text, blocks };
+}
+
+function lastOutcome(request: CloudRequest) {
+  return request.outcomes[request.outcomes.length - 1];
+}
+
+/** One thread reply for a state change. */
+function threadReply(request: CloudRequest, event: ReplyEvent, step?: number): { text: string; blocks?: KnownBlock[] } {
+  const outcome = step === undefined ? lastOutcome(request) : request.outcomes.find((o) => o.step === step);
+  const steps = request.params.kind === 'resize' ? request.params.steps : [];
+  switch (event) {
+    case 'approved':
+      return {
+        text: `Approved by ${mention(request.approvedBy ?? 'unknown')}.${request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.'}`,
+      };
+    case 'rejected':
+      return {
+        text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}${request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 1000))}”` : '.'} Nothing was sent to the API.`,
+      };
+    case 'expired':
+      return { text: 'Expired without an approval. Nothing was sent to the API; make a new request if it is still needed.' };
+    case 'cancelled':
+      return { text: `Cancelled by ${mention(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.` };
+    case 'step_succeeded': {
+      const s = steps[step ?? 0];
+      return {
+        text: `Step ${(step ?? 0) + 1} of ${steps.length} done (${s ? escapeMrkdwn(stepSummary(s)) : 'step'}): ${escapeMrkdwn(outcome?.message || 'accepted')}`,
+      };
+    }
+    case 'succeeded': {
+      if (request.params.kind === 'restore') {
+        return {
+          text: `:white_check_mark: Restore started: ${escapeMrkdwn(outcome?.message || 'accepted')} Task id: \`${escapeMrkdwn(outcome?.taskId ?? 'not given')}\`.`,
+        };
+      }
+      return { text: `:white_check_mark: Done: ${escapeMrkdwn(outcome?.message || 'the API accepted the change.')}` };
+    }
+    case 'refused': {
+      const applied = steps.length > 1 && (outcome?.step ?? 0) > 0 ? ' Step 1 (WAN off) was applied; the VM has WAN off now.' : '';
+      return {
+        text: `:x: The API refused this: ${escapeMrkdwn(outcome?.reason ?? 'no reason given.')}${applied}`,
+      };
+    }
+    case 'unknown': {
+      const what =
+        request.params.kind === 'restore'
+          ? `whether a restore of VM ${request.vmid} from \`${escapeMrkdwn(request.params.backupSlug)}\` started`
+          : `the size and WAN mode of VM ${request.vmid}`;
+      const text = `:warning: Outcome unknown: ${escapeMrkdwn(outcome?.reason ?? 'no answer came back.')} The request was sent and may have been applied, so it will not be sent again. Check ${what} in the portal (project ${escapeMrkdwn(request.projectName)}), then mark what you found.`;
+      return {
+        text,
+        blocks: [
+          { type: 'section', text: mrkdwn(text) },
+          {
+            type: 'actions',
+            block_id: `resolve:${request.id}`,
+            elements: [
+              { type: 'button', action_id: ACTIONS.resolveDone, text: plain('It was applied', 75), value: request.id, style: 'primary' },
+              { type: 'button', action_id: ACTIONS.resolveFailed, text: plain('It was not applied', 75), value: request.id },
+            ],
+          },
+        ],
+      };
+    }
+    case 'resolved':
+      return {
+        text: `${mention(request.resolvedBy ?? 'unknown')} checked the portal: ${request.state === 'resolved_done' ? 'the change was applied.' : 'the change was not applied.'}`,
+      };
+  }
+}
+
+/** The renderer the notify worker uses; rendering is pure, from the stored request alone. */
+export function createRequestRenderer(): RequestRenderer {
+  return { requestMessage, threadReply };
+}

@@ -1,0 +1,37 @@
+/** Small text helpers for Block Kit: escaping, truncation and Slack's date formatting. */
+
+/** Escapes the three characters Slack's mrkdwn treats as markup (&, <, >). */
+export function escapeMrkdwn(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** Cuts text to `max` characters, marking the cut with an ellipsis. */
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/** A UTC fallback such as "2026-11-23 14:05 UTC". */
+export function utcText(date: Date): string {
+  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** A date each reader sees in their own time zone, with a UTC fallback for clients that cannot. */
+export function slackDate(date: Date): string {
+  const seconds = Math.floor(date.getTime() / 1000);
+  return `<!date^${seconds}^{date_short_pretty} {time}|${utcText(date)}>`;
+}
+
+/** A mention of a Slack user. */
+export function mention(userId: string): string {
+  return `<@${userId}>`;
+}
+
+/** A plain_text object, cut to Slack's limit for where it goes. */
+export function plain(text: string, max = 3000): { type: 'plain_text'; text: string; emoji: true } {
+  return { type: 'plain_text', text: truncate(text, max), emoji: true };
+}
+
+/** A mrkdwn object, cut to Slack's 3000-character section limit. */
+export function mrkdwn(text: string, max = 3000): { type: 'mrkdwn'; text: string } {
+  return { type: 'mrkdwn', text: truncate(text, max) };
+}

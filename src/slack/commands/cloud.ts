@@ -1,0 +1,166 @@
+import type { App } from '@slack/bolt';
+import { findProject, type ProjectPolicy } from '../../config/policy.ts';
+import { knownVm } from '../../requests/vm-facts.ts';
+import type { VmKnown } from '../../rules/types.ts';
+import { jobsBlocks } from '../blocks/jobs.ts';
+import { resizeModal, restoreModal } from '../blocks/modals.ts';
+import {
+  type CommandArgs,
+  type CommandContext,
+  projectsForChannel,
+  type SlackDeps,
+  StoreUnavailableError,
+  TRY_AGAIN,
+  whereProjectLives,
+  withDeadline,
+} from '../deps.ts';
+import { helpText } from './help.ts';
+import { parseCloudCommand, type ResizeCommand, type RestoreCommand } from './parse.ts';
+
+const ephemeral = (text: string) => ({ response_type: 'ephemeral' as const, text });
+
+/** Resolves the typed project against the channel; a string is the refusal to show. */
+function resolveProject(deps: SlackDeps, channel: string, typed: string | undefined): ProjectPolicy | undefined | string {
+  const here = projectsForChannel(deps.policy, channel);
+  if (here.length === 0) {
+    const where = deps.policy.projects.flatMap((p) => p.channels.map((c) => `<#${c}>`));
+    return `No project is operated from this channel.${where.length > 0 ? ` Projects live in ${[...new Set(where)].join(', ')}.` : ''}`;
+  }
+  if (typed === undefined) return undefined;
+  const project = findProject(deps.policy, typed);
+  if (!project) return `Unknown project \`${typed}\`. Projects here: ${here.map((p) => `\`${p.name}\``).join(', ')}.`;
+  if (!project.channels.includes(channel)) return `Not from this channel: ${whereProjectLives(project)}`;
+  return project;
+}
+
+async function knownOf(deps: SlackDeps, project: ProjectPolicy | undefined, vmid: number | undefined): Promise<VmKnown | undefined> {
+  if (!project || vmid === undefined) return undefined;
+  const recorded = await deps.vmFacts.get(project.uuid, vmid);
+  return knownVm(
+    project.vms.find((v) => v.vmid === vmid),
+    recorded,
+    vmid,
+  );
+}
+
+const projectChoices = (deps: SlackDeps, channel: string) =>
+  projectsForChannel(deps.policy, channel).map((p) => ({ name: p.name, label: p.cluster ? `${p.name} (${p.cluster})` : p.name }));
+
+/** Opens a modal after the ack; storage trouble becomes an ephemeral "try again". */
+async function openForm(
+  slack: CommandArgs,
+  deps: SlackDeps,
+  build: () => Promise<Parameters<CommandArgs['client']['views']['open']>[0]['view']>,
+): Promise<void> {
+  try {
+    const view = await build();
+    await slack.client.views.open({ trigger_id: slack.command.trigger_id, view });
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'could not open a form');
+    const text =
+      error instanceof StoreUnavailableError || (error as { name?: string }).name === 'MaxRetriesPerRequestError'
+        ? TRY_AGAIN
+        : ':warning: The form could not be opened. Please run the command again.';
+    await slack.respond(ephemeral(text)).catch(() => undefined);
+  }
+}
+
+async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand): Promise<void> {
+  const { command } = slack;
+  const project = resolveProject(deps, command.channel_id, parsed.project);
+  if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
+  await slack.ack();
+  const fields = deps.policy.resize_fields;
+  await openForm(slack, deps, async () => {
+    const vm = await withDeadline(knownOf(deps, project, parsed.vmid));
+    const draft = await withDeadline(
+      deps.drafts.create({
+        kind: 'resize',
+        user: command.user_id,
+        teamId: command.team_id,
+        channel: command.channel_id,
+        createdAt: deps.now().toISOString(),
+      }),
+    );
+    return resizeModal({
+      draftId: draft.id,
+      projects: projectChoices(deps, command.channel_id),
+      project: project?.name,
+      vmid: parsed.vmid,
+      vm,
+      typed: parsed,
+      cpuClassConfigured: fields.cpu_class !== undefined,
+      privateNetworkConfigured: fields.private_network !== undefined,
+    });
+  });
+}
+
+async function restore(slack: CommandArgs, deps: SlackDeps, parsed: RestoreCommand): Promise<void> {
+  const { command } = slack;
+  const project = resolveProject(deps, command.channel_id, parsed.project);
+  if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
+  await slack.ack();
+  await openForm(slack, deps, async () => {
+    const vm = await withDeadline(knownOf(deps, project, parsed.vmid));
+    const draft = await withDeadline(
+      deps.drafts.create({
+        kind: 'restore',
+        user: command.user_id,
+        teamId: command.team_id,
+        channel: command.channel_id,
+        createdAt: deps.now().toISOString(),
+      }),
+    );
+    return restoreModal({
+      draftId: draft.id,
+      projects: projectChoices(deps, command.channel_id),
+      project: project?.name,
+      vmid: parsed.vmid,
+      backupSlug: parsed.backupSlug,
+      vm,
+    });
+  });
+}
+
+async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
+  await slack.ack();
+  try {
+    const requests = await withDeadline(deps.store.listByChannel(slack.command.channel_id, 15));
+    await slack.respond({ response_type: 'ephemeral', ...jobsBlocks(requests) });
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'could not list jobs');
+    await slack.respond(ephemeral(TRY_AGAIN)).catch(() => undefined);
+  }
+}
+
+/** Registers `/cloud`: parses the text, checks the channel's projects, and answers within Slack's 3 s. */
+export function register(app: App, deps: SlackDeps): void {
+  const words = deps.words ?? [];
+  app.command('/cloud', async (slack) => {
+    const parsed = parseCloudCommand(slack.command.text ?? '');
+    deps.metrics.commands.inc({ word: parsed.word === 'other' ? parsed.name : parsed.word });
+    switch (parsed.word) {
+      case 'help':
+        return void (await slack.ack(ephemeral(helpText(words))));
+      case 'error':
+        return void (await slack.ack(ephemeral(`:warning: ${parsed.message}`)));
+      case 'resize':
+        return resize(slack, deps, parsed);
+      case 'restore':
+        return restore(slack, deps, parsed);
+      case 'jobs':
+        return jobs(slack, deps);
+      case 'other': {
+        const word = words.find((w) => w.word === parsed.name);
+        if (!word) {
+          const known = ['resize', 'restore', 'jobs', ...words.map((w) => w.word), 'help'];
+          return void (await slack.ack(
+            ephemeral(`:warning: Unknown word \`${parsed.name}\`. Try one of: ${known.map((w) => `\`${w}\``).join(', ')}.`),
+          ));
+        }
+        const ctx: CommandContext = { args: parsed.args, slack, deps };
+        return word.handle(ctx);
+      }
+    }
+  });
+}

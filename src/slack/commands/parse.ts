@@ -1,0 +1,154 @@
+import type { CpuClass, OnOff, WanMode } from '../../rules/types.ts';
+
+/** Splits command text into words; double or single quotes keep spaces inside one word. */
+export function tokenize(text: string): string[] | { error: string } {
+  const words: string[] = [];
+  const normalised = text.replace(/[\u201c\u201d]/g, '"').replace(/[\u2018\u2019]/g, "'");
+  const pattern = /"([^"]*)"|'([^']*)'|(\S+)/g;
+  for (const match of normalised.matchAll(pattern)) {
+    words.push(match[1] ?? match[2] ?? match[3] ?? '');
+  }
+  const quotes = (normalised.match(/"/g) ?? []).length;
+  if (quotes % 2 === 1) return { error: 'a quote is not closed' };
+  return words;
+}
+
+/** What `/cloud resize …` typed, before anything is checked against the policy or the rules. */
+export interface ResizeCommand {
+  word: 'resize';
+  project?: string;
+  vmid?: number;
+  cores?: number;
+  ramGb?: number;
+  osDiskGb?: number;
+  cpuClass?: CpuClass;
+  wanMode?: WanMode;
+  privateNetwork?: OnOff;
+}
+
+export interface RestoreCommand {
+  word: 'restore';
+  project?: string;
+  vmid?: number;
+  backupSlug?: string;
+}
+
+export type ParsedCommand =
+  | { word: 'help' }
+  | { word: 'jobs' }
+  | ResizeCommand
+  | RestoreCommand
+  | { word: 'other'; name: string; args: string[] }
+  | { word: 'error'; message: string };
+
+const WAN_MODES: readonly WanMode[] = ['off', 'ipv4', 'ipv6', 'dual'];
+const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
+const ON_OFF: readonly OnOff[] = ['off', 'on'];
+
+/** Usage lines for the words this module parses. */
+export const USAGE = {
+  resize:
+    '`/cloud resize [<project> <vmid>] [cores=N] [ram=N] [disk=N] [cpu=regular|light] [wan=off|ipv4|ipv6|dual] [private=off|on]`',
+  restore: '`/cloud restore [<project> <vmid> [<backup_slug>]]`',
+  jobs: '`/cloud jobs`',
+  help: '`/cloud help`',
+} as const;
+
+const fail = (message: string): ParsedCommand => ({ word: 'error', message });
+
+function wholeNumber(key: string, value: string): number | string {
+  if (!/^\d+$/.test(value)) return `\`${key}\` takes a whole number, not \`${value}\``;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) return `\`${key}\` must be a whole number above 0`;
+  return n;
+}
+
+/** Parses the text after `/cloud`. Never throws; a mistake comes back as `{ word: 'error', message }`. */
+export function parseCloudCommand(text: string): ParsedCommand {
+  const tokens = tokenize(text.trim());
+  if (!Array.isArray(tokens)) return fail(`${tokens.error}. `);
+  const [first, ...args] = tokens;
+  const word = (first ?? 'help').toLowerCase();
+  switch (word) {
+    case 'help':
+    case '':
+      return { word: 'help' };
+    case 'jobs':
+      return args.length === 0 ? { word: 'jobs' } : fail(`\`jobs\` takes no arguments. Usage: ${USAGE.jobs}`);
+    case 'resize':
+      return parseResize(args);
+    case 'restore':
+      return parseRestore(args);
+    default:
+      return { word: 'other', name: word, args };
+  }
+}
+
+function parsePositional(args: string[], usage: string): { project?: string; vmid?: number; rest: string[] } | string {
+  const positional = args.filter((a) => !a.includes('='));
+  const [project, vmidText, ...rest] = positional;
+  if (project === undefined) return { rest: [] };
+  if (vmidText === undefined) return `give the VM id after the project. Usage: ${usage}`;
+  const vmid = wholeNumber('vmid', vmidText);
+  if (typeof vmid === 'string') return `the VM id must be a whole number above 0, not \`${vmidText}\``;
+  return { project, vmid, rest };
+}
+
+function parseResize(args: string[]): ParsedCommand {
+  const positional = parsePositional(args, USAGE.resize);
+  if (typeof positional === 'string') return fail(positional);
+  if (positional.rest.length > 0) {
+    return fail(`unexpected \`${positional.rest[0]}\`: options are written key=value. Usage: ${USAGE.resize}`);
+  }
+  const command: ResizeCommand = { word: 'resize', project: positional.project, vmid: positional.vmid };
+  for (const arg of args.filter((a) => a.includes('='))) {
+    const [rawKey, ...valueParts] = arg.split('=');
+    const key = (rawKey ?? '').toLowerCase();
+    const value = valueParts.join('=').toLowerCase();
+    const seen = (name: keyof ResizeCommand) =>
+      command[name] !== undefined ? `\`${key}\` is given twice` : undefined;
+    switch (key) {
+      case 'cores':
+      case 'ram':
+      case 'disk': {
+        const field = key === 'cores' ? 'cores' : key === 'ram' ? 'ramGb' : 'osDiskGb';
+        const twice = seen(field);
+        if (twice) return fail(twice);
+        const n = wholeNumber(key, value);
+        if (typeof n === 'string') return fail(n);
+        command[field] = n;
+        break;
+      }
+      case 'cpu': {
+        if (!CPU_CLASSES.includes(value as CpuClass)) return fail(`\`cpu\` is regular or light, not \`${value}\``);
+        command.cpuClass = value as CpuClass;
+        break;
+      }
+      case 'wan': {
+        if (!WAN_MODES.includes(value as WanMode)) return fail(`\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\``);
+        command.wanMode = value as WanMode;
+        break;
+      }
+      case 'private': {
+        if (!ON_OFF.includes(value as OnOff)) return fail(`\`private\` is off or on, not \`${value}\``);
+        command.privateNetwork = value as OnOff;
+        break;
+      }
+      default:
+        return fail(`unknown option \`${key}\`. Usage: ${USAGE.resize}`);
+    }
+  }
+  return command;
+}
+
+function parseRestore(args: string[]): ParsedCommand {
+  if (args.some((a) => a.includes('='))) return fail(`restore takes no key=value options. Usage: ${USAGE.restore}`);
+  const positional = parsePositional(args, USAGE.restore);
+  if (typeof positional === 'string') return fail(positional);
+  if (positional.rest.length > 1) return fail(`too many words. Usage: ${USAGE.restore}`);
+  const backupSlug = positional.rest[0];
+  if (backupSlug !== undefined && (!/^[A-Za-z0-9._-]{1,128}$/.test(backupSlug) || /^\.{1,2}$/.test(backupSlug))) {
+    return fail(`a backup slug has only letters, digits, ".", "_" and "-", not \`${backupSlug}\``);
+  }
+  return { word: 'restore', project: positional.project, vmid: positional.vmid, backupSlug };
+}

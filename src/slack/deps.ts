@@ -1,0 +1,75 @@
+import type { App } from '@slack/bolt';
+import type { PriceSource } from '../cloud/price-cache.ts';
+import type { Policy, ProjectPolicy } from '../config/policy.ts';
+import type { Queues } from '../jobs/queues.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { RequestStore } from '../requests/store.ts';
+import type { VmFactsStore } from '../requests/vm-facts.ts';
+import type { DraftStore } from './drafts.ts';
+
+/** Everything the Slack side needs; built by main.ts, replaced by tests. */
+export interface SlackDeps {
+  policy: Policy;
+  store: RequestStore;
+  vmFacts: VmFactsStore;
+  drafts: DraftStore;
+  queues: Queues;
+  prices: PriceSource;
+  now: () => Date;
+  logger: Logger;
+  metrics: Metrics;
+  /** Extra `/cloud` words from other features (pricing). */
+  words?: CommandWord[];
+}
+
+/** One `/cloud <word>`: its usage line for help, and its handler (which must ack). */
+export interface CommandWord {
+  word: string;
+  usage: string;
+  summary: string;
+  handle(ctx: CommandContext): Promise<void>;
+}
+
+export type CommandArgs = Parameters<Parameters<App['command']>[1]>[0];
+
+export interface CommandContext {
+  args: string[];
+  slack: CommandArgs;
+  deps: SlackDeps;
+}
+
+/** Projects that may be operated from `channel`. */
+export function projectsForChannel(policy: Policy, channel: string): ProjectPolicy[] {
+  return policy.projects.filter((p) => p.channels.includes(channel));
+}
+
+/** "shop-prod can be operated in <#C0PROD>, <#C0OPS>." */
+export function whereProjectLives(project: ProjectPolicy): string {
+  return `${project.name} can be operated in ${project.channels.map((c) => `<#${c}>`).join(', ')}.`;
+}
+
+/** A Redis call that must not hold up Slack's 3-second answer. */
+export async function withDeadline<T>(promise: Promise<T>, ms = 1500): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError()), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The bot's own storage did not answer in time. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor() {
+    super('storage did not answer in time');
+  }
+}
+
+/** What a person reads when Redis is down: clear, and says nothing was lost or done. */
+export const TRY_AGAIN =
+  ':warning: cloudops cannot reach its database right now, so nothing was saved or sent. Please try again in a minute.';

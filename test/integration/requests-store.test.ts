@@ -1,0 +1,183 @@
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AuditLog } from '../../src/requests/audit.ts';
+import { IllegalTransitionError, newRequestId, RequestStore } from '../../src/requests/store.ts';
+import { resizeRequest } from '../fixtures/requests.ts';
+import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
+
+let redis: Redis;
+let prefix: string;
+let clock: Date;
+let store: RequestStore;
+
+beforeAll(() => {
+  redis = testRedis();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+beforeEach(() => {
+  prefix = uniquePrefix('store');
+  clock = new Date('2025-03-01T10:00:00Z');
+  store = new RequestStore(redis, { prefix, now: () => clock });
+});
+afterEach(async () => {
+  await deleteKeys(redis, prefix);
+});
+
+describe('RequestStore', () => {
+  it('creates ids of 8 Crockford base32 characters that never read as a number', () => {
+    const ids = new Set(Array.from({ length: 2000 }, () => newRequestId()));
+    expect(ids.size).toBe(2000);
+    for (const id of ids) expect(id).toMatch(/^[A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z]{7}$/);
+  });
+
+  it('creates a request and reads it back with the store-owned fields filled in', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    expect(created).toMatchObject({
+      state: 'pending',
+      version: 1,
+      nextStep: 0,
+      outcomes: [],
+      createdAt: '2025-03-01T10:00:00.000Z',
+      updatedAt: '2025-03-01T10:00:00.000Z',
+    });
+    expect(await store.get(created.id)).toEqual(created);
+    expect(await store.get('NOPE0000')).toBeUndefined();
+  });
+
+  it('lets exactly one of 50 concurrent transitions win, and audits it once', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    const approvers = Array.from({ length: 50 }, (_, i) => `U0APPROVER${i}`);
+    // Separate connections, so the 50 calls really interleave on the server.
+    const clients = approvers.map(() => testRedis());
+    try {
+      const results = await Promise.all(
+        approvers.map((user, i) =>
+          new RequestStore(clients[i]!, { prefix, now: () => clock }).transition(created.id, {
+            from: ['pending'],
+            to: 'approved',
+            actor: user,
+            patch: { approvedBy: user },
+          }),
+        ),
+      );
+      const winners = results.filter((r) => r.ok);
+      expect(winners).toHaveLength(1);
+      for (const loser of results.filter((r) => !r.ok)) {
+        expect(loser).toMatchObject({ ok: false, reason: 'wrong_state', request: { state: 'approved' } });
+      }
+      const stored = await store.get(created.id);
+      expect(stored?.state).toBe('approved');
+      expect(stored?.version).toBe(2);
+      expect(stored?.approvedBy).toBe(winners[0]!.ok ? winners[0]!.request.approvedBy : undefined);
+      const approvals = (await new AuditLog(redis, prefix).read({ requestId: created.id })).filter(
+        (e) => e.state === 'approved',
+      );
+      expect(approvals).toHaveLength(1);
+      expect(approvals[0]!.actor).toBe(stored?.approvedBy);
+    } finally {
+      await Promise.all(clients.map((c) => c.quit()));
+    }
+  });
+
+  it('retries on a version conflict while the state still allows the move', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    // Concurrent non-state updates bump the version under the transition's feet; it must still land.
+    const [moved] = await Promise.all([
+      store.transition(created.id, { from: ['pending'], to: 'approved', actor: 'U0LEAD' }),
+      ...Array.from({ length: 20 }, (_, i) => store.update(created.id, { messageTs: `1700000000.${i}` })),
+    ]);
+    expect(moved.ok).toBe(true);
+    const stored = await store.get(created.id);
+    expect(stored?.state).toBe('approved');
+    expect(stored?.version).toBe(22);
+    expect(stored?.messageTs).toMatch(/^1700000000\.\d+$/);
+  });
+
+  it('answers not_found and wrong_state without writing', async () => {
+    expect(await store.transition('ZZZZZZZZ', { from: ['pending'], to: 'approved', actor: 'U0LEAD' })).toEqual({
+      ok: false,
+      reason: 'not_found',
+    });
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    await store.transition(created.id, { from: ['pending'], to: 'rejected', actor: 'U0LEAD' });
+    const late = await store.transition(created.id, { from: ['pending'], to: 'approved', actor: 'U0LEAD' });
+    expect(late).toMatchObject({ ok: false, reason: 'wrong_state', request: { state: 'rejected', version: 2 } });
+  });
+
+  it('throws on an arrow the state machine does not have', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    await expect(store.transition(created.id, { from: ['pending'], to: 'succeeded', actor: 'x' })).rejects.toThrow(
+      IllegalTransitionError,
+    );
+    await expect(
+      store.transition(created.id, { from: ['queued', 'succeeded'], to: 'sending', actor: 'x' }),
+    ).rejects.toThrow(/from succeeded to sending/);
+    await expect(store.transition(created.id, { from: ['unknown'], to: 'queued', actor: 'x' })).rejects.toThrow(
+      IllegalTransitionError,
+    );
+    expect((await store.get(created.id))?.version).toBe(1);
+  });
+
+  it('never lets a patch overwrite the id, state or version', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    const updated = await store.update(created.id, {
+      id: 'OTHER000',
+      state: 'succeeded',
+      version: 99,
+      messageTs: '1.2',
+    } as Partial<typeof created>);
+    expect(updated).toMatchObject({ id: created.id, state: 'pending', version: 2, messageTs: '1.2' });
+    expect(await store.update('ZZZZZZZZ', { messageTs: '1' })).toBeUndefined();
+  });
+
+  it('records every state change in order, with its actor and detail', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    const steps = [
+      { from: 'pending', to: 'approved', actor: 'U0LEAD' },
+      { from: 'approved', to: 'queued', actor: 'cloudops' },
+      { from: 'queued', to: 'sending', actor: 'cloudops' },
+      { from: 'sending', to: 'unknown', actor: 'cloudops', detail: 'timeout after sending' },
+      { from: 'unknown', to: 'resolved_done', actor: 'U0LEAD', detail: 'checked in the portal' },
+    ] as const;
+    for (const step of steps) {
+      clock = new Date(clock.getTime() + 1000);
+      const result = await store.transition(created.id, { ...step, from: [step.from] });
+      expect(result.ok).toBe(true);
+    }
+    const entries = await new AuditLog(redis, prefix).read({ requestId: created.id });
+    expect(entries.map((e) => [e.state, e.actor, e.detail])).toEqual([
+      ['created', 'U0DEV', undefined],
+      ['pending', 'U0DEV', undefined],
+      ['approved', 'U0LEAD', undefined],
+      ['queued', 'cloudops', undefined],
+      ['sending', 'cloudops', undefined],
+      ['unknown', 'cloudops', 'timeout after sending'],
+      ['resolved_done', 'U0LEAD', 'checked in the portal'],
+    ]);
+    expect(entries[2]!.at).toBe('2025-03-01T10:00:01.000Z');
+    expect(entries.every((e) => e.requestId === created.id)).toBe(true);
+    const ids = entries.map((e) => e.id);
+    expect([...ids].sort(compareStreamIds)).toEqual(ids);
+  });
+
+  it('lists a channel newest first, only its own requests, up to the limit', async () => {
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      clock = new Date(clock.getTime() + 60_000);
+      made.push((await store.create(resizeRequest({ vmid: 100 + i }), 'U0DEV')).id);
+    }
+    await store.create(resizeRequest({ channel: 'C0OTHER' }), 'U0DEV');
+    const listed = await store.listByChannel('C0PROD', 3);
+    expect(listed.map((r) => r.id)).toEqual(made.slice(2).reverse());
+    expect((await store.listByChannel('C0PROD')).map((r) => r.id)).toEqual([...made].reverse());
+    expect(await store.listByChannel('C0EMPTY')).toEqual([]);
+  });
+});
+
+function compareStreamIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(Number) as [number, number];
+  const [bm, bs] = b.split('-').map(Number) as [number, number];
+  return am - bm || as - bs;
+}
