@@ -1,0 +1,115 @@
+import { type JobsOptions, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { CloudRequest } from '../requests/types.ts';
+import type { ReplyEvent } from '../slack/blocks/request-message.ts';
+
+/** Queue names under the BullMQ prefix. */
+export const QUEUE_NAMES = { execute: 'execute', notify: 'notify' } as const;
+
+/**
+ * Separator inside custom job ids. BullMQ 6 refuses ids with ':' unless they have exactly three parts
+ * (job.js `addJob` check), so ids are built with '.' instead.
+ */
+const ID_SEPARATOR = '.';
+
+/** How long finished jobs are kept, so a second enqueue with the same id within this time is a no-op. */
+const KEEP_FINISHED_S = 7 * 24 * 3600;
+
+/** Execute jobs retry only errors the worker judged "surely not sent"; the delay comes from `retry-policy.ts`. */
+const EXECUTE_JOB_OPTIONS: JobsOptions = {
+  attempts: 12,
+  backoff: { type: 'cloudops' },
+  removeOnComplete: { age: KEEP_FINISHED_S },
+  removeOnFail: { age: KEEP_FINISHED_S },
+};
+
+/** Reports wait out Slack outages and rate limits: many attempts, growing delays. */
+const NOTIFY_JOB_OPTIONS: JobsOptions = {
+  attempts: 40,
+  backoff: { type: 'cloudops' },
+  removeOnComplete: { age: KEEP_FINISHED_S },
+  removeOnFail: { age: KEEP_FINISHED_S },
+};
+
+/** The two queues of the bot. */
+export interface Queues {
+  execute: Queue;
+  notify: Queue;
+  close(): Promise<void>;
+}
+
+/** Data of an execute job: only the request id; the request itself is read from the store when it runs. */
+export interface ExecuteJobData {
+  requestId: string;
+}
+
+/** What the notify worker does: post or sync the request message, post a thread reply, expire a pending request. */
+export type NotifyJob =
+  | { type: 'post-request' | 'sync-message' | 'expire'; requestId: string }
+  | { type: 'thread-reply'; requestId: string; event: ReplyEvent; step?: number };
+
+/** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
+export function createQueues(connection: Redis, prefix: string): Queues {
+  const execute = new Queue(QUEUE_NAMES.execute, {
+    connection,
+    prefix,
+    defaultJobOptions: EXECUTE_JOB_OPTIONS,
+  });
+  const notify = new Queue(QUEUE_NAMES.notify, { connection, prefix, defaultJobOptions: NOTIFY_JOB_OPTIONS });
+  return {
+    execute,
+    notify,
+    async close() {
+      await Promise.all([execute.close(), notify.close()]);
+    },
+  };
+}
+
+/**
+ * Enqueues a queued request for execution. The job id is the request id, so a double click or a replay adds
+ * nothing; a scheduled request waits until its `runAt`.
+ */
+export async function enqueueExecution(queues: Queues, request: CloudRequest, now: Date): Promise<void> {
+  const runAt = request.runAt ? new Date(request.runAt).getTime() : undefined;
+  const delay = runAt !== undefined && Number.isFinite(runAt) ? Math.max(0, runAt - now.getTime()) : 0;
+  const data: ExecuteJobData = { requestId: request.id };
+  await queues.execute.add('execute', data, { jobId: request.id, delay });
+}
+
+/** Removes a request's execution job if it has not started; a started one is stopped by the store's state check. */
+export async function cancelExecution(queues: Queues, requestId: string): Promise<void> {
+  await queues.execute.remove(requestId);
+}
+
+/** The deterministic job id of a notify job, or undefined where duplicates are harmless (message syncs). */
+export function notifyJobId(job: NotifyJob): string | undefined {
+  switch (job.type) {
+    case 'post-request':
+    case 'expire':
+      return [job.type, job.requestId].join(ID_SEPARATOR);
+    case 'thread-reply':
+      return ['reply', job.requestId, job.event, String(job.step ?? 0)].join(ID_SEPARATOR);
+    case 'sync-message':
+      return undefined;
+  }
+}
+
+/**
+ * Enqueues a Slack report. Post, expire and thread replies have fixed ids so a duplicate is a no-op; an expire
+ * job waits until the request's `expiresAt` (given on the job or read by the worker, measured from `now`).
+ */
+export async function enqueueNotify(
+  queues: Queues,
+  job: NotifyJob,
+  options: { expiresAt?: string; now?: Date } = {},
+): Promise<void> {
+  const opts: JobsOptions = {};
+  const jobId = notifyJobId(job);
+  if (jobId) opts.jobId = jobId;
+  if (job.type === 'expire' && options.expiresAt) {
+    const at = new Date(options.expiresAt).getTime();
+    const now = (options.now ?? new Date()).getTime();
+    if (Number.isFinite(at)) opts.delay = Math.max(0, at - now);
+  }
+  await queues.notify.add(job.type, job, opts);
+}
