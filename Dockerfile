@@ -1,16 +1,15 @@
 # syntax=docker/dockerfile:1
-# Multi-stage: the first stage checks the types with the dev dependencies; the runtime stage has production
-# dependencies only and runs as the unprivileged `node` user. TypeScript runs through tsx (a production
-# dependency), so the image starts with the same `npm start` command the tests run.
+# Two stages. "build" installs every dependency (npm ci) and type-checks, so a broken tree never becomes an
+# image. "runtime" installs production dependencies only (npm ci --omit=dev) and runs as the unprivileged
+# `node` user. TypeScript runs through tsx, a production dependency, so the image starts with the same
+# command as `npm start` and has no compile step to drift from the tests.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json biome.json vitest.config.ts ./
-COPY src ./src
-COPY sim ./sim
-COPY test ./test
+# .dockerignore keeps node_modules, .git, .env and local output out of the context.
+COPY . .
 RUN npx tsc --noEmit -p .
 
 FROM node:20-bookworm-slim AS runtime
@@ -21,13 +20,14 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/src ./src
-# The simulator and the Slack stand-in ship for the compose "sim" profile and `npm run demo`.
+# The cloud simulator ships too, for the compose "sim" profile (`npm run sim`).
 COPY --from=build /app/sim ./sim
-COPY bin ./bin
+# A placeholder policy so the image starts; mount your own at /etc/cloudops/policy.yml.
 COPY policy.example.yml /etc/cloudops/policy.yml
 USER node
 EXPOSE 3000
+# /healthz answers on PORT in every ROLE; node's fetch, since the slim image has no curl.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The same command as `npm start`, without npm in between, so SIGTERM reaches the bot directly.
 CMD ["node", "--import", "tsx", "src/main.ts"]

@@ -1,0 +1,174 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { startHealthServer } from '../../src/observability/http.ts';
+import { createMetrics } from '../../src/observability/metrics.ts';
+
+// Docker does not run here: these check what can be checked without it, and run the health checks for real.
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const read = (file: string) => readFileSync(join(repo, file), 'utf8');
+const run = promisify(execFile);
+
+interface Service {
+  image?: string;
+  build?: string;
+  command?: string[];
+  profiles?: string[];
+  ports?: string[];
+  container_name?: string;
+  env_file?: { path: string; required?: boolean }[];
+  environment?: Record<string, string>;
+  volumes?: (string | { type: string; source: string; target: string })[];
+  healthcheck?: { test: string[] };
+}
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+};
+const pkg = JSON.parse(read('package.json')) as {
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+};
+
+/** Dockerfile instructions, with `\` continuations joined, split into stages at each FROM. */
+function dockerStages(): { from: string; lines: string[] }[] {
+  const lines = read('Dockerfile')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  const stages: { from: string; lines: string[] }[] = [];
+  for (const line of lines) {
+    if (/^FROM\s/i.test(line)) stages.push({ from: line, lines: [] });
+    else stages.at(-1)?.lines.push(line);
+  }
+  return stages;
+}
+const stages = dockerStages();
+const runtime = stages.at(-1)!;
+const instruction = (name: string) =>
+  runtime.lines
+    .filter((line) => line.toUpperCase().startsWith(`${name} `))
+    .map((line) => line.slice(name.length + 1).trim());
+/** The JSON (exec) form of an instruction's argument, e.g. CMD ["node", ...]. */
+const execForm = (text: string): string[] => JSON.parse(text.replace(/^CMD\s+/i, '')) as string[];
+
+describe('Dockerfile', () => {
+  it('installs all dependencies to check the build, then production dependencies only for the image', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect(stages[0]!.lines.some((line) => /^RUN npm ci\b(?!.*--omit=dev)/.test(line))).toBe(true);
+    expect(runtime.lines.some((line) => /^RUN npm ci\b.*--omit=dev/.test(line))).toBe(true);
+    // tsx runs the TypeScript in the image, so it must survive --omit=dev.
+    expect(pkg.dependencies.tsx).toBeDefined();
+  });
+
+  it('runs the same command as `npm start`, as a non-root user', () => {
+    const [cmd] = instruction('CMD');
+    expect(cmd).toBeDefined();
+    expect(execForm(cmd!).join(' ')).toBe(pkg.scripts.start);
+    const [user] = instruction('USER');
+    expect(user).toBeDefined();
+    expect(['root', '0']).not.toContain(user);
+  });
+
+  it('copies only paths that exist and are not excluded from the build context', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    expect(ignored).toContain('node_modules');
+    expect(ignored).toContain('.git');
+    expect(ignored).toContain('.env');
+    const sources = stages
+      .flatMap((stage) => stage.lines)
+      .filter((line) => /^COPY\s/i.test(line) && !/--from=/.test(line))
+      .flatMap((line) => line.split(/\s+/).slice(1, -1));
+    expect(sources.length).toBeGreaterThan(0);
+    for (const source of sources) {
+      if (source === '.') continue;
+      expect(existsSync(join(repo, source)), `COPY ${source}`).toBe(true);
+      expect(ignored, `COPY ${source} is excluded by .dockerignore`).not.toContain(source);
+    }
+  });
+});
+
+describe('docker-compose.yml', () => {
+  it('runs Redis 7 with the append-only file on, no eviction, and a volume', () => {
+    const redis = compose.services.redis!;
+    expect(redis.image).toMatch(/^redis:7/);
+    const command = (redis.command ?? []).join(' ');
+    expect(command).toMatch(/--appendonly yes/);
+    expect(command).toMatch(/--maxmemory-policy noeviction/);
+    const volume = String(redis.volumes?.[0]).split(':')[0]!;
+    expect(compose.volumes).toHaveProperty(volume);
+  });
+
+  it('runs the bot (web), workers that can scale, and the scheduler against that Redis, env from .env', () => {
+    const roles = Object.fromEntries(
+      Object.entries(compose.services)
+        .filter(([, service]) => service.environment?.ROLE)
+        .map(([name, service]) => [service.environment!.ROLE, name]),
+    );
+    expect(roles).toEqual({ web: 'bot', worker: 'worker', scheduler: 'scheduler' });
+    for (const name of ['bot', 'worker', 'scheduler']) {
+      const service = compose.services[name]!;
+      expect(service.environment?.REDIS_URL).toBe('redis://redis:6379');
+      expect(service.env_file?.[0]?.path).toBe('.env');
+    }
+    // `--scale worker=3` needs no fixed name and no published port.
+    expect(compose.services.worker!.container_name).toBeUndefined();
+    expect(compose.services.worker!.ports).toBeUndefined();
+    expect(read('docker-compose.yml')).toMatch(/--scale worker=3/);
+  });
+
+  it('gives the bot a health check on /healthz with node (no curl in the image)', () => {
+    const test = compose.services.bot!.healthcheck?.test ?? [];
+    expect(test.join(' ')).toMatch(/\/healthz/);
+    expect(test[1]).toBe('node');
+    expect(test.join(' ')).not.toMatch(/curl|wget/);
+  });
+
+  it('has a sim profile with the cloud simulator, which the bot points CLOUD_API_URL at by default', () => {
+    const sim = compose.services['cloud-sim']!;
+    expect(sim.profiles).toEqual(['sim']);
+    const command = (sim.command ?? []).join(' ');
+    expect(command).toMatch(/^npm run sim -- --port 8080\b/);
+    expect(pkg.scripts.sim).toBeDefined();
+    // Compose interpolation: the shell's or .env's CLOUD_API_URL, else the simulator on its port.
+    expect(compose.services.bot!.environment?.CLOUD_API_URL).toMatch(
+      /^\$\{CLOUD_API_URL:-http:\/\/cloud-sim:8080\}$/,
+    );
+  });
+});
+
+describe('health check commands, run against a real health server', () => {
+  let server: Server;
+  let port: number;
+  beforeAll(async () => {
+    const readiness = { redisPing: async () => true, policyLoaded: () => true };
+    server = await startHealthServer(0, readiness, createMetrics({ defaultMetrics: false }));
+    const address = server.address();
+    port = typeof address === 'object' && address ? address.port : 0;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const commands = () => ({
+    Dockerfile: execForm(instruction('HEALTHCHECK')[0]!.replace(/^.*CMD\s+/, '')),
+    'docker-compose.yml': (compose.services.bot!.healthcheck?.test ?? []).slice(1),
+  });
+
+  it('exit 0 when /healthz answers and 1 when nothing listens', async () => {
+    for (const [where, [command, ...args]] of Object.entries(commands())) {
+      expect(command, where).toBe('node');
+      const env = { PATH: process.env.PATH ?? '', PORT: String(port) };
+      await expect(run(command!, args, { env }), where).resolves.toBeDefined();
+      const closed = run(command!, args, { env: { ...env, PORT: '1' } });
+      await expect(closed, where).rejects.toMatchObject({ code: 1 });
+    }
+  });
+});
