@@ -59,11 +59,38 @@ export interface Violation {
     | 'autostart_ha'
     | 'bad_slug'
     | 'bad_uuid'
-    | 'bad_vmid';
+    | 'bad_vmid'
+    | 'bad_value';
   /** One sentence for the requester: why, and what would be allowed. */
   message: string;
   allowedAt?: Date;
 }
 
-/** The direction of a change to one field, where it can be compared. */
-export type Direction = 'up' | 'down' | 'same' | 'unknown';
+/**
+ * The direction of a change to one field: up/down for ordered fields (cores, RAM, disk, CPU class with
+ * light < regular), `changed` for unordered ones (WAN mode, private network), `unknown` when the current value
+ * is not known to the bot.
+ */
+export type Direction = 'up' | 'down' | 'same' | 'changed' | 'unknown';
+
+/**
+ * The hourly prices the cost rules read, as decimal strings. `PriceModel` of the cloud layer satisfies it
+ * structurally, so the rules need not import the cloud layer.
+ */
+export interface PriceLike {
+  vcoreRegular?: string;
+  vcoreLight?: string;
+  ram?: string;
+  storageFast?: string;
+  publicIp?: string;
+  privateNetworkTag?: string;
+}
+
+/** The policy's reference VM (`reference_vm`), in the policy file's own spelling. */
+export interface ReferenceVm {
+  cores: number;
+  ram_gb: number;
+  os_disk_gb: number;
+  cpu_class: CpuClass;
+  public_ip: boolean;
+}
