@@ -2,6 +2,7 @@
  * Every way a call to the service can fail, as classes matched with `instanceof`.
  * The split follows one question: could the request have taken effect?
  * - {@link CloudRefusedError}: the service answered no (4xx). Final.
+ * - {@link CloudInputError} (a CloudRefusedError): the client refused an argument before sending anything.
  * - {@link CloudRateLimitedError}: 429. Surely not applied; retry after `retryAfterMs`.
  * - {@link CloudUnavailableError}: not sent (connection refused, DNS) or 503. Surely not applied; retry.
  * - {@link CloudOutcomeUnknownError}: sent, and no trustworthy answer (timeout, reset, other 5xx). Never resend.
@@ -26,18 +27,34 @@ export abstract class CloudApiError extends Error {
 }
 
 export class CloudRefusedError extends CloudApiError {
-  override readonly name = 'CloudRefusedError';
-  readonly code = 'CLOUD_REFUSED';
+  override readonly name: string = 'CloudRefusedError';
+  readonly code: string = 'CLOUD_REFUSED';
   /** Per-field reasons when the body was a field list, e.g. `{ cores: ['…'] }`. */
   readonly fields: Record<string, string[]>;
 
   constructor(
     operation: string,
     reason: string,
-    options: { status: number; fields?: Record<string, string[]>; cause?: unknown },
+    options: { status?: number; fields?: Record<string, string[]>; cause?: unknown },
   ) {
     super(operation, reason, options);
     this.fields = options.fields ?? {};
+  }
+}
+
+/**
+ * An argument the client refuses before sending anything (bad project UUID, vmid, backup slug or cluster
+ * name). A refusal of our own: final, surely not applied, and `status` is undefined.
+ */
+export class CloudInputError extends CloudRefusedError {
+  override readonly name: string = 'CloudInputError';
+  override readonly code: string = 'CLOUD_INPUT';
+  /** Which argument was refused, e.g. 'vmid'. */
+  readonly field: string;
+
+  constructor(operation: string, field: string, reason: string) {
+    super(operation, reason, { fields: { [field]: [reason] } });
+    this.field = field;
   }
 }
 
@@ -58,7 +75,11 @@ export class CloudUnavailableError extends CloudApiError {
   readonly code = 'CLOUD_UNAVAILABLE';
   readonly retryAfterMs?: number;
 
-  constructor(operation: string, reason: string, options: { status?: number; retryAfterMs?: number; cause?: unknown }) {
+  constructor(
+    operation: string,
+    reason: string,
+    options: { status?: number; retryAfterMs?: number; cause?: unknown },
+  ) {
     super(operation, reason, options);
     this.retryAfterMs = options.retryAfterMs;
   }
