@@ -1,0 +1,36 @@
+import type { WebClient } from '@slack/web-api';
+import type { Redis } from 'ioredis';
+import type { CloudApi } from '../cloud/types.ts';
+import type { Policy } from '../config/policy.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { RequestStore } from '../requests/store.ts';
+import type { VmFactsStore } from '../requests/vm-facts.ts';
+import type { RequestRenderer } from '../slack/blocks/request-message.ts';
+import type { Queues } from './queues.ts';
+import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
+
+/** What the execution needs; `src/main.ts` wires it, tests pass fast policies. */
+export interface ExecutionDeps {
+  /** ioredis with `maxRetriesPerRequest: null`: waits for Redis to come back instead of failing jobs. */
+  connection: Redis;
+  prefix: string;
+  store: RequestStore;
+  vmFacts: VmFactsStore;
+  cloud: CloudApi;
+  policy: Policy;
+  queues: Queues;
+  now: () => Date;
+  logger: Logger;
+  metrics: Metrics;
+  slack: WebClient;
+  renderer: RequestRenderer;
+  /** Stall detection (and job lock) interval; short in tests so a killed worker's job is picked up soon. */
+  stalledIntervalMs?: number;
+  /** Retry delays; defaults EXECUTE_RETRY / NOTIFY_RETRY. */
+  retry?: { execute: RetryPolicy; notify: RetryPolicy };
+  /** The per-VM lock; default VM_LOCK. */
+  vmLock?: LockPolicy;
+  /** Jobs run at once per process; different VMs run in parallel. */
+  concurrency?: { execute: number; notify: number };
+}

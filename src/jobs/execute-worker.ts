@@ -1,0 +1,286 @@
+import { DelayedError, type Job } from 'bullmq';
+import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
+import { findProject } from '../config/policy.ts';
+import type { CloudRequest, StepOutcome } from '../requests/types.ts';
+import { knownVm } from '../requests/vm-facts.ts';
+import { checkResize } from '../rules/resize.ts';
+import type { ResizeTarget } from '../rules/types.ts';
+import type { ReplyEvent } from '../slack/blocks/request-message.ts';
+import type { ExecutionDeps } from './deps.ts';
+import { type ExecuteJobData, enqueueNotify } from './queues.ts';
+import { isIncrease, resizeBody, UnmappedFieldError } from './resize-body.ts';
+import type { LockPolicy } from './retry-policy.ts';
+import type { SendMarkers } from './send-markers.ts';
+import type { VmLock } from './vm-lock.ts';
+
+/** How an execute job ended, for metrics.jobs and the job's return value. */
+export type ExecuteOutcome = 'succeeded' | 'refused' | 'unknown' | 'skipped' | 'missing';
+
+/** Said when a retried or restarted job finds its step marked as possibly sent. */
+const INTERRUPTED_REASON =
+  'The worker stopped while this call was in flight (a restart or crash), so whether the API applied it is not known.';
+/** Said when the API is unreachable or busy for longer than the job's attempts. */
+const GAVE_UP_REASON = (reason: string) =>
+  `The API could not take the call after several tries (${reason}). Nothing was applied; make a new request to try again.`;
+
+/**
+ * A request's run: one VM at a time, at most one POST per step, and each outcome decided once where it is caught
+ * (STYLE.md lesson 2). Slack is never called here: replies go through the notify queue.
+ */
+export class ExecuteProcessor {
+  constructor(
+    private readonly deps: ExecutionDeps,
+    private readonly lock: VmLock,
+    private readonly lockPolicy: LockPolicy,
+    private readonly markers: SendMarkers,
+  ) {}
+
+  /** The BullMQ processor. */
+  async process(job: Job<ExecuteJobData>, token?: string): Promise<ExecuteOutcome> {
+    const request = await this.deps.store.get(job.data.requestId);
+    if (!request) return 'missing';
+    if (request.state !== 'queued' && request.state !== 'sending') {
+      // A replay after a crash between the final transition and the report: report again (ids make it a no-op).
+      await this.reannounce(request);
+      return 'skipped';
+    }
+    const held = await this.lock.acquire(request.projectUuid, request.vmid);
+    if (!held) {
+      // Another job is changing this VM: come back later without using up an attempt.
+      await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
+      throw new DelayedError();
+    }
+    try {
+      return await this.run(job, request.id);
+    } finally {
+      await held
+        .release()
+        .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'vm lock release failed'));
+    }
+  }
+
+  private async run(job: Job<ExecuteJobData>, id: string): Promise<ExecuteOutcome> {
+    const { store } = this.deps;
+    let request = await store.get(id);
+    if (!request) return 'missing';
+    if (request.state === 'queued') {
+      const stillAllowed = this.recheckScheduled(request, await this.vmBefore(request));
+      const sending = await store.transition(id, {
+        from: ['queued'],
+        to: 'sending',
+        actor: 'cloudops',
+        detail:
+          stillAllowed === true
+            ? `sending step ${request.nextStep + 1}`
+            : 'rules re-checked at run time; not sent',
+      });
+      if (!sending.ok) return 'skipped';
+      request = sending.request;
+      if (stillAllowed !== true) return this.refuse(request, request.nextStep, stillAllowed);
+    } else if (request.state !== 'sending') {
+      await this.reannounce(request);
+      return 'skipped';
+    }
+
+    const steps = stepsOf(request);
+    for (let step = request.nextStep; step < steps.length; step++) {
+      const target = steps[step];
+      let body: Record<string, string | number> | undefined;
+      if (target) {
+        try {
+          body = resizeBody(target, this.deps.policy.resize_fields);
+        } catch (error) {
+          if (error instanceof UnmappedFieldError) return this.refuse(request, step, error.message);
+          throw error;
+        }
+      }
+      const before = target ? await this.vmBefore(request) : undefined;
+      if (!(await this.markers.mark(id, step, this.deps.now())))
+        return this.unknown(request, step, INTERRUPTED_REASON);
+
+      let outcome: StepOutcome;
+      try {
+        outcome = await this.call(request, step, body);
+      } catch (error) {
+        return this.failed(job, request, step, error);
+      }
+      if (target && before) {
+        await this.deps.vmFacts.recordApplied(
+          request.projectUuid,
+          request.vmid,
+          target,
+          new Date(outcome.at),
+          isIncrease(target, before),
+        );
+      }
+      const outcomes = [...request.outcomes, outcome];
+      if (step + 1 < steps.length) {
+        const updated = await store.update(id, { nextStep: step + 1, outcomes });
+        if (!updated) return 'missing';
+        request = updated;
+        await this.announce(request, 'step_succeeded', step);
+        continue;
+      }
+      const done = await store.transition(id, {
+        from: ['sending'],
+        to: 'succeeded',
+        actor: 'cloudops',
+        patch: { nextStep: step + 1, outcomes },
+        detail: truncateDetail(outcome.message ?? 'accepted by the API'),
+      });
+      if (!done.ok) return 'skipped';
+      await this.announce(done.request, 'succeeded');
+      return 'succeeded';
+    }
+    return 'skipped';
+  }
+
+  /** One API call; the answer becomes the step's outcome. */
+  private async call(
+    request: CloudRequest,
+    step: number,
+    body: Record<string, string | number> | undefined,
+  ): Promise<StepOutcome> {
+    const { cloud } = this.deps;
+    if (request.params.kind === 'restore') {
+      const result = await cloud.restore(request.projectUuid, request.vmid, request.params.backupSlug, {
+        autostart: request.params.autostart,
+      });
+      return { step, status: result.status, message: result.message, taskId: result.taskId, at: this.at() };
+    }
+    const result = await cloud.resize(request.projectUuid, request.vmid, body ?? {});
+    return { step, status: result.status, message: result.message, at: this.at() };
+  }
+
+  /** Decides, once, what a failed call means: retry (surely not sent), refused, or unknown. */
+  private async failed(job: Job<ExecuteJobData>, request: CloudRequest, step: number, error: unknown) {
+    const { store, logger } = this.deps;
+    if (isSurelyNotApplied(error)) {
+      await this.markers.clear(request.id, step);
+      const attemptsLeft = (job.opts.attempts ?? 1) - job.attemptsMade - 1;
+      if (attemptsLeft <= 0) return this.refuse(request, step, GAVE_UP_REASON(error.reason), error.status);
+      const back = await store.transition(request.id, {
+        from: ['sending'],
+        to: 'queued',
+        actor: 'cloudops',
+        detail: truncateDetail(`not sent (${error.reason}); retrying`),
+      });
+      if (!back.ok) return 'skipped';
+      logger.info(
+        { requestId: request.id, step, code: error.code },
+        'api call surely not applied; retrying later',
+      );
+      // The queue's backoff strategy reads retryAfterMs from this error.
+      throw error;
+    }
+    if (error instanceof CloudRefusedError) return this.refuse(request, step, error.reason, error.status);
+    const reason =
+      error instanceof CloudApiError
+        ? error.reason
+        : 'An unexpected error happened while the call was being made.';
+    if (!(error instanceof CloudApiError))
+      logger.error({ err: error, requestId: request.id }, 'unexpected error during api call');
+    return this.unknown(request, step, reason, error instanceof CloudApiError ? error.status : undefined);
+  }
+
+  private async refuse(
+    request: CloudRequest,
+    step: number,
+    reason: string,
+    status?: number,
+  ): Promise<ExecuteOutcome> {
+    const outcome: StepOutcome = { step, status, reason, at: this.at() };
+    const refused = await this.deps.store.transition(request.id, {
+      from: ['sending'],
+      to: 'refused',
+      actor: 'cloudops',
+      patch: { outcomes: [...request.outcomes, outcome] },
+      detail: truncateDetail(reason),
+    });
+    if (!refused.ok) return 'skipped';
+    await this.announce(refused.request, 'refused');
+    return 'refused';
+  }
+
+  private async unknown(
+    request: CloudRequest,
+    step: number,
+    reason: string,
+    status?: number,
+  ): Promise<ExecuteOutcome> {
+    const outcome: StepOutcome = { step, status, reason, at: this.at() };
+    const unknown = await this.deps.store.transition(request.id, {
+      from: ['sending'],
+      to: 'unknown',
+      actor: 'cloudops',
+      patch: { outcomes: [...request.outcomes, outcome] },
+      detail: truncateDetail(reason),
+    });
+    if (!unknown.ok) return 'skipped';
+    await this.announce(unknown.request, 'unknown');
+    return 'unknown';
+  }
+
+  /**
+   * A scheduled downsize is checked against the rules again when it runs: true, or the reason it is not allowed.
+   * Requests without `runAt` were checked when made and approved.
+   */
+  private recheckScheduled(request: CloudRequest, vm: ReturnType<typeof knownVm>): true | string {
+    if (!request.runAt || request.params.kind !== 'resize') return true;
+    const { limits, resize_fields } = this.deps.policy;
+    const check = checkResize({
+      vm,
+      target: request.params.target,
+      limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
+      configured: {
+        cpuClass: resize_fields.cpu_class !== undefined,
+        privateNetwork: resize_fields.private_network !== undefined,
+      },
+      confirmedStopped: request.params.confirmedStopped,
+      acceptWanTwoStep: request.params.steps.length > 1,
+      now: this.deps.now(),
+    });
+    if (check.violations.length === 0) return true;
+    return `Not sent: at its scheduled time the rules do not allow it. ${check.violations.map((v) => v.message).join(' ')}`;
+  }
+
+  /** What is known of the VM now: the policy's facts overlaid with what the bot applied. */
+  private async vmBefore(request: CloudRequest) {
+    const project =
+      findProject(this.deps.policy, request.projectUuid) ??
+      findProject(this.deps.policy, request.projectName);
+    const recorded = await this.deps.vmFacts.get(request.projectUuid, request.vmid);
+    return knownVm(
+      project?.vms.find((v) => v.vmid === request.vmid),
+      recorded,
+      request.vmid,
+    );
+  }
+
+  /** Message sync and thread reply, as notify jobs. */
+  private async announce(request: CloudRequest, event: ReplyEvent, step?: number): Promise<void> {
+    const { queues } = this.deps;
+    await enqueueNotify(queues, { type: 'sync-message', requestId: request.id });
+    await enqueueNotify(queues, { type: 'thread-reply', requestId: request.id, event, step });
+  }
+
+  private async reannounce(request: CloudRequest): Promise<void> {
+    if (request.state === 'succeeded' || request.state === 'refused' || request.state === 'unknown') {
+      await this.announce(request, request.state);
+    }
+  }
+
+  private at(): string {
+    return this.deps.now().toISOString();
+  }
+}
+
+/** The calls a request makes: its resize steps, or one restore (no body). */
+function stepsOf(request: CloudRequest): (ResizeTarget | undefined)[] {
+  return request.params.kind === 'resize' ? request.params.steps : [undefined];
+}
+
+/** Audit details stay one short line. */
+function truncateDetail(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+}

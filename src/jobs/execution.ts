@@ -1,0 +1,106 @@
+import { type Job, Worker } from 'bullmq';
+import type { ExecutionDeps } from './deps.ts';
+import { ExecuteProcessor } from './execute-worker.ts';
+import { NotifyProcessor } from './notify-worker.ts';
+import { type ExecuteJobData, type NotifyJob, QUEUE_NAMES } from './queues.ts';
+import { EXECUTE_RETRY, NOTIFY_RETRY, retryDelayMs, VM_LOCK } from './retry-policy.ts';
+import { SendMarkers } from './send-markers.ts';
+import { VmLock } from './vm-lock.ts';
+
+export type { ExecutionDeps } from './deps.ts';
+
+/** Default jobs at once per process: several VMs change in parallel, each VM one at a time (the VM lock). */
+const DEFAULT_CONCURRENCY = { execute: 4, notify: 4 };
+/** BullMQ's default stall check; a crashed worker's job is picked up again after about this long. */
+const DEFAULT_STALLED_INTERVAL_MS = 30_000;
+/** A stalled execute job runs again (and finds its marker) rather than failing silently with the request in 'sending'. */
+const MAX_STALLED_COUNT = 10;
+
+/** The running workers. */
+export interface Execution {
+  /** Stops taking jobs, waits up to `timeoutMs` for running ones, then closes; an unfinished call becomes 'unknown' on the next run. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+/**
+ * Starts the execute worker (cloud API calls) and the notify worker (Slack reports) on the given Redis connection.
+ */
+export function createExecution(deps: ExecutionDeps): Execution {
+  const retry = deps.retry ?? { execute: EXECUTE_RETRY, notify: NOTIFY_RETRY };
+  const lockPolicy = deps.vmLock ?? VM_LOCK;
+  const concurrency = deps.concurrency ?? DEFAULT_CONCURRENCY;
+  const stalledInterval = deps.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS;
+  const execute = new ExecuteProcessor(
+    deps,
+    new VmLock(deps.connection, deps.prefix, lockPolicy),
+    lockPolicy,
+    new SendMarkers(deps.connection, deps.prefix),
+  );
+  const notify = new NotifyProcessor(deps);
+  const common = {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    stalledInterval,
+    lockDuration: stalledInterval,
+    maxStalledCount: MAX_STALLED_COUNT,
+  };
+
+  const executeWorker = new Worker<ExecuteJobData, string>(
+    QUEUE_NAMES.execute,
+    (job: Job<ExecuteJobData>, token?: string) => execute.process(job, token),
+    {
+      ...common,
+      concurrency: concurrency.execute,
+      settings: {
+        backoffStrategy: (attemptsMade, _type, error) => retryDelayMs(retry.execute, attemptsMade, error),
+      },
+    },
+  );
+  const notifyWorker = new Worker<NotifyJob, string>(
+    QUEUE_NAMES.notify,
+    (job: Job<NotifyJob>, token?: string) => notify.process(job, token),
+    {
+      ...common,
+      concurrency: concurrency.notify,
+      settings: {
+        backoffStrategy: (attemptsMade, _type, error) => retryDelayMs(retry.notify, attemptsMade, error),
+      },
+    },
+  );
+
+  for (const [queue, worker] of [
+    ['execute', executeWorker],
+    ['notify', notifyWorker],
+  ] as const) {
+    worker.on('completed', (_job, result) => deps.metrics.jobs.inc({ queue, outcome: String(result) }));
+    worker.on('failed', (job, error) => {
+      const final =
+        !job || job.attemptsMade >= (job.opts.attempts ?? 1) || error.name === 'UnrecoverableError';
+      deps.metrics.jobs.inc({ queue, outcome: final ? 'failed' : 'retry' });
+      const log = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: error };
+      if (final) deps.logger.error(log, 'job failed for good');
+      else deps.logger.info(log, 'job will be retried');
+    });
+    worker.on('error', (error) => deps.logger.warn({ err: error, queue }, 'worker problem'));
+  }
+
+  return {
+    async close(timeoutMs: number) {
+      const workers = [executeWorker, notifyWorker];
+      const graceful = Promise.all(workers.map((w) => w.close())).then(() => true);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      const finished = await Promise.race([graceful, timedOut]);
+      clearTimeout(timer);
+      if (!finished) {
+        deps.logger.warn(
+          { timeoutMs },
+          'running jobs did not finish in time; they will be handed to the next worker',
+        );
+        await Promise.all(workers.map((w) => w.close(true)));
+      }
+    },
+  };
+}

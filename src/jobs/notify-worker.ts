@@ -1,0 +1,194 @@
+import { ErrorCode, type WebAPICallError } from '@slack/web-api';
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import type { CloudRequest } from '../requests/types.ts';
+import type { ExecutionDeps } from './deps.ts';
+import { enqueueNotify, type NotifyJob, notifyJobId } from './queues.ts';
+
+/** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
+const EXPIRE_RECHECK_MAX_MS = 60_000;
+/** "Posted" records for thread replies outlive every retry of their job. */
+const REPLIED_TTL_S = 30 * 24 * 3600;
+/** Slack platform errors that say "try again later" rather than "this will never work". */
+const TRANSIENT_PLATFORM_ERRORS = new Set([
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+  'ratelimited',
+]);
+
+/** Slack could not take the call now (rate limit, outage, network): the job retries later. */
+export class SlackRetryLaterError extends Error {
+  override readonly name = 'SlackRetryLaterError';
+  readonly code = 'SLACK_RETRY_LATER';
+  /** From Slack's `Retry-After`, when it sent one. */
+  readonly retryAfterMs?: number;
+
+  constructor(method: string, reason: string, options: { retryAfterMs?: number; cause?: unknown } = {}) {
+    super(`${method}: ${reason}`, { cause: options.cause });
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** A report needs the request message, which is not posted yet: the job retries later. */
+export class MessageNotPostedError extends Error {
+  override readonly name = 'MessageNotPostedError';
+  readonly code = 'MESSAGE_NOT_POSTED';
+}
+
+/** How a notify job ended, for metrics.jobs. */
+export type NotifyOutcome =
+  | 'posted'
+  | 'updated'
+  | 'replied'
+  | 'duplicate'
+  | 'expired'
+  | 'skipped'
+  | 'missing';
+
+function isSlackError(error: unknown): error is WebAPICallError {
+  return (
+    error instanceof Error &&
+    'code' in error &&
+    Object.values(ErrorCode).includes((error as { code: unknown }).code as ErrorCode)
+  );
+}
+
+/**
+ * Reports to Slack, one step each: post or sync the request message, post a thread reply at most once, expire a
+ * pending request. Slack failures delay a report; they never repeat a cloud API call (this worker makes none).
+ */
+export class NotifyProcessor {
+  constructor(private readonly deps: ExecutionDeps) {}
+
+  private repliedKey(jobId: string): string {
+    return `${this.deps.prefix}:replied:${jobId}`;
+  }
+
+  /** The BullMQ processor. */
+  async process(job: Job<NotifyJob>, token?: string): Promise<NotifyOutcome> {
+    const data = job.data;
+    const request = await this.deps.store.get(data.requestId);
+    if (!request) return 'missing';
+    switch (data.type) {
+      case 'post-request':
+        return this.postRequest(request);
+      case 'sync-message':
+        if (!request.messageTs) return this.waitForMessage(request);
+        await this.update(request, request.messageTs);
+        return 'updated';
+      case 'thread-reply':
+        return this.threadReply(request, data);
+      case 'expire':
+        return this.expire(job, request, token);
+    }
+  }
+
+  /** Posts the request message once; when it is already posted (a retry after a crash), updates it instead. */
+  private async postRequest(request: CloudRequest): Promise<NotifyOutcome> {
+    if (request.messageTs) {
+      await this.update(request, request.messageTs);
+      return 'updated';
+    }
+    const message = this.deps.renderer.requestMessage(request);
+    const result = await this.slackCall('chat.postMessage', () =>
+      this.deps.slack.chat.postMessage({
+        channel: request.channel,
+        text: message.text,
+        blocks: message.blocks,
+      }),
+    );
+    if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');
+    await this.deps.store.update(request.id, { messageTs: result.ts });
+    // The state may have moved while the post was under way: render the stored request once more.
+    const latest = await this.deps.store.get(request.id);
+    if (latest && latest.version !== request.version + 1) await this.update(latest, result.ts);
+    return 'posted';
+  }
+
+  private async update(request: CloudRequest, ts: string): Promise<void> {
+    const message = this.deps.renderer.requestMessage(request);
+    await this.slackCall('chat.update', () =>
+      this.deps.slack.chat.update({
+        channel: request.channel,
+        ts,
+        text: message.text,
+        blocks: message.blocks,
+      }),
+    );
+  }
+
+  /** Posts the reply in the request's thread unless a record says it was posted already. */
+  private async threadReply(
+    request: CloudRequest,
+    data: Extract<NotifyJob, { type: 'thread-reply' }>,
+  ): Promise<NotifyOutcome> {
+    if (!request.messageTs) return this.waitForMessage(request);
+    const key = this.repliedKey(notifyJobId(data) ?? `${request.id}.${data.event}`);
+    if (await this.deps.connection.exists(key)) return 'duplicate';
+    const reply = this.deps.renderer.threadReply(request, data.event, data.step);
+    const thread_ts = request.messageTs;
+    const result = await this.slackCall('chat.postMessage', () =>
+      this.deps.slack.chat.postMessage({
+        channel: request.channel,
+        thread_ts,
+        text: reply.text,
+        blocks: reply.blocks,
+      }),
+    );
+    await this.deps.connection.set(key, result.ts ?? 'posted', 'EX', REPLIED_TTL_S);
+    return 'replied';
+  }
+
+  /** A pending request past `expiresAt` becomes expired; earlier, the job looks again later. */
+  private async expire(job: Job<NotifyJob>, request: CloudRequest, token?: string): Promise<NotifyOutcome> {
+    if (request.state !== 'pending') return 'skipped';
+    const remaining = new Date(request.expiresAt).getTime() - this.deps.now().getTime();
+    if (remaining > 0) {
+      await job.moveToDelayed(Date.now() + Math.min(remaining, EXPIRE_RECHECK_MAX_MS), token);
+      throw new DelayedError();
+    }
+    const expired = await this.deps.store.transition(request.id, {
+      from: ['pending'],
+      to: 'expired',
+      actor: 'cloudops',
+      detail: 'no decision before it expired',
+    });
+    if (!expired.ok) return 'skipped';
+    this.deps.metrics.requests.inc({ kind: request.kind, state: 'expired' });
+    await enqueueNotify(this.deps.queues, { type: 'sync-message', requestId: request.id });
+    await enqueueNotify(this.deps.queues, { type: 'thread-reply', requestId: request.id, event: 'expired' });
+    return 'expired';
+  }
+
+  /** Makes sure the request message gets posted, and retries this report after it. */
+  private async waitForMessage(request: CloudRequest): Promise<never> {
+    await enqueueNotify(this.deps.queues, { type: 'post-request', requestId: request.id });
+    throw new MessageNotPostedError(`request ${request.id} has no message yet`);
+  }
+
+  /**
+   * One Slack call; its failure is decided here: rate limits and outages retry later (with Slack's Retry-After),
+   * a refusal such as `channel_not_found` is final. Every failure is counted.
+   */
+  private async slackCall<T>(method: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (!isSlackError(error)) throw error;
+      const label = error.code === ErrorCode.PlatformError ? error.data.error : error.code;
+      this.deps.metrics.slackErrors.inc({ method, error: label });
+      if (error.code === ErrorCode.RateLimitedError) {
+        throw new SlackRetryLaterError(method, 'rate limited', {
+          retryAfterMs: error.retryAfter * 1000,
+          cause: error,
+        });
+      }
+      if (error.code === ErrorCode.PlatformError && !TRANSIENT_PLATFORM_ERRORS.has(error.data.error)) {
+        this.deps.logger.error({ method, error: error.data.error }, 'slack refused a report');
+        throw new UnrecoverableError(`${method}: ${error.data.error}`);
+      }
+      throw new SlackRetryLaterError(method, label, { cause: error });
+    }
+  }
+}

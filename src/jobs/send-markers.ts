@@ -1,0 +1,30 @@
+import type { Redis } from 'ioredis';
+
+/** Markers outlive any retry or restart of the job they guard. */
+const MARKER_TTL_S = 30 * 24 * 3600;
+
+/**
+ * "This step's POST may have left": set before sending, cleared only when the call surely did not reach the API.
+ * A job that finds the marker (a retry, a stalled job after a crash) must not send again.
+ */
+export class SendMarkers {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(requestId: string, step: number): string {
+    return `${this.prefix}:sending:${requestId}:${step}`;
+  }
+
+  /** Sets the marker; false when it was already there (someone may have sent this step). */
+  async mark(requestId: string, step: number, at: Date): Promise<boolean> {
+    const ok = await this.redis.set(this.key(requestId, step), at.toISOString(), 'EX', MARKER_TTL_S, 'NX');
+    return ok === 'OK';
+  }
+
+  /** Clears the marker after a call that surely did not take effect, so a retry may send. */
+  async clear(requestId: string, step: number): Promise<void> {
+    await this.redis.del(this.key(requestId, step));
+  }
+}
