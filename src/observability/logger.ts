@@ -7,24 +7,37 @@ export const REDACT_PATHS = [
   'appToken',
   'apiKey',
   'signingSecret',
+  'password',
   'authorization',
   'Authorization',
+  'cookie',
   'headers.authorization',
   'headers.Authorization',
+  'headers.cookie',
   'req.headers.authorization',
   'req.headers.cookie',
   '*.token',
+  '*.botToken',
+  '*.appToken',
   '*.apiKey',
+  '*.signingSecret',
+  '*.password',
   '*.authorization',
   '*.Authorization',
+  '*.headers.authorization',
+  '*.headers.Authorization',
+  '*.headers.cookie',
   'env.SLACK_BOT_TOKEN',
   'env.SLACK_APP_TOKEN',
   'env.SLACK_SIGNING_SECRET',
   'env.CLOUD_API_KEY',
 ];
 
-/** Matches secrets that slip into free text: Slack tokens and bearer credentials. */
-const SECRET_IN_TEXT = /\b(xox[abposr]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s"']+/g;
+/** Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh) and bearer credentials. */
+const SECRET_IN_TEXT = /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s"'\\,;]+/gi;
+
+/** Secrets shorter than this are not scrubbed as literals: they would blank out ordinary words. */
+const MIN_SECRET_LENGTH = 6;
 
 /** Replaces Slack tokens, bearer credentials and the given literal secrets in a string. */
 export function scrubSecrets(text: string, secrets: readonly string[] = []): string {
@@ -32,50 +45,75 @@ export function scrubSecrets(text: string, secrets: readonly string[] = []): str
     token ? '[redacted]' : `${bearer}[redacted]`,
   );
   for (const secret of secrets) {
-    if (secret.length >= 6) out = out.split(secret).join('[redacted]');
+    if (secret.length >= MIN_SECRET_LENGTH) out = out.split(secret).join('[redacted]');
   }
   return out;
 }
 
+/** How deep `cause` chains are followed in a logged error. */
+const MAX_CAUSE_DEPTH = 3;
+
 /**
- * The process logger: JSON lines, secrets redacted by path, and the configured secret values scrubbed from
- * messages too, since an error message from a library can quote a header.
+ * An error as a log field: name, message, code, status, stack and cause, with secrets scrubbed. Anything else
+ * an error carries (a Slack error's `headers` and `body`, an HTTP client's request options) is left out.
+ */
+export function serializeError(err: unknown, secrets: readonly string[] = [], depth = 0): unknown {
+  if (!(err instanceof Error)) return typeof err === 'string' ? scrubSecrets(err, secrets) : err;
+  const fields = err as Error & {
+    code?: unknown;
+    status?: unknown;
+    statusCode?: unknown;
+    retryAfter?: unknown;
+  };
+  return {
+    type: err.name,
+    message: scrubSecrets(err.message, secrets),
+    code: fields.code,
+    status: fields.status ?? fields.statusCode,
+    retryAfter: fields.retryAfter,
+    stack: err.stack ? scrubSecrets(err.stack, secrets) : undefined,
+    cause:
+      err.cause !== undefined && depth < MAX_CAUSE_DEPTH
+        ? serializeError(err.cause, secrets, depth + 1)
+        : undefined,
+  };
+}
+
+/**
+ * Wraps a destination so each finished line is scrubbed once more: a secret nested where no redact path
+ * reaches (a URL, a library's message, a child logger's bindings) is caught here. Literal secrets are matched
+ * both as written and as JSON escapes them.
+ */
+export function scrubbingStream(
+  destination: DestinationStream,
+  secrets: readonly string[],
+): DestinationStream {
+  const literals = secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]);
+  const unique = [...new Set(literals)];
+  return { write: (line: string) => destination.write(scrubSecrets(line, unique)) };
+}
+
+/**
+ * The process logger: JSON lines with secrets redacted by path, errors serialized without their transport
+ * details, and every line scrubbed of Slack tokens, bearer credentials and the configured secret values.
+ * Per-request and per-job lines come from child loggers: `logger.child({ requestId, jobId })`.
  */
 export function createLogger(
   options: { level?: string; secrets?: readonly string[]; name?: string } = {},
-  destination?: DestinationStream,
+  destination: DestinationStream = pino.destination(1),
 ): Logger {
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 6);
+  const secrets = (options.secrets ?? []).filter((s) => s.length >= MIN_SECRET_LENGTH);
   return pino(
     {
       name: options.name ?? 'cloudops',
       level: options.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      hooks: {
-        logMethod(args, method) {
-          const scrubbed = args.map((arg) =>
-            typeof arg === 'string'
-              ? scrubSecrets(arg, secrets)
-              : arg instanceof Error
-                ? { err: { type: arg.name, message: scrubSecrets(arg.message, secrets), code: (arg as { code?: unknown }).code } }
-                : arg,
-          );
-          method.apply(this, scrubbed as Parameters<typeof method>);
-        },
-      },
       serializers: {
-        err: (err: unknown) => {
-          if (!(err instanceof Error)) return err;
-          return {
-            type: err.name,
-            message: scrubSecrets(err.message, secrets),
-            code: (err as { code?: unknown }).code,
-            stack: err.stack ? scrubSecrets(err.stack, secrets) : undefined,
-          };
-        },
+        err: (err: unknown) => serializeError(err, secrets),
+        error: (err: unknown) => serializeError(err, secrets),
       },
     },
-    destination,
+    scrubbingStream(destination, secrets),
   );
 }
 
