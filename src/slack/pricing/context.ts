@@ -1,0 +1,20 @@
+import type { PriceSource } from '../../cloud/price-cache.ts';
+import type { CloudApi } from '../../cloud/types.ts';
+import type { Policy } from '../../config/policy.ts';
+import type { Logger } from '../../observability/logger.ts';
+import type { DigestScheduler } from './digest/scheduler.ts';
+
+/** What the pricing words need; built once by createPricing. */
+export interface PricingContext {
+  policy: Policy;
+  cloud: Pick<CloudApi, 'getCluster' | 'listClusters'>;
+  prices: PriceSource;
+  scheduler: DigestScheduler;
+  now: () => Date;
+  logger: Logger;
+  /** Shortest gap between two digests a channel may ask for. */
+  minIntervalMs?: number;
+}
+
+/** Slack lets a response_url answer five times. */
+export const MAX_RESPONSES = 5;

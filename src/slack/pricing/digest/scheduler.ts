@@ -1,0 +1,109 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { type DigestSchedule, nextRun } from './schedule-parse.ts';
+
+/** The BullMQ queue that carries digest jobs (keys `${prefix}:pricing-digest:*`). */
+export const DIGEST_QUEUE = 'pricing-digest';
+
+/** What a digest job carries: the channel, and for scheduled ones the schedule (for "next digest at"). */
+export interface DigestJobData {
+  channel: string;
+  kind: 'scheduled' | 'now';
+  pattern?: string;
+  tz?: string;
+  label?: string;
+  by?: string;
+}
+
+/** Retries for Slack trouble other than rate limits (those wait Retry-After without using an attempt). */
+export const DIGEST_JOB_OPTIONS = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 2000 },
+  removeOnComplete: { count: 200 },
+  removeOnFail: { count: 200 },
+} as const;
+
+/** A channel's subscription as it lives in Redis. */
+export interface Subscription {
+  channel: string;
+  pattern: string;
+  tz: string;
+  label: string;
+  next?: Date;
+}
+
+/**
+ * Channel subscriptions as BullMQ job schedulers, one per channel (scheduler id = channel id, so subscribing
+ * again replaces the schedule). They live in Redis: restarts and several instances share them.
+ */
+export class DigestScheduler {
+  readonly queue: Queue<DigestJobData>;
+
+  constructor(options: { connection: Redis; prefix: string; now: () => Date }) {
+    this.queue = new Queue<DigestJobData>(DIGEST_QUEUE, {
+      connection: options.connection,
+      prefix: options.prefix,
+    });
+    this.now = options.now;
+  }
+
+  private readonly now: () => Date;
+
+  /** Creates or replaces the channel's schedule; returns when the first digest runs. */
+  async subscribe(channel: string, schedule: DigestSchedule, by?: string): Promise<Subscription> {
+    await this.queue.upsertJobScheduler(
+      channel,
+      { pattern: schedule.pattern, tz: schedule.tz },
+      {
+        name: 'digest',
+        data: {
+          channel,
+          kind: 'scheduled',
+          pattern: schedule.pattern,
+          tz: schedule.tz,
+          label: schedule.label,
+          by,
+        },
+        opts: DIGEST_JOB_OPTIONS,
+      },
+    );
+    return { channel, ...schedule, next: nextRun(schedule, this.now()) };
+  }
+
+  /** Removes the channel's schedule; false when there was none. */
+  async unsubscribe(channel: string): Promise<boolean> {
+    return this.queue.removeJobScheduler(channel);
+  }
+
+  async get(channel: string): Promise<Subscription | undefined> {
+    const found = await this.queue.getJobScheduler(channel);
+    if (!found?.pattern) return undefined;
+    const tz = found.tz ?? 'UTC';
+    return {
+      channel,
+      pattern: found.pattern,
+      tz,
+      label: found.template?.data?.label ?? `cron \`${found.pattern}\` (${tz})`,
+      next:
+        found.next !== undefined ? new Date(found.next) : nextRun({ pattern: found.pattern, tz }, this.now()),
+    };
+  }
+
+  async count(): Promise<number> {
+    return this.queue.getJobSchedulersCount();
+  }
+
+  /** Queues one digest for the channel right away, besides its schedule. */
+  async sendNow(channel: string, by?: string): Promise<void> {
+    // Custom BullMQ job ids may not contain ':'; the time keeps two quick requests apart.
+    await this.queue.add(
+      'digest',
+      { channel, kind: 'now', by },
+      { ...DIGEST_JOB_OPTIONS, jobId: `now-${channel}-${this.now().getTime()}` },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}

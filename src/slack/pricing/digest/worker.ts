@@ -1,0 +1,155 @@
+import { ErrorCode, type WebClient } from '@slack/web-api';
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { CloudApiError } from '../../../cloud/errors.ts';
+import type { CloudApi } from '../../../cloud/types.ts';
+import type { Policy } from '../../../config/policy.ts';
+import type { Logger } from '../../../observability/logger.ts';
+import { digestFailureMessage, digestMessages } from '../blocks/digest.ts';
+import { clusterViews, referenceVmView } from '../cluster-views.ts';
+import { toSnapshot } from '../price-fields.ts';
+import { diffSnapshots } from './diff.ts';
+import { nextRun } from './schedule-parse.ts';
+import { DIGEST_QUEUE, type DigestJobData } from './scheduler.ts';
+import type { SnapshotStore } from './snapshots.ts';
+import { type TickPlan, TickStore } from './ticks.ts';
+
+/** Channels whose digests run at the same time; many channels due at the same minute all get theirs. */
+export const DIGEST_CONCURRENCY = 20;
+/** Used when Slack says 429 without a usable Retry-After. */
+export const DEFAULT_RETRY_AFTER_MS = 5_000;
+
+export interface DigestWorkerDeps {
+  connection: Redis;
+  prefix: string;
+  policy: Policy;
+  cloud: Pick<CloudApi, 'listClusters'>;
+  slack: Pick<WebClient, 'chat'>;
+  snapshots: SnapshotStore;
+  /** When the channel's next scheduled digest runs, for the failure notice; undefined when none. */
+  nextDigestAt(channel: string): Promise<Date | undefined>;
+  now: () => Date;
+  logger: Logger;
+  concurrency?: number;
+}
+
+/** What one job did, for logs and tests. */
+export type DigestOutcome = 'posted' | 'api-failed' | 'duplicate' | 'already-done';
+
+/** The tick a job stands for: a scheduler's jobs are `repeat:<channel>:<millis>`, others use their own id. */
+export function tickOf(job: Pick<Job, 'id'>): string {
+  const id = job.id ?? 'unknown';
+  return id.startsWith('repeat:') ? (id.split(':').at(-1) ?? id) : id;
+}
+
+/** A Slack 429 from a client that does not wait by itself (`rejectRateLimitedCalls`). */
+function retryAfterMs(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, retryAfter } = error as { code?: unknown; retryAfter?: unknown };
+  if (code !== ErrorCode.RateLimitedError) return undefined;
+  return typeof retryAfter === 'number' && retryAfter > 0 ? retryAfter * 1000 : DEFAULT_RETRY_AFTER_MS;
+}
+
+/** Slack answered "no" for a reason that retrying will not change (not_in_channel, invalid_blocks, …). */
+function isSlackRefusal(error: unknown): boolean {
+  return (error as { code?: unknown }).code === ErrorCode.PlatformError;
+}
+
+/** A cloud failure in one sentence, never a dump. */
+function reasonOf(error: unknown): string {
+  if (error instanceof CloudApiError) return error.reason.replace(/[.\s]+$/, '');
+  return 'unexpected error';
+}
+
+/** Builds what this tick posts: the digest, or the notice that the API could not be read. */
+async function buildPlan(deps: DigestWorkerDeps, data: DigestJobData): Promise<TickPlan> {
+  const at = deps.now();
+  let clusters: Awaited<ReturnType<CloudApi['listClusters']>>;
+  try {
+    clusters = await deps.cloud.listClusters();
+  } catch (error) {
+    deps.logger.warn({ err: error, channel: data.channel }, 'digest: cloud API could not be read');
+    const next =
+      data.pattern && data.tz
+        ? nextRun({ pattern: data.pattern, tz: data.tz }, at)
+        : await deps.nextDigestAt(data.channel).catch(() => undefined);
+    return { messages: [digestFailureMessage(reasonOf(error), next)] };
+  }
+  const snapshot = toSnapshot(clusters, at);
+  const previous = await deps.snapshots.get(data.channel);
+  const messages = digestMessages({
+    clusters: clusterViews(clusters, deps.policy.reference_vm),
+    diff: diffSnapshots(previous, snapshot),
+    currency: deps.policy.currency,
+    referenceVm: referenceVmView(deps.policy.reference_vm),
+    at,
+  });
+  return { messages, snapshot };
+}
+
+/**
+ * Runs one digest job: claims the tick (a duplicate job for the same channel and tick sends nothing), fixes the
+ * plan once, posts the parts not yet posted, and saves the snapshot after the last one. A Slack 429 moves the job
+ * back to delayed until Retry-After; parts already posted are not posted again.
+ */
+export async function runDigestJob(
+  deps: DigestWorkerDeps,
+  ticks: TickStore,
+  job: Job<DigestJobData>,
+  token?: string,
+): Promise<DigestOutcome> {
+  const { channel } = job.data;
+  const tick = tickOf(job);
+  if (!(await ticks.claim(channel, tick, job.id ?? tick))) return 'duplicate';
+  if (await ticks.isDone(channel, tick)) return 'already-done';
+  const plan = await ticks.plan(channel, tick, () => buildPlan(deps, job.data));
+  for (let part = await ticks.sent(channel, tick); part < plan.messages.length; part += 1) {
+    const message = plan.messages[part];
+    if (!message) break;
+    try {
+      await deps.slack.chat.postMessage({
+        channel,
+        text: message.text,
+        blocks: message.blocks,
+        unfurl_links: false,
+      });
+    } catch (error) {
+      const wait = retryAfterMs(error);
+      if (wait !== undefined && token) {
+        deps.logger.info({ channel, part, waitMs: wait }, 'digest: Slack rate limit, waiting');
+        await job.moveToDelayed(Date.now() + wait, token);
+        throw new DelayedError();
+      }
+      if (isSlackRefusal(error)) {
+        deps.logger.warn({ err: error, channel }, 'digest: Slack refused the message');
+        throw new UnrecoverableError(`Slack refused the digest for ${channel}`);
+      }
+      throw error;
+    }
+    await ticks.markSent(channel, tick, part + 1);
+  }
+  if (plan.snapshot) await deps.snapshots.save(channel, plan.snapshot);
+  await ticks.markDone(channel, tick);
+  return plan.snapshot ? 'posted' : 'api-failed';
+}
+
+/** Starts the digest worker: BullMQ hands each tick to one worker; the tick store keeps the send single. */
+export function startDigestWorker(deps: DigestWorkerDeps): {
+  worker: Worker<DigestJobData>;
+  close(): Promise<void>;
+} {
+  const ticks = new TickStore(deps.connection, deps.prefix);
+  const worker = new Worker<DigestJobData, DigestOutcome>(
+    DIGEST_QUEUE,
+    (job, token) => runDigestJob(deps, ticks, job, token),
+    { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency ?? DIGEST_CONCURRENCY },
+  );
+  worker.on('failed', (job, error) =>
+    deps.logger.warn(
+      { err: error, channel: job?.data.channel, attempts: job?.attemptsMade },
+      'digest job failed',
+    ),
+  );
+  worker.on('error', (error) => deps.logger.warn({ err: error }, 'digest worker problem'));
+  return { worker, close: () => worker.close() };
+}
