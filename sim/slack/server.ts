@@ -1,0 +1,677 @@
+import { EventEmitter } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Problem, SlackChecks } from './checks.ts';
+
+export type { Problem } from './checks.ts';
+
+/** One Web API call as the stand-in received it (token removed, JSON-in-form arguments parsed). */
+export interface SlackCall {
+  method: string;
+  args: Record<string, unknown>;
+  at: Date;
+  /** HTTP status answered: 200, or 429 for a rate limit, or what `failNext` asked for. */
+  status: number;
+  response: Record<string, unknown>;
+}
+
+/** A message as it stands in a channel now (after chat.update), top level or in a thread. */
+export interface SlackMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  text?: string;
+  blocks?: unknown[];
+  metadata?: unknown;
+  files?: { id: string; title?: string }[];
+  /** How many times chat.update or a response_url replaced it. */
+  edits: number;
+}
+
+/** A message only one person sees: chat.postEphemeral, or an ephemeral response_url answer. */
+export interface EphemeralMessage {
+  channel: string;
+  user?: string;
+  ts: string;
+  thread_ts?: string;
+  text?: string;
+  blocks?: unknown[];
+  via: 'chat.postEphemeral' | 'response_url';
+}
+
+/** A view as views.open/push/update set it. */
+export interface SlackView {
+  id: string;
+  method: 'views.open' | 'views.push' | 'views.update';
+  view: Record<string, unknown>;
+  triggerId?: string;
+  at: Date;
+}
+
+/** One POST to a response_url the stand-in handed out. */
+export interface ResponseUrlPost {
+  id: string;
+  body: Record<string, unknown>;
+  at: Date;
+  status: number;
+}
+
+/** What the next call(s) of a method answer instead of succeeding. */
+export interface FailOptions {
+  /** Slack error code answered with HTTP 200 and `ok: false` (default `internal_error` when no status). */
+  error?: string;
+  /** HTTP status: 429 carries `Retry-After`, like Slack's rate limiting; others answer with that status. */
+  status?: number;
+  /** Seconds in `Retry-After` for a 429 (default 1). */
+  retryAfter?: number;
+  /** How many calls fail (default 1). */
+  times?: number;
+}
+
+export interface StandInOptions {
+  port?: number;
+  /** The only token accepted (default `xoxb-test-token`). */
+  botToken?: string;
+  teamId?: string;
+  botUserId?: string;
+  botId?: string;
+  /** Slack's trigger_id lifetime; minted trigger ids older than this answer `expired_trigger_id`. */
+  triggerTtlMs?: number;
+}
+
+/** Where a response_url's answer goes: the conversation, the person, and the message it may replace. */
+export interface ResponseUrlTarget {
+  channel: string;
+  user?: string;
+  messageTs?: string;
+}
+
+export interface SlackStandIn {
+  /** Base of the Web API, ending with `/api/` (Bolt's `slackApiUrl`, env `SLACK_API_URL`). */
+  apiUrl: string;
+  /** Base URL of the server, without `/api/`. */
+  url: string;
+  botToken: string;
+  teamId: string;
+  botUserId: string;
+  /** Every Web API call, in arrival order. */
+  calls: SlackCall[];
+  /** What real Slack would refuse; tests assert it stays empty. */
+  problems: Problem[];
+  /** Every view set by views.open/push/update, in order. */
+  views: SlackView[];
+  /** Every POST to a response_url. */
+  responses: ResponseUrlPost[];
+  /** Current messages (after updates and deletes), top level and replies, oldest first; all channels when omitted. */
+  messages(channel?: string): SlackMessage[];
+  /** Replies in the thread of `ts`, oldest first. */
+  thread(channel: string, ts: string): SlackMessage[];
+  /** Ephemeral messages, optionally for one channel and user. */
+  ephemerals(channel?: string, user?: string): EphemeralMessage[];
+  /** Web API calls of one method. */
+  callsOf(method: string): SlackCall[];
+  /** A fresh response_url, as Slack puts in slash commands and interactions. */
+  responseUrl(target: ResponseUrlTarget): string;
+  /** A fresh trigger_id, valid for `triggerTtlMs` and one use. */
+  triggerId(): string;
+  /** Checks a payload that reached Slack another way (an `ack()` body): records problems, returns them. */
+  checkPayload(where: string, payload: { blocks?: unknown; view?: unknown }): string[];
+  /** Resolves with the predicate's first truthy value, re-checked after each call it receives; rejects after the timeout. */
+  waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs?: number): Promise<T>;
+  failNext(method: string, options?: FailOptions): void;
+  /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
+  limitPerChannel(perSecond: number | undefined): void;
+  close(): Promise<void>;
+}
+
+/** Arguments that Slack takes as JSON, sent as strings in form-encoded calls. */
+const JSON_ARGS = ['blocks', 'view', 'attachments', 'metadata', 'files', 'unfurled_attachments'];
+/** Methods whose `blocks` argument is a message's blocks. */
+const MESSAGE_METHODS = new Set([
+  'chat.postMessage',
+  'chat.update',
+  'chat.postEphemeral',
+  'files.completeUploadExternal',
+]);
+/** Methods that count against the per-channel posting limit. */
+const CHANNEL_LIMITED = new Set(['chat.postMessage', 'chat.update', 'chat.postEphemeral', 'chat.delete']);
+/** Slack lets a response_url be used five times. */
+const RESPONSE_URL_USES = 5;
+
+type Answer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
+
+/**
+ * A local stand-in for Slack's Web API on 127.0.0.1: answers the methods the bot uses, keeps channels' messages and
+ * views, and checks each call against the method files and the Block Kit schema (see `problems`).
+ */
+export async function startSlackStandIn(options: StandInOptions = {}): Promise<SlackStandIn> {
+  const botToken = options.botToken ?? 'xoxb-test-token';
+  const teamId = options.teamId ?? 'T0TEST';
+  const botUserId = options.botUserId ?? 'U0CLOUDOPS';
+  const botId = options.botId ?? 'B0CLOUDOPS';
+  const triggerTtlMs = options.triggerTtlMs ?? 3000;
+  const checks = new SlackChecks();
+  const events = new EventEmitter();
+  events.setMaxListeners(0);
+
+  const calls: SlackCall[] = [];
+  const problems: Problem[] = [];
+  const views: SlackView[] = [];
+  const responses: ResponseUrlPost[] = [];
+  const messages: SlackMessage[] = [];
+  const ephemerals: EphemeralMessage[] = [];
+  const failures = new Map<string, Required<Pick<FailOptions, 'times'>> & FailOptions>();
+  const triggers = new Map<string, { mintedAt: number; used: boolean }>();
+  const responseUrls = new Map<string, ResponseUrlTarget & { uses: number }>();
+  const uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
+  const sent = new Map<string, number[]>();
+  let perSecond: number | undefined;
+  let counter = 0;
+  let base = '';
+
+  const nextTs = () => {
+    counter += 1;
+    return `${Math.floor(Date.now() / 1000)}.${String(counter).padStart(6, '0')}`;
+  };
+  const nextId = (letter: string) => {
+    counter += 1;
+    return `${letter}0${counter.toString(36).toUpperCase().padStart(8, '0')}`;
+  };
+  const problem = (method: string, why: string) => {
+    problems.push({ method, why });
+  };
+  const findMessage = (channel: string, ts: string) =>
+    messages.find((m) => m.channel === channel && m.ts === ts);
+
+  function checkBlocks(method: string, args: Record<string, unknown>): string[] {
+    const found: string[] = [];
+    if (args.blocks !== undefined && MESSAGE_METHODS.has(method))
+      found.push(...checks.checkMessageBlocks(args.blocks));
+    if (args.view !== undefined && method.startsWith('views.')) found.push(...checks.checkView(args.view));
+    return found;
+  }
+
+  function rateLimited(method: string, args: Record<string, unknown>): boolean {
+    if (perSecond === undefined || !CHANNEL_LIMITED.has(method) || typeof args.channel !== 'string')
+      return false;
+    const now = Date.now();
+    const recent = (sent.get(args.channel) ?? []).filter((t) => now - t < 1000);
+    if (recent.length >= perSecond) {
+      sent.set(args.channel, recent);
+      return true;
+    }
+    recent.push(now);
+    sent.set(args.channel, recent);
+    return false;
+  }
+
+  /** The method's effect on the stored state, once the call passed every check. */
+  function perform(method: string, args: Record<string, unknown>): Record<string, unknown> {
+    const channel = typeof args.channel === 'string' ? args.channel : undefined;
+    const blocks = Array.isArray(args.blocks) ? args.blocks : undefined;
+    const text = typeof args.text === 'string' ? args.text : undefined;
+    switch (method) {
+      case 'auth.test':
+        return {
+          url: 'https://cloudops-test.slack.com/',
+          team: 'cloudops test',
+          user: 'cloudops',
+          team_id: teamId,
+          user_id: botUserId,
+          bot_id: botId,
+        };
+      case 'chat.postMessage': {
+        if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
+        const threadTs = typeof args.thread_ts === 'string' ? args.thread_ts : undefined;
+        if (threadTs !== undefined && !findMessage(channel, threadTs)) {
+          problem(method, `thread_ts ${threadTs} is not a message in ${channel}`);
+        }
+        const ts = nextTs();
+        messages.push({ channel, ts, thread_ts: threadTs, text, blocks, metadata: args.metadata, edits: 0 });
+        return {
+          channel,
+          ts,
+          message: {
+            type: 'message',
+            subtype: 'bot_message',
+            bot_id: botId,
+            text: text ?? '',
+            blocks,
+            ts,
+            thread_ts: threadTs,
+          },
+        };
+      }
+      case 'chat.update': {
+        const message = channel && typeof args.ts === 'string' ? findMessage(channel, args.ts) : undefined;
+        if (!message) return { ok: false, error: 'message_not_found' };
+        if (text !== undefined) message.text = text;
+        // Slack keeps the previous blocks when `blocks` is not sent; an empty array removes them.
+        if (blocks !== undefined) message.blocks = blocks;
+        if (args.metadata !== undefined) message.metadata = args.metadata;
+        message.edits += 1;
+        return {
+          channel,
+          ts: message.ts,
+          text: message.text,
+          message: { text: message.text, blocks: message.blocks },
+        };
+      }
+      case 'chat.delete': {
+        const index = messages.findIndex((m) => m.channel === channel && m.ts === args.ts);
+        if (index < 0) return { ok: false, error: 'message_not_found' };
+        messages.splice(index, 1);
+        return { channel, ts: args.ts };
+      }
+      case 'chat.postEphemeral': {
+        if (!channel) return { ok: false, error: 'channel_not_found' };
+        const ts = nextTs();
+        ephemerals.push({
+          channel,
+          user: typeof args.user === 'string' ? args.user : undefined,
+          ts,
+          thread_ts: typeof args.thread_ts === 'string' ? args.thread_ts : undefined,
+          text,
+          blocks,
+          via: 'chat.postEphemeral',
+        });
+        return { message_ts: ts };
+      }
+      case 'chat.getPermalink':
+        return {
+          channel,
+          permalink: `https://cloudops-test.slack.com/archives/${channel}/p${String(args.message_ts).replace('.', '')}`,
+        };
+      case 'views.open':
+      case 'views.push': {
+        const trigger = typeof args.trigger_id === 'string' ? triggers.get(args.trigger_id) : undefined;
+        if (trigger?.used) return { ok: false, error: 'exchanged_trigger_id' };
+        if (trigger && Date.now() - trigger.mintedAt > triggerTtlMs)
+          return { ok: false, error: 'expired_trigger_id' };
+        if (trigger) trigger.used = true;
+        const id = nextId('V');
+        const view = {
+          ...(args.view as Record<string, unknown>),
+          id,
+          team_id: teamId,
+          state: { values: {} },
+          hash: `${Date.now()}.${id}`,
+          root_view_id: id,
+          app_id: 'A0CLOUDOPS',
+          bot_id: botId,
+        };
+        views.push({
+          id,
+          method,
+          view,
+          triggerId: typeof args.trigger_id === 'string' ? args.trigger_id : undefined,
+          at: new Date(),
+        });
+        return { view };
+      }
+      case 'views.update': {
+        const existing = [...views]
+          .reverse()
+          .find(
+            (v) =>
+              v.id === args.view_id ||
+              (args.external_id !== undefined && v.view.external_id === args.external_id),
+          );
+        if (!existing) return { ok: false, error: 'not_found' };
+        if (typeof args.hash === 'string' && args.hash !== existing.view.hash)
+          return { ok: false, error: 'hash_conflict' };
+        const view = {
+          ...(args.view as Record<string, unknown>),
+          id: existing.id,
+          team_id: teamId,
+          state: { values: {} },
+          hash: `${Date.now()}.${existing.id}`,
+        };
+        views.push({ id: existing.id, method, view, at: new Date() });
+        return { view };
+      }
+      case 'views.publish':
+        return { view: { ...(args.view as Record<string, unknown>), id: nextId('V') } };
+      case 'conversations.info':
+        if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
+        return {
+          channel: {
+            id: channel,
+            name: channel.toLowerCase(),
+            is_channel: true,
+            is_member: true,
+            is_archived: false,
+          },
+        };
+      case 'users.info': {
+        const user = String(args.user);
+        if (!/^[UW][A-Z0-9]+$/.test(user)) return { ok: false, error: 'user_not_found' };
+        return {
+          user: {
+            id: user,
+            team_id: teamId,
+            name: user.toLowerCase(),
+            real_name: `User ${user}`,
+            tz: 'Europe/Berlin',
+            tz_offset: 3600,
+            is_bot: false,
+            deleted: false,
+          },
+        };
+      }
+      case 'usergroups.users.list':
+        return { users: [] };
+      case 'files.getUploadURLExternal': {
+        const id = nextId('F');
+        uploads.set(id, { filename: String(args.filename), length: Number(args.length) });
+        return { upload_url: `${base}/upload/${id}`, file_id: id };
+      }
+      case 'files.completeUploadExternal': {
+        const files = Array.isArray(args.files) ? (args.files as { id: string; title?: string }[]) : [];
+        for (const file of files) {
+          const upload = uploads.get(file.id);
+          if (!upload) return { ok: false, error: 'file_not_found' };
+          if (!upload.bytes) problem(method, `file ${file.id} was never uploaded to its upload_url`);
+        }
+        const target = typeof args.channel_id === 'string' ? args.channel_id : undefined;
+        if (target) {
+          const threadTs = typeof args.thread_ts === 'string' ? args.thread_ts : undefined;
+          messages.push({
+            channel: target,
+            ts: nextTs(),
+            thread_ts: threadTs,
+            text: typeof args.initial_comment === 'string' ? args.initial_comment : undefined,
+            blocks,
+            files,
+            edits: 0,
+          });
+        }
+        return { files: files.map((f) => ({ id: f.id, title: f.title ?? uploads.get(f.id)?.filename })) };
+      }
+      default:
+        return {};
+    }
+  }
+
+  function handleApi(
+    method: string,
+    args: Record<string, unknown>,
+    authorization: string | undefined,
+  ): Answer {
+    const bearer = authorization?.match(/^Bearer\s+(.+)$/i)?.[1];
+    const token = bearer ?? (typeof args.token === 'string' ? args.token : undefined);
+    delete args.token;
+    const record = (answer: Answer): Answer => {
+      calls.push({ method, args, at: new Date(), status: answer.status, response: answer.body });
+      events.emit('call');
+      return answer;
+    };
+    if (!checks.knows(method)) {
+      problem(method, 'no method file: Slack has no such method, or the bot calls one nobody checked');
+      return record({ status: 200, body: { ok: false, error: 'unknown_method' } });
+    }
+    if (token === undefined) return record({ status: 200, body: { ok: false, error: 'not_authed' } });
+    if (token !== botToken) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
+
+    const failure = failures.get(method);
+    if (failure) {
+      failure.times -= 1;
+      if (failure.times <= 0) failures.delete(method);
+      if (failure.status === 429) {
+        const retryAfter = String(failure.retryAfter ?? 1);
+        return record({
+          status: 429,
+          body: { ok: false, error: 'ratelimited' },
+          headers: { 'Retry-After': retryAfter },
+        });
+      }
+      return record({
+        status: failure.status ?? 200,
+        body: { ok: false, error: failure.error ?? 'internal_error' },
+      });
+    }
+    if (rateLimited(method, args)) {
+      return record({
+        status: 429,
+        body: { ok: false, error: 'ratelimited' },
+        headers: { 'Retry-After': '1' },
+      });
+    }
+
+    if (args.__body instanceof Error) {
+      problem(method, 'the JSON body does not parse');
+      return record({ status: 200, body: { ok: false, error: 'invalid_json' } });
+    }
+    const argProblems = checks.checkArgs(method, args);
+    for (const why of argProblems) problem(method, why);
+    if (argProblems.length > 0)
+      return record({ status: 200, body: { ok: false, error: 'invalid_arguments' } });
+    for (const name of JSON_ARGS) {
+      if (args[name] instanceof Error) {
+        problem(method, `\`${name}\` is not valid JSON`);
+        return record({
+          status: 200,
+          body: { ok: false, error: name === 'blocks' ? 'invalid_blocks_format' : 'invalid_arguments' },
+        });
+      }
+    }
+    const blockProblems = checkBlocks(method, args);
+    for (const why of blockProblems) problem(method, why);
+    if (blockProblems.length > 0)
+      return record({ status: 200, body: { ok: false, error: 'invalid_blocks' } });
+
+    const result = perform(method, args);
+    return record({ status: 200, body: { ok: true, ...result } });
+  }
+
+  function handleResponseUrl(id: string, body: Record<string, unknown>): Answer {
+    const target = responseUrls.get(id);
+    const answer = (status: number, result: Record<string, unknown>): Answer => {
+      responses.push({ id, body, at: new Date(), status });
+      events.emit('call');
+      return { status, body: result };
+    };
+    if (!target) return answer(404, { ok: false, error: 'invalid_url' });
+    target.uses += 1;
+    if (target.uses > RESPONSE_URL_USES) return answer(404, { ok: false, error: 'used_url' });
+    const found: string[] = [];
+    if (body.blocks !== undefined) found.push(...checks.checkMessageBlocks(body.blocks));
+    if (body.text === undefined && body.blocks === undefined && body.delete_original !== true)
+      found.push('no `text` or `blocks`');
+    for (const why of found) problem('response_url', why);
+    if (found.length > 0) return answer(400, { ok: false, error: 'invalid_blocks' });
+
+    const original = target.messageTs ? findMessage(target.channel, target.messageTs) : undefined;
+    const text = typeof body.text === 'string' ? body.text : undefined;
+    const blocks = Array.isArray(body.blocks) ? body.blocks : undefined;
+    if (body.delete_original === true) {
+      if (original) messages.splice(messages.indexOf(original), 1);
+      return answer(200, { ok: true });
+    }
+    if (body.replace_original === true && original) {
+      original.text = text;
+      original.blocks = blocks;
+      original.edits += 1;
+      return answer(200, { ok: true });
+    }
+    if (body.response_type === 'in_channel') {
+      messages.push({ channel: target.channel, ts: nextTs(), text, blocks, edits: 0 });
+    } else {
+      ephemerals.push({
+        channel: target.channel,
+        user: target.user,
+        ts: nextTs(),
+        text,
+        blocks,
+        via: 'response_url',
+      });
+    }
+    return answer(200, { ok: true });
+  }
+
+  const server = createServer((req, res) => {
+    void route(req, res).catch((error: unknown) => {
+      problem('http', `the stand-in failed on ${req.url}: ${(error as Error).message}`);
+      send(res, { status: 500, body: { ok: false, error: 'fatal_error' } });
+    });
+  });
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', base);
+    const raw = await readBody(req);
+    const api = url.pathname.match(/^\/api\/([a-zA-Z.]+)$/);
+    if (api?.[1]) {
+      const args = parseArgs(raw, req.headers['content-type'], url.searchParams);
+      return send(res, handleApi(api[1], args, req.headers.authorization));
+    }
+    const response = url.pathname.match(/^\/response\/([A-Za-z0-9]+)$/);
+    if (response?.[1] && req.method === 'POST') {
+      const args = parseArgs(raw, req.headers['content-type'], url.searchParams);
+      return send(res, handleResponseUrl(response[1], args));
+    }
+    const upload = url.pathname.match(/^\/upload\/([A-Z0-9]+)$/);
+    if (upload?.[1] && req.method === 'POST') {
+      const entry = uploads.get(upload[1]);
+      if (!entry) return send(res, { status: 404, body: { ok: false, error: 'file_not_found' } });
+      entry.bytes = raw;
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${raw.length}`);
+      return;
+    }
+    send(res, { status: 404, body: { ok: false, error: 'not_found' } });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  base = `http://127.0.0.1:${port}`;
+
+  return {
+    apiUrl: `${base}/api/`,
+    url: base,
+    botToken,
+    teamId,
+    botUserId,
+    calls,
+    problems,
+    views,
+    responses,
+    messages: (channel) =>
+      messages.filter((m) => channel === undefined || m.channel === channel).map((m) => ({ ...m })),
+    thread: (channel, ts) =>
+      messages.filter((m) => m.channel === channel && m.thread_ts === ts).map((m) => ({ ...m })),
+    ephemerals: (channel, user) =>
+      ephemerals.filter(
+        (m) => (channel === undefined || m.channel === channel) && (user === undefined || m.user === user),
+      ),
+    callsOf: (method) => calls.filter((c) => c.method === method),
+    responseUrl(target) {
+      const id = nextId('R').replace(/[^A-Za-z0-9]/g, '');
+      responseUrls.set(id, { ...target, uses: 0 });
+      return `${base}/response/${id}`;
+    },
+    triggerId() {
+      const id = `${Date.now()}.${nextId('T')}`;
+      triggers.set(id, { mintedAt: Date.now(), used: false });
+      return id;
+    },
+    checkPayload(where, payload) {
+      const found: string[] = [];
+      if (payload.blocks !== undefined) found.push(...checks.checkMessageBlocks(payload.blocks));
+      if (payload.view !== undefined) found.push(...checks.checkView(payload.view));
+      for (const why of found) problem(where, why);
+      return found;
+    },
+    waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        const check = () => {
+          const value = predicate();
+          if (value === undefined || value === null || value === false) return false;
+          cleanup();
+          resolve(value);
+          return true;
+        };
+        // Some conditions change without a call reaching us (a timer in the bot), so poll as well.
+        const poll = setInterval(check, 25);
+        const timer = setTimeout(() => {
+          cleanup();
+          const last = calls
+            .slice(-5)
+            .map(
+              (c) =>
+                `${c.method}→${c.status}${c.response.ok === false ? ` ${String(c.response.error)}` : ''}`,
+            );
+          reject(
+            new Error(`waitFor timed out after ${timeoutMs} ms; last calls: ${last.join(', ') || 'none'}`),
+          );
+        }, timeoutMs);
+        const cleanup = () => {
+          clearInterval(poll);
+          clearTimeout(timer);
+          events.off('call', check);
+        };
+        events.on('call', check);
+        check();
+      });
+    },
+    failNext(method, fail = {}) {
+      failures.set(method, { ...fail, times: fail.times ?? 1 });
+    },
+    limitPerChannel(limit) {
+      perSecond = limit;
+      sent.clear();
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Arguments from a JSON or form body (or the query string), with JSON-valued arguments parsed like Slack does. */
+function parseArgs(
+  raw: Buffer,
+  contentType: string | undefined,
+  query: URLSearchParams,
+): Record<string, unknown> {
+  const args: Record<string, unknown> = Object.fromEntries(query);
+  const text = raw.toString('utf8');
+  if (contentType?.includes('application/json')) {
+    if (text.trim() !== '') {
+      try {
+        Object.assign(args, JSON.parse(text) as Record<string, unknown>);
+      } catch {
+        args.__body = new Error('invalid JSON body');
+      }
+    }
+  } else if (text !== '') {
+    Object.assign(args, Object.fromEntries(new URLSearchParams(text)));
+  }
+  for (const name of JSON_ARGS) {
+    const value = args[name];
+    if (typeof value !== 'string') continue;
+    try {
+      args[name] = JSON.parse(value);
+    } catch {
+      args[name] = new Error(`${name} is not JSON`);
+    }
+  }
+  return args;
+}
+
+function send(res: ServerResponse, answer: Answer): void {
+  res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', ...answer.headers });
+  res.end(JSON.stringify(answer.body));
+}
