@@ -2,7 +2,9 @@ import { readFile } from 'node:fs/promises';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 
-const slackUserId = z.string().regex(/^[UW][A-Z0-9]+$/, { message: 'expected a Slack user id such as U0123ABC' });
+const slackUserId = z
+  .string()
+  .regex(/^[UW][A-Z0-9]+$/, { message: 'expected a Slack user id such as U0123ABC' });
 const slackChannelId = z
   .string()
   .regex(/^[CGD][A-Z0-9]+$/, { message: 'expected a Slack channel id such as C0123ABC' });
@@ -64,10 +66,17 @@ const apiField = <T extends readonly [string, ...string[]]>(classes: T) =>
 
 const policySchema = z
   .object({
-    workspace: z.string().regex(/^T[A-Z0-9]+$/, { message: 'expected a Slack team id such as T0123ABC' }).optional(),
+    workspace: z
+      .string()
+      .regex(/^T[A-Z0-9]+$/, { message: 'expected a Slack team id such as T0123ABC' })
+      .optional(),
     currency: z.string().min(1).max(8).default('EUR'),
     approvers: z.array(slackUserId).default([]),
-    approval_ttl_hours: z.number().positive().max(24 * 30).default(24),
+    approval_ttl_hours: z
+      .number()
+      .positive()
+      .max(24 * 30)
+      .default(24),
     /** Upper bounds for what a requester may type; the API documents none. */
     limits: z
       .object({
@@ -103,7 +112,11 @@ const policySchema = z
     policy.projects.forEach((project, index) => {
       for (const key of [project.name.toLowerCase(), project.uuid.toLowerCase()]) {
         if (seen.has(key)) {
-          ctx.addIssue({ code: 'custom', path: ['projects', index, 'name'], message: `duplicate project ${key}` });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['projects', index, 'name'],
+            message: `duplicate project ${key}`,
+          });
         }
         seen.set(key, index);
       }
@@ -118,7 +131,10 @@ const policySchema = z
         }
         vmids.add(vm.vmid);
       });
-      if ((project.approvers ?? policy.approvers).length === 0 && Object.values(project.approval).includes('required')) {
+      if (
+        (project.approvers ?? policy.approvers).length === 0 &&
+        Object.values(project.approval).includes('required')
+      ) {
         ctx.addIssue({
           code: 'custom',
           path: ['projects', index, 'approvers'],
@@ -142,15 +158,18 @@ export class PolicyError extends Error {
 export function parsePolicy(text: string, source = 'policy'): Policy {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    const error = doc.errors[0]!;
+  const error = doc.errors[0];
+  if (error) {
     const line = lineCounter.linePos(error.pos[0]).line;
     throw new PolicyError(`${source}:${line}: not valid YAML: ${error.message.split('\n')[0]}`);
   }
   const parsed = policySchema.safeParse(doc.toJS() ?? {});
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
+  const issue = parsed.error.issues[0];
+  if (!issue) throw new PolicyError(`${source}:1: not a valid policy`);
   const path = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
+  // An unknown key is reported by zod at its parent: name the key itself, on its own line.
+  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
   // Point at the deepest node that exists: a missing key is reported at its parent's line.
   let line = 1;
   for (let depth = path.length; depth >= 0; depth--) {
@@ -160,7 +179,8 @@ export function parsePolicy(text: string, source = 'policy'): Policy {
       break;
     }
   }
-  const field = path.length > 0 ? path.map((p) => (typeof p === 'number' ? `[${p}]` : p)).join('.') : '(top level)';
+  const field =
+    path.length > 0 ? path.map((p) => (typeof p === 'number' ? `[${p}]` : p)).join('.') : '(top level)';
   return failPolicy(`${source}:${line}: ${field.replace(/\.\[/g, '[')}: ${issue.message}`);
 }
 
