@@ -11,6 +11,9 @@ export interface Readiness {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** How long `/readyz` waits for Redis to answer PING before reporting it unreachable. */
+export const READY_PING_TIMEOUT_MS = 1000;
+
 function send(res: ServerResponse, status: number, body: string, type = 'application/json'): void {
   res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
   res.end(body);
@@ -21,12 +24,20 @@ export function healthHandlers(readiness: Readiness, metrics: Metrics): Record<s
   return {
     '/healthz': (_req, res) => send(res, 200, JSON.stringify({ status: 'ok' })),
     '/readyz': (_req, res) => {
+      let timer: NodeJS.Timeout | undefined;
       const ping = readiness.redisPing().catch(() => false);
-      const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 1000));
+      const timeout = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), READY_PING_TIMEOUT_MS);
+      });
       void Promise.race([ping, timeout]).then((redis) => {
+        clearTimeout(timer);
         const policy = readiness.policyLoaded();
         const ready = redis && policy;
-        send(res, ready ? 200 : 503, JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy }));
+        send(
+          res,
+          ready ? 200 : 503,
+          JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy }),
+        );
       });
     },
     '/metrics': (_req, res) => {
@@ -40,11 +51,23 @@ export function healthHandlers(readiness: Readiness, metrics: Metrics): Record<s
 
 /** The same handlers as Bolt custom routes (HTTP mode). */
 export function healthRoutes(readiness: Readiness, metrics: Metrics) {
-  return Object.entries(healthHandlers(readiness, metrics)).map(([path, handler]) => ({ path, method: 'GET', handler }));
+  return Object.entries(healthHandlers(readiness, metrics)).map(([path, handler]) => ({
+    path,
+    method: 'GET',
+    handler,
+  }));
 }
 
-/** A small server for the health routes where Bolt serves no HTTP (Socket Mode, worker and scheduler roles). */
-export async function startHealthServer(port: number, readiness: Readiness, metrics: Metrics): Promise<Server> {
+/**
+ * A small server for the health routes where Bolt serves no HTTP (Socket Mode, worker and scheduler roles).
+ * Listens on every interface unless `host` is given (tests pass 127.0.0.1).
+ */
+export async function startHealthServer(
+  port: number,
+  readiness: Readiness,
+  metrics: Metrics,
+  host?: string,
+): Promise<Server> {
   const handlers = healthHandlers(readiness, metrics);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -54,7 +77,7 @@ export async function startHealthServer(port: number, readiness: Readiness, metr
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   return server;
 }

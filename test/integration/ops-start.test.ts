@@ -1,0 +1,112 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../sim/local-redis.ts';
+
+// `npm start` as an operator runs it: a child process with only the environment given (PATH kept for node).
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const START = ['--import', 'tsx', 'src/main.ts'];
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(env: Record<string, string>, timeoutMs = 20_000): Promise<Exit> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      START,
+      { cwd: repo, env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** The non-empty lines a process wrote to stderr. */
+const lines = (text: string) => text.split('\n').filter((line) => line.trim() !== '');
+
+const SECRET_LOOKING = 'not-a-real-token-7f3a9c';
+const COMPLETE = {
+  SLACK_BOT_TOKEN: 'xoxb-0000-0000-startuptest',
+  SLACK_SIGNING_SECRET: 'startup-test-signing-secret',
+  CLOUD_API_URL: 'http://127.0.0.1:9/',
+  CLOUD_API_KEY: 'startup-test-api-key',
+};
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cloudops-start-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+// Each start loads the whole bot (~1.5 s on an idle machine): the cases run side by side.
+describe.concurrent('npm start without a working configuration', () => {
+  it('with an empty environment: one line listing what is missing and pointing to npm run demo, exit 1', async () => {
+    const run = await start({});
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toHaveLength(1);
+    const [line] = lines(run.stderr);
+    for (const name of ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'CLOUD_API_URL', 'CLOUD_API_KEY']) {
+      expect(line).toContain(name);
+    }
+    expect(line).toContain('npm run demo');
+    expect(run.stdout).toBe('');
+  });
+
+  // The other variables' messages are unit-tested with loadEnv; here the path through `npm start` is proven.
+  it.each([
+    ['PORT', 'abc', /PORT: expected a port number$/],
+    ['SLACK_BOT_TOKEN', SECRET_LOOKING, /SLACK_BOT_TOKEN: expected a bot token starting with xoxb-$/],
+  ])(
+    'a malformed %s: one line naming it, without echoing the value, exit 1',
+    async (name, value, expected) => {
+      const run = await start({ [name]: value });
+      expect(run.code).toBe(1);
+      expect(lines(run.stderr)).toHaveLength(1);
+      expect(lines(run.stderr)[0]).toMatch(new RegExp(`^cloudops: ${expected.source}`));
+      expect(run.stderr).not.toContain(value);
+    },
+  );
+
+  it('a policy file with a bad field: one line with the file, line and field', async () => {
+    const file = join(dir, 'bad.yml');
+    await writeFile(
+      file,
+      'currency: EUR\napprovers: [U0ADMIN]\nprojects:\n  - name: shop\n    uuid: not-a-uuid\n    channels: [C0PROD]\n',
+    );
+    const run = await start({ ...COMPLETE, POLICY_FILE: file });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([`cloudops: ${file}:5: projects[0].uuid: expected a UUID`]);
+    for (const secret of Object.values(COMPLETE)) expect(run.stderr).not.toContain(secret);
+  });
+
+  it('Redis not answering at REDIS_URL: one line naming REDIS_URL, exit 1', async () => {
+    const file = join(dir, 'ok.yml');
+    await writeFile(file, 'approvers: [U0ADMIN]\n');
+    const port = await freePort();
+    const run = await start({
+      ...COMPLETE,
+      POLICY_FILE: file,
+      REDIS_URL: `redis://user:redis-password-xyz@127.0.0.1:${port}`,
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+    });
+    expect(run.code).toBe(1);
+    const stderr = lines(run.stderr);
+    expect(stderr).toHaveLength(1);
+    expect(stderr[0]).toMatch(
+      /^cloudops: could not start: REDIS_URL: no Redis answered at redis:\/\/127\.0\.0\.1:\d+/,
+    );
+    expect(run.stderr).not.toContain('redis-password-xyz');
+  });
+});
