@@ -1,0 +1,337 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { type SlackStandIn, type SlackView, startSlackStandIn } from '../../sim/slack/server.ts';
+import { loadEnv, type Role } from '../../src/config/env.ts';
+import { type Policy, parsePolicy } from '../../src/config/policy.ts';
+import { createQueues, type Queues } from '../../src/jobs/queues.ts';
+import { type Running, startCloudops } from '../../src/main.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { RequestStore } from '../../src/requests/store.ts';
+import type { CloudRequest } from '../../src/requests/types.ts';
+import { deleteKeys, testRedisUrl, uniquePrefix } from './redis.ts';
+import {
+  blockActionsPayload,
+  type InputValue,
+  interactionBody,
+  postSigned,
+  type SignOptions,
+  type SlackHttpResponse,
+  type SlackOrigin,
+  slashCommandBody,
+  viewState,
+  viewSubmissionPayload,
+} from './slack-request.ts';
+
+/** The team id of the test workspace; the default policy's `workspace`. */
+export const TEAM = 'T0TEST';
+/** People of the default policy: requesters, the project's approvers, the default approver. */
+export const USERS = {
+  dev: 'U0DEV',
+  dev2: 'U0DEV2',
+  lead: 'U0LEAD',
+  lead2: 'U0LEAD2',
+  admin: 'U0ADMIN',
+} as const;
+/** Channels of the default policy. */
+export const CHANNELS = { prod: 'C0PROD', staging: 'C0STAGE', random: 'C0RANDOM' } as const;
+export const PROD_UUID = '0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10';
+export const STAGING_UUID = 'a3c1e2d4-5b6f-4a7b-8c9d-0e1f2a3b4c5d';
+
+/**
+ * The default test policy. Its VM facts match the cloud sim's default seed; VM 103 was created two hours before
+ * `start`, so lowering it is refused by the 24-hour rule.
+ */
+export function defaultPolicyYaml(start: Date): string {
+  const twoHoursAgo = new Date(start.getTime() - 2 * 3_600_000).toISOString();
+  return `
+workspace: ${TEAM}
+currency: EUR
+approvers: [${USERS.admin}]
+approval_ttl_hours: 24
+limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
+resize_fields:
+  cpu_class: { field: cpu_type, values: [regular, light] }
+  private_network: { field: private_network, values: ['off', 'on'] }
+projects:
+  - name: shop-prod
+    uuid: ${PROD_UUID}
+    cluster: zone-1
+    channels: [${CHANNELS.prod}]
+    approvers: [${USERS.lead}, ${USERS.lead2}]
+    vms:
+      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
+      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+      - { vmid: 103, name: worker-new, cores: 4, ram_gb: 8, os_disk_gb: 40, cpu_class: regular, wan_mode: 'off', created_at: '${twoHoursAgo}' }
+      - { vmid: 104, name: edge-1, cores: 2, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: dual, private_network: 'on' }
+  - name: shop-staging
+    uuid: ${STAGING_UUID}
+    cluster: zone-2
+    channels: [${CHANNELS.staging}]
+    approval: { resize_up: none, resize_down: none, restore: none }
+    vms:
+      - { vmid: 201, name: staging-1, cores: 1, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: ipv6 }
+`;
+}
+
+export interface HarnessOptions {
+  /** Policy YAML, or a function of the clock's start; default {@link defaultPolicyYaml}. */
+  policyYaml?: string | ((start: Date) => string);
+  /** Where the injected clock starts (default: the wall time). The bot and the cloud sim share this clock. */
+  now?: Date;
+  /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
+  role?: Role;
+}
+
+/** A clock the test moves; the bot and the cloud sim read it. */
+export interface TestClock {
+  now(): Date;
+  advance(ms: number): void;
+  set(date: Date): void;
+}
+
+/** What a slash command led to: the HTTP answer (the ack) and the ids Slack handed the bot with it. */
+export interface CommandResult extends SlackHttpResponse {
+  triggerId: string;
+  responseUrl: string;
+}
+
+export interface Harness {
+  bot: Running;
+  sim: CloudSim;
+  slack: SlackStandIn;
+  clock: TestClock;
+  policy: Policy;
+  /** Redis key and BullMQ prefix of this bot. */
+  prefix: string;
+  /** `POST /slack/events` of the bot. */
+  eventsUrl: string;
+  signingSecret: string;
+  /** Read access to the bot's state, for assertions. */
+  store: RequestStore;
+  queues: Queues;
+  redis: Redis;
+  /** The bot's log lines (JSON), for debugging and secret checks. */
+  logs: string[];
+  /** Sends a raw, form-encoded body to the bot, signed unless `sign` says otherwise. */
+  send(body: string, sign?: Partial<SignOptions>): Promise<SlackHttpResponse>;
+  /** `/cloud <text>` from `user` in `channel`. Checks blocks in the ack against the Block Kit schema. */
+  command(text: string, user?: string, channel?: string, team?: string): Promise<CommandResult>;
+  /** A button click; `message` is the message the button sits on (Slack echoes it back). */
+  click(
+    actionId: string,
+    value: string,
+    user: string,
+    channel?: string,
+    message?: { ts: string; text?: string; blocks?: unknown[] },
+  ): Promise<SlackHttpResponse>;
+  /** Submits `view` (as views.open returned it) with the inputs `values` by block_id; checks views in the answer. */
+  submitView(
+    view: Record<string, unknown>,
+    values: Record<string, InputValue>,
+    user: string,
+  ): Promise<SlackHttpResponse>;
+  /** The last view views.open (or views.push) set, waiting for it up to 5 s; `after` skips views already seen. */
+  openedView(after?: number): Promise<SlackView>;
+  /** Runs `/cloud <text>` and returns the modal it opened. */
+  openModal(text: string, user?: string, channel?: string): Promise<Record<string, unknown>>;
+  /** Runs `/cloud <text>`, fills the modal it opened with `values` and submits it as `user`; returns the ack. */
+  fillAndSubmit(
+    text: string,
+    values: Record<string, InputValue>,
+    user?: string,
+    channel?: string,
+  ): Promise<SlackHttpResponse>;
+  /** How many acks (command answers, view responses) were checked against the schemas. */
+  readonly acksChecked: number;
+  /** The channel's requests, newest first, from the bot's store. */
+  requests(channel?: string): Promise<CloudRequest[]>;
+  /** The newest request of the channel, waiting for it to exist. */
+  lastRequest(channel?: string): Promise<CloudRequest>;
+  /** The request message the bot posted for `request` (needs a worker: role `all` or `worker`). */
+  requestMessage(
+    requestId: string,
+    predicate?: (m: { text?: string; blocks?: unknown[] }) => boolean,
+  ): Promise<{ ts: string; text?: string; blocks?: unknown[] }>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the cloud sim, the Slack stand-in and the whole bot (`startCloudops`) in HTTP mode on port 0, with a
+ * unique Redis prefix; helpers send signed slash commands, clicks and view submissions as Slack does.
+ */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const start = options.now ?? new Date();
+  let current = start.getTime();
+  const clock: TestClock = {
+    now: () => new Date(current),
+    advance: (ms) => {
+      current += ms;
+    },
+    set: (date) => {
+      current = date.getTime();
+    },
+  };
+  const policyYaml =
+    typeof options.policyYaml === 'function'
+      ? options.policyYaml(start)
+      : (options.policyYaml ?? defaultPolicyYaml(start));
+  const policy = parsePolicy(policyYaml, 'test-policy.yml');
+  const signingSecret = randomBytes(16).toString('hex');
+  const botToken = `xoxb-test-${randomBytes(8).toString('hex')}`;
+  const prefix = uniquePrefix('slack');
+
+  const sim = await startCloudSim({ now: clock.now });
+  const slack = await startSlackStandIn({ botToken, teamId: TEAM });
+  const logs: string[] = [];
+  const env = loadEnv({
+    SLACK_BOT_TOKEN: botToken,
+    SLACK_SIGNING_SECRET: signingSecret,
+    SLACK_API_URL: slack.apiUrl,
+    CLOUD_API_URL: sim.url,
+    CLOUD_API_KEY: sim.apiKey,
+    REDIS_URL: testRedisUrl(),
+    REDIS_PREFIX: prefix,
+    PORT: '0',
+    ROLE: options.role ?? 'web',
+    LOG_LEVEL: 'warn',
+  });
+  const logger = createLogger(
+    { level: 'warn', secrets: [botToken, signingSecret, sim.apiKey] },
+    { write: (line: string) => void logs.push(line) },
+  );
+  let bot: Running;
+  try {
+    bot = await startCloudops(env, policy, {
+      now: clock.now,
+      logger,
+      stalledIntervalMs: 2000,
+      shutdownTimeoutMs: 5000,
+    });
+  } catch (error) {
+    await Promise.all([sim.close(), slack.close()]);
+    throw error;
+  }
+  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+  const store = new RequestStore(redis, { prefix, now: clock.now });
+  const queues = createQueues(redis, prefix);
+  const eventsUrl = `http://127.0.0.1:${bot.port}/slack/events`;
+
+  const send = (body: string, sign: Partial<SignOptions> = {}) =>
+    postSigned(eventsUrl, body, { secret: signingSecret, ...sign });
+  const origin = (user: string, channel: string, teamId = TEAM): SlackOrigin => ({ user, channel, teamId });
+  /** An ack's body reached Slack too: check its blocks and views like the Web API calls. */
+  let acksChecked = 0;
+  const checkAck = (response: SlackHttpResponse) => {
+    const json = response.json;
+    if (!json) return;
+    acksChecked += 1;
+    if (json.blocks !== undefined) slack.checkPayload('ack', { blocks: json.blocks });
+    if (json.view !== undefined) slack.checkPayload('ack', { view: json.view });
+  };
+
+  const harness: Harness = {
+    bot,
+    sim,
+    slack,
+    clock,
+    policy,
+    prefix,
+    eventsUrl,
+    signingSecret,
+    store,
+    queues,
+    redis,
+    logs,
+    send,
+    async command(text, user = USERS.dev, channel = CHANNELS.prod, team = TEAM) {
+      const triggerId = slack.triggerId();
+      const responseUrl = slack.responseUrl({ channel, user });
+      const response = await send(
+        slashCommandBody(origin(user, channel, team), { text, triggerId, responseUrl }),
+      );
+      checkAck(response);
+      return { ...response, triggerId, responseUrl };
+    },
+    async click(actionId, value, user, channel = CHANNELS.prod, message) {
+      const payload = blockActionsPayload(origin(user, channel), {
+        actionId,
+        value,
+        blockId: `request:${value}`,
+        triggerId: slack.triggerId(),
+        responseUrl: slack.responseUrl({ channel, user, messageTs: message?.ts }),
+        message,
+      });
+      const response = await send(interactionBody(payload));
+      checkAck(response);
+      return response;
+    },
+    async submitView(view, values, user) {
+      const payload = viewSubmissionPayload(
+        origin(user, CHANNELS.prod),
+        view,
+        viewState(view, values),
+        slack.triggerId(),
+      );
+      const response = await send(interactionBody(payload));
+      checkAck(response);
+      return response;
+    },
+    openedView(after = 0) {
+      return slack.waitFor(() => {
+        const opened = slack.views.slice(after).filter((v) => v.method !== 'views.update');
+        return opened[opened.length - 1];
+      });
+    },
+    async openModal(text, user = USERS.dev, channel = CHANNELS.prod) {
+      const seen = slack.views.length;
+      const result = await harness.command(text, user, channel);
+      if (result.status !== 200) throw new Error(`/cloud ${text}: HTTP ${result.status}`);
+      if (result.json?.text)
+        throw new Error(`/cloud ${text} answered instead of opening a modal: ${String(result.json.text)}`);
+      return (await harness.openedView(seen)).view;
+    },
+    async fillAndSubmit(text, values, user = USERS.dev, channel = CHANNELS.prod) {
+      const view = await harness.openModal(text, user, channel);
+      return harness.submitView(view, values, user);
+    },
+    get acksChecked() {
+      return acksChecked;
+    },
+    requests(channel = CHANNELS.prod) {
+      return store.listByChannel(channel, 50);
+    },
+    async lastRequest(channel = CHANNELS.prod) {
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const [newest] = await store.listByChannel(channel, 1);
+        if (newest) return newest;
+        if (Date.now() > deadline) throw new Error(`no request in ${channel}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async requestMessage(requestId, predicate = () => true) {
+      const found = await slack.waitFor(
+        () =>
+          slack
+            .messages()
+            .find(
+              (m) =>
+                m.thread_ts === undefined &&
+                (m.text ?? '').includes(`(request ${requestId})`) &&
+                predicate(m),
+            ),
+        8000,
+      );
+      return { ts: found.ts, text: found.text, blocks: found.blocks };
+    },
+    async close() {
+      await bot.stop();
+      await queues.close().catch(() => undefined);
+      await deleteKeys(redis, prefix);
+      await redis.quit();
+      await Promise.all([sim.close(), slack.close()]);
+    },
+  };
+  return harness;
+}
