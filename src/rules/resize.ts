@@ -106,16 +106,6 @@ export function directionOf<F extends ResizeField>(
   return 'changed';
 }
 
-/**
- * Whether applying `applied` to what was known raises cores, RAM or CPU class (which restarts the 24 hours).
- * An unknown value before is not counted: recording a guess could refuse a lowering the API would allow.
- */
-export function isIncrease(before: ResizeTarget, applied: ResizeTarget): boolean {
-  return COOLDOWN_FIELDS.some(
-    (field) => applied[field] !== undefined && directionOf(field, before[field], applied[field]) === 'up',
-  );
-}
-
 /** A value outside its field's vocabulary (only reachable from hand-built targets, not the modal). */
 function badValue(target: ResizeTarget): Violation[] {
   const out: Violation[] = [];

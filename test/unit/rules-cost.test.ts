@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { clusterFromA, clusterFromB } from '../../src/cloud/normalise.ts';
+import { clusterASchema, clusterBSchema } from '../../src/cloud/schemas.ts';
 import {
   type CostedSize,
   costDifference,
@@ -152,6 +154,39 @@ describe('vmCost', () => {
   it('accepts the cloud layer’s PriceModel as it is (extra fields kept, not required)', () => {
     const model = { ...PRICES, vcoreOff: '0.001', other: { pbs_pool: '0.3', vcore_25: '0.003' } };
     expect(vmCost(model, size()).hourly.toString()).toBe('0.059');
+  });
+});
+
+describe('vmCost on Shape A and Shape B records', () => {
+  const shared = { ram: '0.0040', storage_fast: '0.00015', public_ip: '0.0050', pbs_pool: '0.0040' };
+  const a = clusterFromA(
+    clusterASchema.parse({
+      name: 'zone-1',
+      description: '',
+      status: 'active',
+      location: 'Frankfurt',
+      price_model: { vcore: '0.0120', vcore_50: '0.0060', vcore_25: '0.0030', ...shared },
+    }),
+  );
+  const b = clusterFromB(
+    clusterBSchema.parse({
+      name: 'zone-1',
+      description: '',
+      location: 'Frankfurt',
+      price_model: { vcore_regular: '0.0120', vcore_light: '0.0060', ...shared },
+    }),
+  );
+
+  it('costs the same cluster the same from either shape, for both CPU classes', () => {
+    for (const cpuClass of ['regular', 'light'] as const) {
+      const fromA = vmCost(a.prices, size({ cpuClass }));
+      const fromB = vmCost(b.prices, size({ cpuClass }));
+      expect(fromA.missing).toEqual([]);
+      expect(fromA.hourly.toString()).toBe(fromB.hourly.toString());
+    }
+    // 2 × 0.0120 + 4 × 0.0040 + 50 × 0.00015 + 0.0050 = 0.0525
+    expect(vmCost(a.prices, size()).hourly.toString()).toBe('0.0525');
+    expect(vmCost(a.prices, size()).monthly.toFixed(2)).toBe('38.33');
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkResize, formatUtc, isIncrease, type ResizeCheckInput } from '../../src/rules/resize.ts';
+import { checkResize, formatUtc, type ResizeCheckInput } from '../../src/rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../../src/rules/types.ts';
 
 const NOW = new Date('2025-03-10T12:00:00Z');
@@ -239,14 +239,5 @@ describe('helpers', () => {
   it('formatUtc rounds up to the minute so the time shown is allowed', () => {
     expect(formatUtc(new Date('2025-03-11T09:00:00Z'))).toBe('2025-03-11 09:00 UTC');
     expect(formatUtc(new Date('2025-03-11T09:00:00.001Z'))).toBe('2025-03-11 09:01 UTC');
-  });
-
-  it('isIncrease tells the worker when to record a new increase', () => {
-    expect(isIncrease({ cores: 2, cpuClass: 'light' }, { cores: 4 })).toBe(true);
-    expect(isIncrease({ cpuClass: 'light' }, { cpuClass: 'regular' })).toBe(true);
-    expect(isIncrease({ cores: 4 }, { cores: 2, osDiskGb: 100 })).toBe(false);
-    expect(isIncrease({}, { wanMode: 'off' })).toBe(false);
-    // Unknown before: not recorded as an increase, so the bot never refuses what the API would allow.
-    expect(isIncrease({}, { cores: 4 })).toBe(false);
   });
 });
