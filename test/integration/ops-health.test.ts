@@ -1,0 +1,117 @@
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisAnswers, startLocalRedis } from '../../sim/local-redis.ts';
+import { READY_PING_TIMEOUT_MS } from '../../src/observability/http.ts';
+import { type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+
+async function get(url: string): Promise<{ status: number; type: string; text: string }> {
+  const response = await request(url);
+  return {
+    status: response.statusCode,
+    type: String(response.headers['content-type']),
+    text: await response.body.text(),
+  };
+}
+
+/** Polls until `check` holds, for states that settle asynchronously (a Redis client reconnecting). */
+async function eventually(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const FAMILIES = [
+  'cloudops_commands_total',
+  'cloudops_requests_total',
+  'cloudops_approvals_total',
+  'cloudops_jobs_total',
+  'cloudops_cloud_api_seconds',
+  'cloudops_queue_depth',
+  'cloudops_slack_api_errors_total',
+];
+
+describe('health and metrics of the running bot (HTTP mode, ROLE=all)', () => {
+  let ops: OpsBot;
+  beforeAll(async () => {
+    ops = await startOpsBot({ redisUrl: testRedisUrl() });
+  });
+  afterAll(async () => {
+    await ops.close();
+  });
+
+  it('/healthz and /readyz answer 200 next to POST /slack/events', async () => {
+    const health = await get(`${ops.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(JSON.parse(health.text)).toEqual({ status: 'ok' });
+    const ready = await get(`${ops.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.text)).toEqual({ status: 'ready', redis: true, policy: true });
+    // The same port still refuses unsigned Slack traffic.
+    expect((await ops.send('command=/cloud&text=help', { unsigned: true })).status).toBe(401);
+  });
+
+  it('/metrics is Prometheus text with every cloudops_* family, and counts what happened', async () => {
+    const answer = await ops.command('clusters');
+    expect(answer.status).toBe(200);
+    // /cloud clusters reads the list endpoint: wait for the client's call to be recorded.
+    await eventually(async () =>
+      /cloudops_cloud_api_seconds_count\{operation="listClusters"/.test((await get(`${ops.url}/metrics`)).text),
+    );
+    const metrics = await get(`${ops.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(metrics.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    for (const family of FAMILIES) expect(metrics.text).toMatch(new RegExp(`^# TYPE ${family} `, 'm'));
+    expect(metrics.text).toMatch(/^cloudops_commands_total\{word="clusters"\} 1$/m);
+    expect(metrics.text).toMatch(
+      /^cloudops_cloud_api_seconds_count\{operation="listClusters",status="200",outcome="[a-z_]+"\} 1$/m,
+    );
+    // Queue depth is read at scrape time.
+    expect(metrics.text).toMatch(/^cloudops_queue_depth\{queue="execute"\} \d+$/m);
+    // Node's process metrics come along.
+    expect(metrics.text).toMatch(/^process_cpu_user_seconds_total /m);
+    for (const secret of Object.values(ops.secrets)) expect(metrics.text).not.toContain(secret);
+  });
+});
+
+describe('readiness follows Redis', () => {
+  it('/readyz is 503 while Redis is down (healthz stays 200), and 200 again when it is back', async () => {
+    const redis = await startLocalRedis();
+    const ops = await startOpsBot({ redisUrl: redis.url, role: 'web' });
+    try {
+      expect((await get(`${ops.url}/readyz`)).status).toBe(200);
+      await redis.kill();
+      expect(await redisAnswers(redis.url)).toBe(false);
+      const started = Date.now();
+      const down = await get(`${ops.url}/readyz`);
+      expect(down.status).toBe(503);
+      expect(JSON.parse(down.text)).toEqual({ status: 'not ready', redis: false, policy: true });
+      // It answers within the ping timeout (plus slack for a loaded machine), never hangs.
+      expect(Date.now() - started).toBeLessThan(READY_PING_TIMEOUT_MS + 2000);
+      expect((await get(`${ops.url}/healthz`)).status).toBe(200);
+
+      await redis.restart();
+      await eventually(async () => (await get(`${ops.url}/readyz`)).status === 200);
+    } finally {
+      await ops.close();
+      await redis.stop();
+    }
+  });
+});
+
+describe('health without Bolt (ROLE=worker)', () => {
+  it('serves /healthz, /readyz and /metrics on PORT and nothing for Slack', async () => {
+    const ops = await startOpsBot({ redisUrl: testRedisUrl(), role: 'worker' });
+    try {
+      expect((await get(`${ops.url}/healthz`)).status).toBe(200);
+      expect((await get(`${ops.url}/readyz`)).status).toBe(200);
+      const metrics = await get(`${ops.url}/metrics`);
+      for (const family of FAMILIES) expect(metrics.text).toMatch(new RegExp(`^# TYPE ${family} `, 'm'));
+      expect((await ops.command('help')).status).toBe(404);
+    } finally {
+      await ops.close();
+    }
+  });
+});
