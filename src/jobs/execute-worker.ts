@@ -83,6 +83,7 @@ export class ExecuteProcessor {
     }
 
     const steps = stepsOf(request);
+    const planned = request.params.kind === 'resize' ? request.params.before : undefined;
     for (let step = request.nextStep; step < steps.length; step++) {
       const target = steps[step];
       let body: Record<string, string | number> | undefined;
@@ -110,7 +111,12 @@ export class ExecuteProcessor {
           request.vmid,
           target,
           new Date(outcome.at),
-          isIncrease(target, before),
+          isIncrease(target, {
+            // What the bot knew when the request was made fills gaps in what it knows now.
+            cores: before.cores ?? planned?.cores,
+            ramGb: before.ramGb ?? planned?.ramGb,
+            cpuClass: before.cpuClass ?? planned?.cpuClass,
+          }),
         );
       }
       const outcomes = [...request.outcomes, outcome];

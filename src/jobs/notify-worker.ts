@@ -91,11 +91,11 @@ export class NotifyProcessor {
       return 'updated';
     }
     const message = this.deps.renderer.requestMessage(request);
-    const result = await this.slackCall('chat.postMessage', () =>
+    const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
         channel: request.channel,
         text: message.text,
-        blocks: message.blocks,
+        blocks: withBlocks ? message.blocks : undefined,
       }),
     );
     if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');
@@ -108,12 +108,12 @@ export class NotifyProcessor {
 
   private async update(request: CloudRequest, ts: string): Promise<void> {
     const message = this.deps.renderer.requestMessage(request);
-    await this.slackCall('chat.update', () =>
+    await this.slackCall('chat.update', (withBlocks) =>
       this.deps.slack.chat.update({
         channel: request.channel,
         ts,
         text: message.text,
-        blocks: message.blocks,
+        blocks: withBlocks ? message.blocks : [],
       }),
     );
   }
@@ -128,12 +128,12 @@ export class NotifyProcessor {
     if (await this.deps.connection.exists(key)) return 'duplicate';
     const reply = this.deps.renderer.threadReply(request, data.event, data.step);
     const thread_ts = request.messageTs;
-    const result = await this.slackCall('chat.postMessage', () =>
+    const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
         channel: request.channel,
         thread_ts,
         text: reply.text,
-        blocks: reply.blocks,
+        blocks: withBlocks ? reply.blocks : undefined,
       }),
     );
     await this.deps.connection.set(key, result.ts ?? 'posted', 'EX', REPLIED_TTL_S);
@@ -169,15 +169,25 @@ export class NotifyProcessor {
 
   /**
    * One Slack call; its failure is decided here: rate limits and outages retry later (with Slack's Retry-After),
-   * a refusal such as `channel_not_found` is final. Every failure is counted.
+   * a refusal such as `channel_not_found` is final; refused blocks are sent again as text alone. Every failure
+   * is counted.
    */
-  private async slackCall<T>(method: string, call: () => Promise<T>): Promise<T> {
+  private async slackCall<T>(
+    method: string,
+    call: (withBlocks: boolean) => Promise<T>,
+    withBlocks = true,
+  ): Promise<T> {
     try {
-      return await call();
+      return await call(withBlocks);
     } catch (error) {
       if (!isSlackError(error)) throw error;
       const label = error.code === ErrorCode.PlatformError ? error.data.error : error.code;
       this.deps.metrics.slackErrors.inc({ method, error: label });
+      if (label === 'invalid_blocks' && withBlocks) {
+        // Blocks Slack refuses must not cost the user the report: send its text alone.
+        this.deps.logger.error({ method }, 'slack refused the blocks; sending the text alone');
+        return this.slackCall(method, call, false);
+      }
       if (error.code === ErrorCode.RateLimitedError) {
         throw new SlackRetryLaterError(method, 'rate limited', {
           retryAfterMs: error.retryAfter * 1000,

@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** What a worker child process connects to. */
+export interface WorkerProcessConfig {
+  redisUrl: string;
+  prefix: string;
+  cloudUrl: string;
+  cloudApiKey: string;
+  slackApiUrl: string;
+  slackToken: string;
+  policyYaml: string;
+  /** Header timeout of the child's cloud client; long, so a slow call is still in flight when the test kills it. */
+  cloudHeadersTimeoutMs?: number;
+  stalledIntervalMs?: number;
+}
+
+/** A worker running in a child process, to be killed as a crash would. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const READY = 'worker-process-ready';
+
+/** Starts `createExecution` in a child process (`node --import tsx`) and resolves once its workers run. */
+export async function startWorkerProcess(config: WorkerProcessConfig): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, CLOUDOPS_WORKER_CONFIG: JSON.stringify(config) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`worker process not ready after 20 s: ${stderr}`)),
+      20_000,
+    );
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes(READY)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process exited (${code}) before ready: ${stderr}`));
+    });
+  });
+  return {
+    child,
+    exited,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** The child's side: the same wiring as `src/main.ts` for the worker role, with the config from the parent. */
+async function runChild(): Promise<void> {
+  const { WebClient } = await import('@slack/web-api');
+  const { Redis } = await import('ioredis');
+  const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
+  const { parsePolicy } = await import('../../src/config/policy.ts');
+  const { createExecution } = await import('../../src/jobs/execution.ts');
+  const { createQueues } = await import('../../src/jobs/queues.ts');
+  const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
+  const { createLogger } = await import('../../src/observability/logger.ts');
+  const { createMetrics } = await import('../../src/observability/metrics.ts');
+  const { RequestStore } = await import('../../src/requests/store.ts');
+  const { VmFactsStore } = await import('../../src/requests/vm-facts.ts');
+  const { createRequestRenderer } = await import('../../src/slack/blocks/request-message.ts');
+
+  const config = JSON.parse(process.env.CLOUDOPS_WORKER_CONFIG ?? '{}') as WorkerProcessConfig;
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  const cloud = new CloudApiClient({
+    baseUrl: config.cloudUrl,
+    apiKey: config.cloudApiKey,
+    timeouts: { ...DEFAULT_TIMEOUTS, headersMs: config.cloudHeadersTimeoutMs ?? 30_000 },
+  });
+  const execution = createExecution({
+    connection: redis,
+    prefix: config.prefix,
+    store: new RequestStore(redis, { prefix: config.prefix }),
+    vmFacts: new VmFactsStore(redis, { prefix: config.prefix }),
+    cloud,
+    policy: parsePolicy(config.policyYaml),
+    queues: createQueues(redis, config.prefix),
+    now: () => new Date(),
+    logger: createLogger({ level: 'warn', name: 'worker-process' }, process.stderr),
+    metrics: createMetrics({ defaultMetrics: false }),
+    slack: new WebClient(config.slackToken, {
+      slackApiUrl: config.slackApiUrl,
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+    }),
+    renderer: createRequestRenderer(),
+    stalledIntervalMs: config.stalledIntervalMs ?? 1_000,
+    retry: { execute: FAST_RETRY, notify: FAST_RETRY },
+    vmLock: FAST_VM_LOCK,
+  });
+  process.once('SIGTERM', () => {
+    void execution.close(5_000).then(() => process.exit(0));
+  });
+  process.stdout.write(`${READY}\n`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await runChild();
+}
