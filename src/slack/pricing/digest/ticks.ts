@@ -4,6 +4,12 @@ import type { DigestSnapshot } from '../price-fields.ts';
 
 /** How long the record of one tick is kept: long past any retry of it. */
 export const TICK_TTL_SECONDS = 3 * 24 * 3600;
+/** How long a worker holds a tick without renewing it; a crashed holder's tick is free again after this. */
+export const TICK_LEASE_MS = 30_000;
+
+/** Deletes or extends the lease only when `token` still holds it. */
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`;
 
 /** What one tick posts, fixed on its first attempt so that retries send the rest of the same digest. */
 export interface TickPlan {
@@ -13,8 +19,8 @@ export interface TickPlan {
 }
 
 /**
- * The state of one channel's digest at one tick, in Redis: who owns it (SET NX, so a duplicate job for the same
- * tick sends nothing), the plan, how many parts are posted, and whether it is done.
+ * The state of one channel's digest at one tick, in Redis: who is sending it right now (a SET NX lease, so two
+ * workers never send the same tick at once), the plan, how many parts are posted, and whether it is done.
  */
 export class TickStore {
   constructor(
@@ -26,12 +32,22 @@ export class TickStore {
     return `${this.prefix}:digest:tick:${channel}:${tick}`;
   }
 
-  /** True when `owner` holds this tick (first claim, or the same job retrying); false for anyone else. */
-  async claim(channel: string, tick: string, owner: string): Promise<boolean> {
-    const key = `${this.base(channel, tick)}:owner`;
-    const set = await this.redis.set(key, owner, 'EX', TICK_TTL_SECONDS, 'NX');
-    if (set === 'OK') return true;
-    return (await this.redis.get(key)) === owner;
+  private leaseKey(channel: string, tick: string): string {
+    return `${this.base(channel, tick)}:lease`;
+  }
+
+  /** Takes the tick for `token`; false while someone else holds it. */
+  async claim(channel: string, tick: string, token: string, leaseMs = TICK_LEASE_MS): Promise<boolean> {
+    return (await this.redis.set(this.leaseKey(channel, tick), token, 'PX', leaseMs, 'NX')) === 'OK';
+  }
+
+  /** Extends the lease before each Slack call; false when it was lost (expired and taken by another). */
+  async renew(channel: string, tick: string, token: string, leaseMs = TICK_LEASE_MS): Promise<boolean> {
+    return (await this.redis.eval(RENEW, 1, this.leaseKey(channel, tick), token, String(leaseMs))) === 1;
+  }
+
+  async release(channel: string, tick: string, token: string): Promise<void> {
+    await this.redis.eval(RELEASE, 1, this.leaseKey(channel, tick), token);
   }
 
   /** The tick's plan, stored by the first attempt; later attempts get the stored one back. */

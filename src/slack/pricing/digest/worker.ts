@@ -1,12 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { CloudApiError } from '../../../cloud/errors.ts';
 import type { CloudApi } from '../../../cloud/types.ts';
 import type { Policy } from '../../../config/policy.ts';
 import type { Logger } from '../../../observability/logger.ts';
 import { digestFailureMessage, digestMessages } from '../blocks/digest.ts';
 import { clusterViews, referenceVmView } from '../cluster-views.ts';
+import { cloudReason } from '../commands/cloud-error.ts';
 import { toSnapshot } from '../price-fields.ts';
 import { diffSnapshots } from './diff.ts';
 import { nextRun } from './schedule-parse.ts';
@@ -34,7 +35,12 @@ export interface DigestWorkerDeps {
 }
 
 /** What one job did, for logs and tests. */
-export type DigestOutcome = 'posted' | 'api-failed' | 'duplicate' | 'already-done';
+export type DigestOutcome = 'posted' | 'api-failed' | 'already-done';
+
+/** Another worker is sending this tick right now; BullMQ retries the job after its backoff. */
+export class TickBusyError extends Error {
+  override readonly name = 'TickBusyError';
+}
 
 /** The tick a job stands for: a scheduler's jobs are `repeat:<channel>:<millis>`, others use their own id. */
 export function tickOf(job: Pick<Job, 'id'>): string {
@@ -55,12 +61,6 @@ function isSlackRefusal(error: unknown): boolean {
   return (error as { code?: unknown }).code === ErrorCode.PlatformError;
 }
 
-/** A cloud failure in one sentence, never a dump. */
-function reasonOf(error: unknown): string {
-  if (error instanceof CloudApiError) return error.reason.replace(/[.\s]+$/, '');
-  return 'unexpected error';
-}
-
 /** Builds what this tick posts: the digest, or the notice that the API could not be read. */
 async function buildPlan(deps: DigestWorkerDeps, data: DigestJobData): Promise<TickPlan> {
   const at = deps.now();
@@ -73,7 +73,7 @@ async function buildPlan(deps: DigestWorkerDeps, data: DigestJobData): Promise<T
       data.pattern && data.tz
         ? nextRun({ pattern: data.pattern, tz: data.tz }, at)
         : await deps.nextDigestAt(data.channel).catch(() => undefined);
-    return { messages: [digestFailureMessage(reasonOf(error), next)] };
+    return { messages: [digestFailureMessage(cloudReason(error), next)] };
   }
   const snapshot = toSnapshot(clusters, at);
   const previous = await deps.snapshots.get(data.channel);
@@ -96,41 +96,49 @@ export async function runDigestJob(
   deps: DigestWorkerDeps,
   ticks: TickStore,
   job: Job<DigestJobData>,
-  token?: string,
+  lockToken?: string,
 ): Promise<DigestOutcome> {
   const { channel } = job.data;
+  const token = lockToken ?? randomUUID();
   const tick = tickOf(job);
-  if (!(await ticks.claim(channel, tick, job.id ?? tick))) return 'duplicate';
-  if (await ticks.isDone(channel, tick)) return 'already-done';
-  const plan = await ticks.plan(channel, tick, () => buildPlan(deps, job.data));
-  for (let part = await ticks.sent(channel, tick); part < plan.messages.length; part += 1) {
-    const message = plan.messages[part];
-    if (!message) break;
-    try {
-      await deps.slack.chat.postMessage({
-        channel,
-        text: message.text,
-        blocks: message.blocks,
-        unfurl_links: false,
-      });
-    } catch (error) {
-      const wait = retryAfterMs(error);
-      if (wait !== undefined && token) {
-        deps.logger.info({ channel, part, waitMs: wait }, 'digest: Slack rate limit, waiting');
-        await job.moveToDelayed(Date.now() + wait, token);
-        throw new DelayedError();
+  if (!(await ticks.claim(channel, tick, token)))
+    throw new TickBusyError(`digest ${channel}/${tick} is being sent elsewhere`);
+  try {
+    if (await ticks.isDone(channel, tick)) return 'already-done';
+    const plan = await ticks.plan(channel, tick, () => buildPlan(deps, job.data));
+    for (let part = await ticks.sent(channel, tick); part < plan.messages.length; part += 1) {
+      const message = plan.messages[part];
+      if (!message) break;
+      if (!(await ticks.renew(channel, tick, token)))
+        throw new TickBusyError(`digest ${channel}/${tick}: lease lost`);
+      try {
+        await deps.slack.chat.postMessage({
+          channel,
+          text: message.text,
+          blocks: message.blocks,
+          unfurl_links: false,
+        });
+      } catch (error) {
+        const wait = retryAfterMs(error);
+        if (wait !== undefined && lockToken) {
+          deps.logger.info({ channel, part, waitMs: wait }, 'digest: Slack rate limit, waiting');
+          await job.moveToDelayed(Date.now() + wait, lockToken);
+          throw new DelayedError();
+        }
+        if (isSlackRefusal(error)) {
+          deps.logger.warn({ err: error, channel }, 'digest: Slack refused the message');
+          throw new UnrecoverableError(`Slack refused the digest for ${channel}`);
+        }
+        throw error;
       }
-      if (isSlackRefusal(error)) {
-        deps.logger.warn({ err: error, channel }, 'digest: Slack refused the message');
-        throw new UnrecoverableError(`Slack refused the digest for ${channel}`);
-      }
-      throw error;
+      await ticks.markSent(channel, tick, part + 1);
     }
-    await ticks.markSent(channel, tick, part + 1);
+    if (plan.snapshot) await deps.snapshots.save(channel, plan.snapshot);
+    await ticks.markDone(channel, tick);
+    return plan.snapshot ? 'posted' : 'api-failed';
+  } finally {
+    await ticks.release(channel, tick, token).catch(() => undefined);
   }
-  if (plan.snapshot) await deps.snapshots.save(channel, plan.snapshot);
-  await ticks.markDone(channel, tick);
-  return plan.snapshot ? 'posted' : 'api-failed';
 }
 
 /** Starts the digest worker: BullMQ hands each tick to one worker; the tick store keeps the send single. */
