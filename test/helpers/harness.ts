@@ -146,8 +146,14 @@ export interface Harness {
   readonly acksChecked: number;
   /** The channel's requests, newest first, from the bot's store. */
   requests(channel?: string): Promise<CloudRequest[]>;
-  /** The newest request of the channel, waiting for it to exist. */
-  lastRequest(channel?: string): Promise<CloudRequest>;
+  /** The channel's newest request that this helper has not returned before, waiting up to 5 s for it. */
+  nextRequest(channel?: string): Promise<CloudRequest>;
+  /** The request once `predicate` holds (the bot acks before it finishes writing), waiting up to `timeoutMs`. */
+  waitForRequest(
+    id: string,
+    predicate: (r: CloudRequest) => boolean,
+    timeoutMs?: number,
+  ): Promise<CloudRequest>;
   /** The request message the bot posted for `request` (needs a worker: role `all` or `worker`). */
   requestMessage(
     requestId: string,
@@ -222,6 +228,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const origin = (user: string, channel: string, teamId = TEAM): SlackOrigin => ({ user, channel, teamId });
   /** An ack's body reached Slack too: check its blocks and views like the Web API calls. */
   let acksChecked = 0;
+  const returned = new Set<string>();
   const checkAck = (response: SlackHttpResponse) => {
     const json = response.json;
     if (!json) return;
@@ -301,12 +308,26 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     requests(channel = CHANNELS.prod) {
       return store.listByChannel(channel, 50);
     },
-    async lastRequest(channel = CHANNELS.prod) {
+    async nextRequest(channel = CHANNELS.prod) {
       const deadline = Date.now() + 5000;
       for (;;) {
-        const [newest] = await store.listByChannel(channel, 1);
-        if (newest) return newest;
+        // The injected clock may stand still, so creation times tie: "new" means not returned before.
+        const fresh = (await store.listByChannel(channel, 1000)).find((r) => !returned.has(r.id));
+        if (fresh) {
+          returned.add(fresh.id);
+          return fresh;
+        }
         if (Date.now() > deadline) throw new Error(`no request in ${channel}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async waitForRequest(id, predicate, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const request = await store.get(id);
+        if (request && predicate(request)) return request;
+        if (Date.now() > deadline)
+          throw new Error(`request ${id} is ${request?.state ?? 'missing'}, still not as expected`);
         await new Promise((r) => setTimeout(r, 25));
       }
     },
