@@ -81,7 +81,8 @@ export function sentence(text: string, secrets: readonly (string | undefined)[] 
     out = `${(space > MAX_REASON_LENGTH / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:.]+$/, '')}...`;
   }
   if (!/[.!?]$/.test(out)) out = `${out}.`;
-  return out.charAt(0).toUpperCase() + out.slice(1);
+  // A leading field name ("ram_gb: …") keeps its wire spelling; prose starts with a capital.
+  return /^[\w.-]+:/.test(out) ? out : out.charAt(0).toUpperCase() + out.slice(1);
 }
 
 /** Removes a sentence's final punctuation, to embed it in a longer one. */
@@ -94,8 +95,8 @@ function scrub(text: string, secrets: readonly (string | undefined)[]): string {
   for (const secret of secrets) {
     if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
   }
-  // Tokens the service might echo back even when they are not ours.
-  return out.replace(/\b(Bearer|Token|Basic)\s+[A-Za-z0-9._~+/=-]{6,}/gi, '$1 [redacted]');
+  // Credentials the service might echo back even when they are not ours (a token holds a digit; prose does not).
+  return out.replace(/\b([Bb]earer|[Bb]asic)\s+(?=[^\s]*\d)[A-Za-z0-9._~+/=-]{6,}/g, '$1 [redacted]');
 }
 
 function scrubFields(fields: Record<string, string[]>, secrets: readonly (string | undefined)[] = []) {
