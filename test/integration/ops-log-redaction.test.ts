@@ -5,6 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../sim/local-redis.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { boltLogger } from '../../src/slack/bolt-logger.ts';
+import { OPS, type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+import {
+  blockActionsPayload,
+  interactionBody,
+  viewState,
+  viewSubmissionPayload,
+} from '../helpers/slack-request.ts';
 
 // Secrets the logger is told about, and one it is not (caught by the bearer pattern alone).
 const BOT_TOKEN = 'xoxb-1111111111-2222222222-SeCrEtBoTtOkEn0123';
@@ -179,5 +187,89 @@ describe('log redaction', () => {
     const [first, second] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(first).toMatchObject({ requestId: 'r-42', jobId: 'r-42:execute', apiKey: '[redacted]' });
     expect(second).toMatchObject({ requestId: 'r-42', jobId: 'r-42:execute', step: 2 });
+  });
+});
+
+describe('the running bot at LOG_LEVEL=debug, under traffic and faults', () => {
+  let ops: OpsBot;
+  beforeAll(async () => {
+    ops = await startOpsBot({ redisUrl: testRedisUrl(), logLevel: 'debug' });
+  });
+  afterAll(async () => {
+    await ops?.close();
+  });
+
+  it('logs no token, signing secret or API key, and says none in Slack', async () => {
+    const { slack, sim } = ops;
+    // Signed commands, and the same traffic forged, unsigned and stale.
+    for (const text of ['help', 'clusters', 'cluster zone-1', 'jobs', 'digest now']) {
+      expect((await ops.command(text)).status, text).toBe(200);
+    }
+    const body = 'command=/cloud&text=help&team_id=T0OPS';
+    expect((await ops.send(body, { unsigned: true })).status).toBe(401);
+    expect((await ops.send(body, { signature: 'v0=00' })).status).toBe(401);
+    expect((await ops.send(body, { timestamp: Math.floor(Date.now() / 1000) - 600 })).status).toBe(401);
+
+    // Faults on both sides: the API answers 503 once, Slack refuses a modal once.
+    sim.fault('list', { kind: 'status', status: 503 });
+    expect((await ops.command('clusters')).status).toBe(200);
+    slack.failNext('views.open', { error: 'invalid_auth' });
+    expect((await ops.command('resize shop-prod 102 cores=6')).status).toBe(200);
+
+    // A whole resize: modal, submit, request message, approval by the lead, the API call, the thread reply.
+    const opened = slack.views.length;
+    expect((await ops.command('resize shop-prod 102 cores=6')).status).toBe(200);
+    const view = await slack.waitFor(() => slack.views.slice(opened).find((v) => v.method === 'views.open'));
+    const submit = viewSubmissionPayload(
+      { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
+      view.view,
+      viewState(view.view, { reason: 'load test' }),
+      slack.triggerId(),
+    );
+    expect((await ops.send(interactionBody(submit))).json).toEqual({ response_action: 'clear' });
+    const posted = await slack.waitFor(
+      () =>
+        slack
+          .messages(OPS.channel)
+          .find((m) => m.thread_ts === undefined && /\(request [^)]+\)/.test(m.text ?? '')),
+      8000,
+    );
+    const requestId = /\(request ([^)]+)\)/.exec(posted.text ?? '')![1]!;
+    const approve = blockActionsPayload(
+      { user: OPS.lead, channel: OPS.channel, teamId: OPS.team },
+      {
+        actionId: 'approve',
+        value: requestId,
+        blockId: `request:${requestId}`,
+        triggerId: slack.triggerId(),
+        responseUrl: slack.responseUrl({ channel: OPS.channel, user: OPS.lead, messageTs: posted.ts }),
+        message: { ts: posted.ts, text: posted.text, blocks: posted.blocks },
+      },
+    );
+    expect((await ops.send(interactionBody(approve))).status).toBe(200);
+    await slack.waitFor(
+      () => slack.thread(OPS.channel, posted.ts).find((m) => /resized|succeeded|done/i.test(m.text ?? '')),
+      15_000,
+    );
+    expect(sim.applied.map((a) => a.vmid)).toEqual([102]);
+
+    // The secrets really were in flight: the stand-in saw the bot token, the sim the API key.
+    expect(slack.calls.length).toBeGreaterThan(3);
+    expect(sim.calls.some((c) => c.headers.authorization === `Bearer ${ops.secrets.apiKey}`)).toBe(true);
+    // Debug lines were written (Bolt's HTTP traces included), and none carries a secret.
+    const levels = ops.logs.map((line) => (JSON.parse(line) as { level: number }).level);
+    expect(levels.filter((level) => level === 20).length).toBeGreaterThan(10);
+    expect(levels.some((level) => level >= 40)).toBe(true);
+    const everything = [
+      ...ops.logs,
+      ...slack.messages().map((m) => JSON.stringify(m)),
+      ...slack.ephemerals().map((m) => JSON.stringify(m)),
+      ...slack.responses.map((r) => JSON.stringify(r.body)),
+      ...slack.views.map((v) => JSON.stringify(v.view)),
+    ];
+    for (const secret of Object.values(ops.secrets)) {
+      expect(everything.filter((line) => line.includes(secret))).toEqual([]);
+    }
+    expect(slack.problems).toEqual([]);
   });
 });
