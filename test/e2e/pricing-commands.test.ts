@@ -1,0 +1,123 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CHANNELS, type CommandResult, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+
+// The whole bot (web + worker + scheduler): signed slash commands in, response_url answers and posts out.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ role: 'all' });
+});
+afterEach(() => {
+  expect(h.slack.problems).toEqual([]);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+type Body = { response_type?: string; text?: string; blocks?: unknown[] };
+
+/** The response_url answers to one command, once at least `count` arrived. */
+async function answers(result: CommandResult, count = 1): Promise<Body[]> {
+  const id = result.responseUrl.split('/').at(-1);
+  return h.slack.waitFor(() => {
+    const found = h.slack.responses.filter((r) => r.id === id).map((r) => r.body as Body);
+    return found.length >= count ? found : undefined;
+  }, 8000);
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+describe('/cloud clusters and /cloud cluster', () => {
+  it('clusters: acks at once, then lists every active cluster with prices and the reference VM, cheapest marked', async () => {
+    const result = await h.command('clusters');
+    expect(result.status).toBe(200);
+    const [answer] = await answers(result);
+    expect(answer?.response_type).toBe('ephemeral');
+    const text = json(answer?.blocks);
+    for (const name of ['zone-1', 'zone-2', 'zone-3']) expect(text).toContain(`*${name}*`);
+    expect(text).not.toContain('zone-9'); // not active
+    expect(text).toContain('Hourly prices in EUR');
+    expect(text.match(/:star: cheapest/g)?.length).toBe(1);
+    expect(text).toMatch(/\d+\.\d{4} EUR\/h · \d+\.\d{2} EUR\/mo/);
+  });
+
+  it('cluster <name>: Shape A status, every price including unknown fields', async () => {
+    const [answer] = await answers(await h.command('cluster zone-3'));
+    const text = json(answer?.blocks);
+    expect(text).toContain('status: active');
+    expect(text).toContain('gpu hour: 0.9000');
+    expect(text).toContain('pbs pool');
+    expect(text).toContain('Other fields: features: [\\"gpu\\"]');
+  });
+
+  it('cluster <name>: falls back to Shape B when Shape A does not answer', async () => {
+    h.sim.fault('getA', { kind: 'status', status: 404, times: 1 });
+    const [answer] = await answers(await h.command('cluster zone-1'));
+    const text = json(answer?.blocks);
+    expect(text).toContain('*zone-1* · Frankfurt');
+    expect(text).not.toContain('status:');
+  });
+
+  it('cluster <unknown>: says which clusters exist', async () => {
+    const [answer] = await answers(await h.command('cluster zone-42'));
+    expect(answer?.text).toBe(
+      ':warning: No active cluster is called `zone-42`. Active clusters: `zone-1`, `zone-2`, `zone-3`.',
+    );
+  });
+
+  it('an API failure is one clear sentence', async () => {
+    h.sim.fault('getA', { kind: 'status', status: 503, times: 1 });
+    h.sim.fault('getB', {
+      kind: 'body',
+      status: 502,
+      body: '<html><body>Bad gateway</body></html>',
+      times: 1,
+    });
+    const [answer] = await answers(await h.command('cluster zone-2'));
+    expect(answer?.text).toMatch(
+      /^:warning: The cloud API could not be read \([^<>]+\)\. Please try again in a minute\.$/,
+    );
+  });
+});
+
+describe('/cloud digest', () => {
+  it('refuses an unknown time zone and a bad or too frequent cron in the ack', async () => {
+    const tz = await h.command('digest daily 09:00 Mars/Olympus');
+    expect(tz.json?.text).toContain('unknown time zone `Mars/Olympus`');
+    const bad = await h.command('digest cron "61 * * * *"');
+    expect(bad.json?.text).toContain('is not a cron expression');
+    const often = await h.command('digest cron "* * * * *"');
+    expect(often.json?.text).toContain('more often than once every 60 minutes');
+  });
+
+  it('subscribes, lists, replaces, sends one now, and unsubscribes', async () => {
+    const [sub] = await answers(
+      await h.command('digest daily 09:00 Europe/Paris', USERS.dev, CHANNELS.staging),
+    );
+    expect(sub?.response_type).toBe('in_channel');
+    expect(sub?.text).toContain(
+      'subscribed this channel to the pricing digest, daily at 09:00 (Europe/Paris)',
+    );
+    await h.command('digest weekly fri 17:30', USERS.dev, CHANNELS.staging);
+    const [list] = await answers(await h.command('digest list', USERS.dev, CHANNELS.staging));
+    expect(list?.text).toContain('every Friday at 17:30 (UTC)');
+
+    await answers(await h.command('digest now', USERS.dev, CHANNELS.staging));
+    const digest = await h.slack.waitFor(
+      () => h.slack.messages(CHANNELS.staging).find((m) => (m.text ?? '').startsWith('Pricing digest')),
+      8000,
+    );
+    expect(json(digest.blocks)).toContain('First digest in this channel');
+
+    const [off] = await answers(await h.command('digest off', USERS.dev, CHANNELS.staging));
+    expect(off?.text).toContain('stopped this channel’s pricing digest');
+    const [none] = await answers(await h.command('digest list', USERS.dev, CHANNELS.staging));
+    expect(none?.text).toContain('This channel has no pricing digest');
+  });
+
+  it('help lists the pricing words', async () => {
+    const help = await h.command('help');
+    for (const word of ['/cloud clusters', '/cloud cluster <name>', '/cloud digest daily']) {
+      expect(help.json?.text).toContain(word);
+    }
+  });
+});
