@@ -86,6 +86,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   const workerStore = new RequestStore(queueRedis, { prefix, now });
   const vmFacts = new VmFactsStore(fastRedis, { prefix });
   const queues = createQueues(queueRedis, prefix);
+  // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
+  for (const queue of [queues.execute, queues.notify]) {
+    queue.on('error', (error: Error) => logger.warn({ err: error, queue: queue.name }, 'queue connection problem'));
+  }
   const prices = createPriceCache(cloud);
   const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
     slackApiUrl: env.SLACK_API_URL,
