@@ -1,0 +1,207 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { interactionBody, slackSignature, slashCommandBody } from '../helpers/slack-request.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ role: 'web' });
+});
+afterEach(() => {
+  expect(h.slack.problems).toEqual([]);
+});
+afterAll(async () => {
+  console.info(
+    `slack-commands: ${h.slack.calls.length} Web API calls, ${h.slack.responses.length} response_url posts, ${h.acksChecked} acks checked`,
+  );
+  await h?.close();
+});
+
+describe('/cloud words', () => {
+  it('help, and an empty command, list the words ephemerally', async () => {
+    for (const text of ['help', '']) {
+      const answer = await h.command(text);
+      expect(answer.status).toBe(200);
+      expect(answer.json?.response_type).toBe('ephemeral');
+      const usage = String(answer.json?.text);
+      for (const word of [
+        '/cloud resize',
+        '/cloud restore',
+        '/cloud jobs',
+        '/cloud clusters',
+        '/cloud digest',
+        '/cloud help',
+      ]) {
+        expect(usage).toContain(word);
+      }
+    }
+  });
+
+  it('an unknown word names the words that exist', async () => {
+    const answer = await h.command('reboot shop-prod 101');
+    expect(answer.json?.response_type).toBe('ephemeral');
+    expect(answer.json?.text).toMatch(
+      /^:warning: Unknown word `reboot`\. Try one of: `resize`, `restore`, `jobs`, .*`help`\.$/,
+    );
+    expect(h.slack.views).toHaveLength(0);
+  });
+
+  it('a mistake in the options is explained without opening a form', async () => {
+    const answer = await h.command('resize shop-prod 101 cores=two');
+    expect(answer.json?.text).toBe(':warning: `cores` takes a whole number, not `two`');
+  });
+
+  it('a project not bound to the channel is refused, naming its channels', async () => {
+    const answer = await h.command('resize shop-staging 201 cores=2');
+    expect(answer.json?.text).toBe('Not from this channel: shop-staging can be operated in <#C0STAGE>.');
+    const nowhere = await h.command('resize', USERS.dev, CHANNELS.random);
+    expect(nowhere.json?.text).toBe(
+      'No project is operated from this channel. Projects live in <#C0PROD>, <#C0STAGE>.',
+    );
+    expect(h.slack.views).toHaveLength(0);
+  });
+
+  it('/cloud jobs lists this channel’s requests with their state and who acted', async () => {
+    const empty = await h.command('jobs', USERS.dev, CHANNELS.staging);
+    expect(empty.status).toBe(200);
+    await h.slack.waitFor(() =>
+      h.slack.responses.find((r) => r.body.text === 'No requests in this channel yet.'),
+    );
+
+    await h.fillAndSubmit('resize shop-prod 102 cores=6', { reason: 'load' });
+    const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
+    await h.click('approve', request.id, USERS.lead);
+    await h.waitForRequest(request.id, (r) => r.state === 'queued');
+    const seen = h.slack.responses.length;
+    await h.command('jobs');
+    const listed = await h.slack.waitFor(() => h.slack.responses.slice(seen)[0]);
+    expect(listed.body.response_type).toBe('ephemeral');
+    const text = JSON.stringify(listed.body.blocks);
+    expect(text).toContain(request.id);
+    expect(text).toContain('Queued');
+    expect(text).toContain(`approved by <@${USERS.lead}>`);
+    expect(text).toContain('Cores: 4 → 6');
+  });
+});
+
+describe('restore', () => {
+  it('needs the VM id typed again; a wrong id is a field error; then a request is made', async () => {
+    const view = await h.openModal('restore shop-prod 102 daily-1');
+    const inputs = (view.blocks as { block_id?: string }[]).map((b) => b.block_id);
+    expect(inputs).toContain('autostart');
+    const wrong = await h.submitView(view, { confirm: ['stopped'], typed_vmid: '101' }, USERS.dev);
+    expect(wrong.json).toEqual({
+      response_action: 'errors',
+      errors: {
+        typed_vmid:
+          'Type the VM id 102 again, exactly, to confirm that its disk is overwritten (typed: "101").',
+      },
+    });
+    const right = await h.submitView(
+      view,
+      { confirm: ['stopped'], typed_vmid: '102', autostart: ['autostart'] },
+      USERS.dev,
+    );
+    expect(right.json).toEqual({ response_action: 'clear' });
+    const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
+    expect(request.params).toEqual({
+      kind: 'restore',
+      backupSlug: 'daily-1',
+      autostart: true,
+      confirmedStopped: true,
+    });
+  });
+
+  it('an HA VM is offered no autostart, and a forged autostart is refused', async () => {
+    const before = (await h.requests()).length;
+    const view = await h.openModal('restore shop-prod 101 daily-1');
+    const blocks = view.blocks as Record<string, unknown>[];
+    expect(blocks.map((b) => b.block_id)).not.toContain('autostart');
+    // A client that adds the checkbox back anyway.
+    const forged = {
+      ...view,
+      blocks: [
+        ...blocks,
+        {
+          type: 'input',
+          block_id: 'autostart',
+          label: { type: 'plain_text', text: 'x' },
+          element: {
+            type: 'checkboxes',
+            action_id: 'autostart',
+            options: [{ text: { type: 'plain_text', text: 'x' }, value: 'autostart' }],
+          },
+        },
+      ],
+    };
+    const refused = await h.submitView(
+      forged,
+      { confirm: ['stopped'], typed_vmid: '101', autostart: ['autostart'] },
+      USERS.dev,
+    );
+    expect(refused.json?.response_action).toBe('errors');
+    expect(JSON.stringify(refused.json?.errors)).toContain('Autostart is not allowed for VM 101');
+    expect((await h.requests()).length).toBe(before);
+  });
+
+  it('a backup slug with a path in it is refused', async () => {
+    const view = await h.openModal('restore shop-prod 102');
+    const answer = await h.submitView(
+      view,
+      { backup_slug: '../../etc', confirm: ['stopped'], typed_vmid: '102' },
+      USERS.dev,
+    );
+    expect(answer.json?.response_action).toBe('errors');
+    expect(JSON.stringify(answer.json?.errors)).toContain('backup_slug');
+  });
+});
+
+describe('who may talk to the bot', () => {
+  it('a forged, stale or missing signature gets 401 and does nothing', async () => {
+    const body = slashCommandBody(
+      { user: USERS.dev, channel: CHANNELS.prod, teamId: 'T0TEST' },
+      {
+        text: 'resize shop-prod 102',
+        triggerId: h.slack.triggerId(),
+        responseUrl: h.slack.responseUrl({ channel: CHANNELS.prod }),
+      },
+    );
+    const calls = h.slack.calls.length;
+    const forged = await h.send(body, { secret: 'not-the-secret' });
+    const stale = await h.send(body, { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 });
+    const unsigned = await h.send(body, { unsigned: true });
+    const now = Math.floor(Date.now() / 1000);
+    // Signed for another body: a tampered payload.
+    const tampered = await h.send(body.replace('resize', 'restore'), {
+      timestamp: now,
+      signature: slackSignature(h.signingSecret, now, body),
+    });
+    expect([forged.status, stale.status, unsigned.status, tampered.status]).toEqual([401, 401, 401, 401]);
+    const fresh = await h.send(interactionBody({ type: 'block_actions' }), { timestamp: now - 6 * 60 });
+    expect(fresh.status).toBe(401);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.slack.calls.length).toBe(calls);
+  });
+
+  it('a request from another workspace is refused', async () => {
+    const answer = await h.command('resize shop-prod 102', USERS.dev, CHANNELS.prod, 'T0OTHER');
+    expect(answer.json).toEqual({
+      response_type: 'ephemeral',
+      text: 'cloudops is not set up for this workspace.',
+    });
+    const views = h.slack.views.length;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.slack.views.length).toBe(views);
+  });
+});
+
+describe('secrets', () => {
+  it('the bot token, signing secret and API key appear in no log line and no Slack payload', async () => {
+    const everything = [
+      ...h.logs,
+      ...h.slack.calls.map((c) => JSON.stringify(c.args)),
+      ...h.slack.responses.map((r) => JSON.stringify(r.body)),
+    ].join('\n');
+    for (const secret of [h.slack.botToken, h.signingSecret, h.sim.apiKey])
+      expect(everything).not.toContain(secret);
+  });
+});
