@@ -27,8 +27,13 @@ export function clustersWord(pricing: PricingContext): CommandWord {
           .catch(() => undefined);
         return;
       }
-      for (const message of messages.slice(0, MAX_RESPONSES)) {
-        await slack.respond({ response_type: 'ephemeral', ...message });
+      try {
+        for (const message of messages.slice(0, MAX_RESPONSES)) {
+          await slack.respond({ response_type: 'ephemeral', ...message });
+        }
+      } catch (error) {
+        // The response_url is the only way back to this person; nothing else to tell them.
+        pricing.logger.warn({ err: error }, 'clusters: the answer could not be delivered');
       }
     },
   };
