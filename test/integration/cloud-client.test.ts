@@ -11,6 +11,7 @@ import {
   CloudUnavailableError,
   isSurelyNotApplied,
 } from '../../src/cloud/errors.ts';
+import type { ResizeBody } from '../../src/cloud/types.ts';
 
 const PROJECT = '0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10';
 const HOUR = 3_600_000;
@@ -251,7 +252,7 @@ describe('the Errors table: each refusal, its class and its sentence', () => {
   });
 
   it('resize: CPU or RAM lowered while the VM is running', async () => {
-    for (const body of [{ cores: 1 }, { ram_gb: 1 }]) {
+    for (const body of [{ cores: 1 }, { ram_gb: 1 }] as ResizeBody[]) {
       const error = await failure(client.resize(PROJECT, 104, body), CloudRefusedError);
       expect(error.status).toBe(400);
       expect(error.reason).toBe('Stop the VM before lowering CPU or RAM.');
@@ -262,7 +263,7 @@ describe('the Errors table: each refusal, its class and its sentence', () => {
 
   it('resize: CPU, RAM or CPU class lowered within 24 hours of creation', async () => {
     const allowedFrom = new Date(sim.vm(PROJECT, 103).createdAt.getTime() + 24 * HOUR);
-    for (const body of [{ cores: 2 }, { ram_gb: 4 }, { cpu_type: 'light' }]) {
+    for (const body of [{ cores: 2 }, { ram_gb: 4 }, { cpu_type: 'light' }] as ResizeBody[]) {
       const error = await failure(client.resize(PROJECT, 103, body), CloudRefusedError);
       expect(error.status).toBe(400);
       expect(error.reason).toBe(
