@@ -8,13 +8,14 @@ import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts'
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { createExecution } from './jobs/execution.ts';
 import { createQueues } from './jobs/queues.ts';
-import { createLogger, type Logger } from './observability/logger.ts';
 import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
+import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
+import { boltLogger } from './slack/bolt-logger.ts';
 import { DraftStore } from './slack/drafts.ts';
 import { createPricing } from './slack/pricing/index.ts';
 
@@ -41,9 +42,12 @@ export interface StartOptions {
 export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
   const startedAt = performance.now();
   const now = options.now ?? (() => new Date());
-  const secrets = [env.SLACK_BOT_TOKEN, env.SLACK_APP_TOKEN, env.SLACK_SIGNING_SECRET, env.CLOUD_API_KEY].filter(
-    (s): s is string => s !== undefined,
-  );
+  const secrets = [
+    env.SLACK_BOT_TOKEN,
+    env.SLACK_APP_TOKEN,
+    env.SLACK_SIGNING_SECRET,
+    env.CLOUD_API_KEY,
+  ].filter((s): s is string => s !== undefined);
   const logger = options.logger ?? createLogger({ level: env.LOG_LEVEL, secrets });
   const metrics = createMetrics();
   const prefix = env.REDIS_PREFIX;
@@ -65,7 +69,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   await Promise.race([
     new Promise<void>((resolve) => fastRedis.once('ready', () => resolve())),
     new Promise<void>((_, reject) =>
-      setTimeout(() => reject(new ConfigError(`REDIS_URL: no Redis answered at ${redactUrl(env.REDIS_URL)} within 5 s`)), 5000),
+      setTimeout(
+        () =>
+          reject(new ConfigError(`REDIS_URL: no Redis answered at ${redactUrl(env.REDIS_URL)} within 5 s`)),
+        5000,
+      ),
     ),
   ]).catch(async (error) => {
     fastRedis.disconnect();
@@ -88,7 +96,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   const queues = createQueues(queueRedis, prefix);
   // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
   for (const queue of [queues.execute, queues.notify]) {
-    queue.on('error', (error: Error) => logger.warn({ err: error, queue: queue.name }, 'queue connection problem'));
+    queue.on('error', (error: Error) =>
+      logger.warn({ err: error, queue: queue.name }, 'queue connection problem'),
+    );
   }
   const prices = createPriceCache(cloud);
   const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
@@ -96,6 +106,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
+    // Its warnings go to the redacted JSON log, not the console.
+    logger: boltLogger(logger),
   });
 
   const readiness: Readiness = {
@@ -148,18 +160,22 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     await pricing.startScheduler();
   }
   if (runs('web')) {
-    slackApp = createSlackApp(env, {
-      policy,
-      store,
-      vmFacts,
-      drafts: new DraftStore(fastRedis, prefix),
-      queues,
-      prices,
-      now,
-      logger,
-      metrics,
-      words: pricing.words,
-    }, env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness, metrics));
+    slackApp = createSlackApp(
+      env,
+      {
+        policy,
+        store,
+        vmFacts,
+        drafts: new DraftStore(fastRedis, prefix),
+        queues,
+        prices,
+        now,
+        logger,
+        metrics,
+        words: pricing.words,
+      },
+      env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness, metrics),
+    );
     const started = await slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT);
     port = started.port;
   }
@@ -170,7 +186,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     port = typeof address === 'object' && address ? address.port : env.PORT;
   }
   logger.info(
-    { role, port, mode: env.SLACK_APP_TOKEN ? 'socket' : 'http', startupMs: Math.round(performance.now() - startedAt) },
+    {
+      role,
+      port,
+      mode: env.SLACK_APP_TOKEN ? 'socket' : 'http',
+      startupMs: Math.round(performance.now() - startedAt),
+    },
     'cloudops ready',
   );
 
@@ -181,9 +202,14 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     stop() {
       stopping ??= (async () => {
         // Stop taking work first (Slack, then workers), then close connections.
-        await slackApp?.stop().catch((error: unknown) => logger.warn({ err: error }, 'slack app did not stop cleanly'));
-        await new Promise<void>((resolve) => (healthServer ? healthServer.close(() => resolve()) : resolve()));
-        for (const stop of stoppers) await stop().catch((error: unknown) => logger.warn({ err: error }, 'worker did not stop cleanly'));
+        await slackApp
+          ?.stop()
+          .catch((error: unknown) => logger.warn({ err: error }, 'slack app did not stop cleanly'));
+        await new Promise<void>((resolve) =>
+          healthServer ? healthServer.close(() => resolve()) : resolve(),
+        );
+        for (const stop of stoppers)
+          await stop().catch((error: unknown) => logger.warn({ err: error }, 'worker did not stop cleanly'));
         await pricing.close().catch(() => undefined);
         await queues.close().catch(() => undefined);
         await cloud.close().catch(() => undefined);
