@@ -1,0 +1,103 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
+
+// The whole bot (ROLE=all): web, execute and notify workers, against the cloud sim and the Slack stand-in.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ role: 'all' });
+});
+afterEach(() => {
+  expect(h.slack.problems).toEqual([]);
+});
+afterAll(async () => {
+  console.info(
+    `slack-flow: ${h.slack.calls.length} Web API calls, ${h.slack.responses.length} response_url posts, ${h.acksChecked} acks checked`,
+  );
+  await h?.close();
+});
+
+type Block = { type: string; elements?: { action_id?: string; value?: string }[] };
+const buttonsOf = (blocks: unknown[] | undefined) =>
+  ((blocks ?? []) as Block[])
+    .filter((b) => b.type === 'actions')
+    .flatMap((b) => (b.elements ?? []).map((e) => e.action_id));
+
+describe('the whole flow', () => {
+  it('command → modal → request message with buttons → approve → API call once → thread reply → final message', async () => {
+    const ack = await h.fillAndSubmit('resize shop-prod 102 cores=6', { reason: 'more traffic' });
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const request = await h.nextRequest();
+    const message = await h.requestMessage(request.id);
+    expect(buttonsOf(message.blocks)).toEqual(['approve', 'reject', 'cancel']);
+    expect(JSON.stringify(message.blocks)).toContain('Cores: 4 → 6');
+    expect(JSON.stringify(message.blocks)).toContain('more traffic');
+
+    // Two approvers click the real message at the same moment.
+    await Promise.all([
+      h.click('approve', request.id, USERS.lead, CHANNELS.prod, message),
+      h.click('approve', request.id, USERS.lead2, CHANNELS.prod, message),
+    ]);
+    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    expect(h.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
+    expect(h.sim.vm(PROD_UUID, 102).cores).toBe(6);
+
+    const replies = await h.slack.waitFor(() => {
+      const thread = h.slack.thread(CHANNELS.prod, message.ts);
+      return thread.some((m) => (m.text ?? '').startsWith(':white_check_mark: Done')) ? thread : undefined;
+    }, 8000);
+    expect(replies.map((m) => m.text?.split(' ')[0])).toEqual(['Approved', ':white_check_mark:']);
+    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
+    expect(buttonsOf(final.blocks)).toEqual([]);
+    expect(done.approvedBy === USERS.lead || done.approvedBy === USERS.lead2).toBe(true);
+    // The loser of the race heard that nothing changed.
+    await h.slack.waitFor(() =>
+      h.slack.ephemerals(CHANNELS.prod).some((m) => (m.text ?? '').startsWith('Nothing changed')),
+    );
+  });
+
+  it('an expired request loses its buttons and says so in its thread', async () => {
+    await h.fillAndSubmit('resize shop-prod 104 ram=4', {});
+    const request = await h.nextRequest();
+    const message = await h.requestMessage(request.id);
+    expect(buttonsOf(message.blocks)).toContain('approve');
+    h.clock.advance(25 * 3_600_000);
+    await h.click('approve', request.id, USERS.lead, CHANNELS.prod, message);
+    const expired = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Expired'));
+    expect(buttonsOf(expired.blocks)).toEqual([]);
+    await h.slack.waitFor(() =>
+      h.slack
+        .thread(CHANNELS.prod, message.ts)
+        .find((m) => (m.text ?? '').startsWith('Expired without an approval')),
+    );
+    expect(h.sim.applied.filter((a) => a.vmid === 104)).toHaveLength(0);
+  });
+
+  it('the requester cancels from the message; the message shows it and nothing is sent', async () => {
+    await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
+    const request = await h.nextRequest();
+    const message = await h.requestMessage(request.id);
+    await h.click('cancel', request.id, USERS.dev, CHANNELS.prod, message);
+    const cancelled = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Cancelled'));
+    expect(buttonsOf(cancelled.blocks)).toEqual([]);
+    expect(h.sim.applied.filter((a) => a.vmid === 101)).toHaveLength(0);
+  });
+
+  it('a restore without approval runs at once and replies with the task id', async () => {
+    const view = await h.openModal(
+      'restore shop-staging 201 nightly_2025-01-01',
+      USERS.dev,
+      CHANNELS.staging,
+    );
+    const ack = await h.submitView(view, { confirm: ['stopped'], typed_vmid: '201' }, USERS.dev);
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const request = await h.nextRequest(CHANNELS.staging);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    const message = await h.requestMessage(request.id);
+    const reply = await h.slack.waitFor(() =>
+      h.slack.thread(CHANNELS.staging, message.ts).find((m) => (m.text ?? '').includes('Task id')),
+    );
+    const taskId = h.sim.applied.find((a) => a.route === 'restore')?.taskId;
+    expect(taskId).toBeDefined();
+    expect(reply.text).toContain(`\`${taskId}\``);
+  });
+});
