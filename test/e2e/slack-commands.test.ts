@@ -48,6 +48,19 @@ describe('/cloud words', () => {
   it('a mistake in the options is explained without opening a form', async () => {
     const answer = await h.command('resize shop-prod 101 cores=two');
     expect(answer.json?.text).toBe(':warning: `cores` takes a whole number, not `two`');
+    // The last of two values must not win silently.
+    for (const twice of [
+      'wan=off wan=dual',
+      'cpu=light cpu=regular',
+      'private=on private=off',
+      'cores=2 cores=4',
+    ]) {
+      const key = twice.split('=')[0];
+      expect((await h.command(`resize shop-prod 104 ${twice}`)).json?.text).toBe(
+        `:warning: \`${key}\` is given twice`,
+      );
+    }
+    expect(h.slack.views).toHaveLength(0);
   });
 
   it('a project not bound to the channel is refused, naming its channels', async () => {

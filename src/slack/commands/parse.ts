@@ -84,7 +84,10 @@ export function parseCloudCommand(text: string): ParsedCommand {
   }
 }
 
-function parsePositional(args: string[], usage: string): { project?: string; vmid?: number; rest: string[] } | string {
+function parsePositional(
+  args: string[],
+  usage: string,
+): { project?: string; vmid?: number; rest: string[] } | string {
   const positional = args.filter((a) => !a.includes('='));
   const [project, vmidText, ...rest] = positional;
   if (project === undefined) return { rest: [] };
@@ -98,7 +101,9 @@ function parseResize(args: string[]): ParsedCommand {
   const positional = parsePositional(args, USAGE.resize);
   if (typeof positional === 'string') return fail(positional);
   if (positional.rest.length > 0) {
-    return fail(`unexpected \`${positional.rest[0]}\`: options are written key=value. Usage: ${USAGE.resize}`);
+    return fail(
+      `unexpected \`${positional.rest[0]}\`: options are written key=value. Usage: ${USAGE.resize}`,
+    );
   }
   const command: ResizeCommand = { word: 'resize', project: positional.project, vmid: positional.vmid };
   for (const arg of args.filter((a) => a.includes('='))) {
@@ -120,16 +125,21 @@ function parseResize(args: string[]): ParsedCommand {
         break;
       }
       case 'cpu': {
-        if (!CPU_CLASSES.includes(value as CpuClass)) return fail(`\`cpu\` is regular or light, not \`${value}\``);
+        if (command.cpuClass !== undefined) return fail(`\`${key}\` is given twice`);
+        if (!CPU_CLASSES.includes(value as CpuClass))
+          return fail(`\`cpu\` is regular or light, not \`${value}\``);
         command.cpuClass = value as CpuClass;
         break;
       }
       case 'wan': {
-        if (!WAN_MODES.includes(value as WanMode)) return fail(`\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\``);
+        if (command.wanMode !== undefined) return fail(`\`${key}\` is given twice`);
+        if (!WAN_MODES.includes(value as WanMode))
+          return fail(`\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\``);
         command.wanMode = value as WanMode;
         break;
       }
       case 'private': {
+        if (command.privateNetwork !== undefined) return fail(`\`${key}\` is given twice`);
         if (!ON_OFF.includes(value as OnOff)) return fail(`\`private\` is off or on, not \`${value}\``);
         command.privateNetwork = value as OnOff;
         break;
@@ -142,12 +152,16 @@ function parseResize(args: string[]): ParsedCommand {
 }
 
 function parseRestore(args: string[]): ParsedCommand {
-  if (args.some((a) => a.includes('='))) return fail(`restore takes no key=value options. Usage: ${USAGE.restore}`);
+  if (args.some((a) => a.includes('=')))
+    return fail(`restore takes no key=value options. Usage: ${USAGE.restore}`);
   const positional = parsePositional(args, USAGE.restore);
   if (typeof positional === 'string') return fail(positional);
   if (positional.rest.length > 1) return fail(`too many words. Usage: ${USAGE.restore}`);
   const backupSlug = positional.rest[0];
-  if (backupSlug !== undefined && (!/^[A-Za-z0-9._-]{1,128}$/.test(backupSlug) || /^\.{1,2}$/.test(backupSlug))) {
+  if (
+    backupSlug !== undefined &&
+    (!/^[A-Za-z0-9._-]{1,128}$/.test(backupSlug) || /^\.{1,2}$/.test(backupSlug))
+  ) {
     return fail(`a backup slug has only letters, digits, ".", "_" and "-", not \`${backupSlug}\``);
   }
   return { word: 'restore', project: positional.project, vmid: positional.vmid, backupSlug };
