@@ -304,7 +304,7 @@ export class CloudApiClient implements CloudApi {
   ): CloudApiError {
     const secrets = [this.apiKey];
     const parsed = parseReason(status, contentType, text, { secrets });
-    const body = text.trim() === '' ? undefined : clause(parsed.reason);
+    const body = parsed.readable ? clause(parsed.reason) : undefined;
     if (status === 429) {
       const retryAfterMs = parseRetryAfter(headerValue(headers['retry-after']), this.now());
       return new CloudRateLimitedError(

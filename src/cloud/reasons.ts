@@ -11,6 +11,8 @@ export const MAX_REASON_LENGTH = 300;
 export interface ParsedReason {
   reason: string;
   fields: Record<string, string[]>;
+  /** False when the body said nothing readable and `reason` is the generic "answered HTTP n" sentence. */
+  readable: boolean;
 }
 
 export interface ReasonOptions {
@@ -42,7 +44,7 @@ export function parseReason(
 ): ParsedReason {
   const empty = `The service answered HTTP ${status} with no reason.`;
   const text = bodyText.trim();
-  if (text === '') return { reason: empty, fields: {} };
+  if (text === '') return { reason: empty, fields: {}, readable: false };
 
   const type = (contentType ?? '').toLowerCase();
   const json = type.includes('json') || /^[[{"]/.test(text) ? tryJson(text) : undefined;
@@ -52,16 +54,18 @@ export function parseReason(
     return {
       reason: raw ? sentence(raw, options.secrets) : empty,
       fields: scrubFields(fields, options.secrets),
+      readable: raw !== '',
     };
   }
   if (type.includes('html') || /^<(!doctype|html|head|body|h1|title|div|p)\b/i.test(text)) {
     const heading = htmlHeading(text);
-    const reason = heading
-      ? sentence(heading, options.secrets)
-      : `The service answered HTTP ${status} with an HTML page and no readable reason.`;
-    return { reason, fields: {} };
+    if (!heading) {
+      const reason = `The service answered HTTP ${status} with an HTML page and no readable reason.`;
+      return { reason, fields: {}, readable: false };
+    }
+    return { reason: sentence(heading, options.secrets), fields: {}, readable: true };
   }
-  return { reason: sentence(text, options.secrets), fields: {} };
+  return { reason: sentence(text, options.secrets), fields: {}, readable: true };
 }
 
 /**

@@ -500,6 +500,14 @@ describe('faults: the class says whether the request could have taken effect', (
       'The service failed with HTTP 502 (502 Bad Gateway), so whether the call took effect is unknown.',
     );
     expect(error.reason).not.toMatch(/[<>]/);
+    sim.fault('getB', {
+      kind: 'body',
+      status: 502,
+      body: '<html><body>Bad gateway</body></html>',
+      contentType: 'text/html',
+    });
+    const bare = await failure(client.getCluster('zone-1'), CloudOutcomeUnknownError);
+    expect(bare.reason).toBe('The service failed with HTTP 502, so whether the call took effect is unknown.');
   });
 
   it('latency below the timeout is only slower', async () => {
