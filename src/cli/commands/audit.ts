@@ -1,0 +1,67 @@
+import { Redis } from 'ioredis';
+import { exportAudit } from '../../requests/audit.ts';
+import { parseSince, SinceError, writeAuditJsonLines } from '../../requests/audit-export.ts';
+import { CliError, type CliIo, UsageError, write } from '../io.ts';
+
+/** How long to wait for Redis before saying it cannot be reached. */
+const REDIS_CONNECT_TIMEOUT_MS = 5_000;
+
+/** host:port of a Redis URL, never its password. */
+function where(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}`;
+  } catch {
+    return 'REDIS_URL';
+  }
+}
+
+/** `cloudops audit --since <ISO|24h> [--json]`: the audit log from REDIS_URL / REDIS_PREFIX, oldest first. */
+export async function auditCommand(io: CliIo, since: string | undefined, json: boolean): Promise<number> {
+  if (since === undefined)
+    throw new UsageError('audit needs --since, e.g. --since 24h or --since 2025-01-31T08:00:00Z');
+  let from: Date;
+  try {
+    from = parseSince(since, io.now());
+  } catch (error) {
+    if (error instanceof SinceError) throw new UsageError(error.message);
+    throw error;
+  }
+  const redis = new Redis(io.env.REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    // One attempt: a CLI should say Redis is down, not wait for it.
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
+  // Connection errors surface through connect(); the event would otherwise print a stack. Keep its code.
+  let lastError: NodeJS.ErrnoException | undefined;
+  redis.on('error', (error: NodeJS.ErrnoException) => {
+    lastError = error;
+  });
+  try {
+    try {
+      await redis.connect();
+    } catch (error) {
+      const code = lastError?.code ?? (error as NodeJS.ErrnoException).code;
+      throw new CliError(`REDIS_URL: cannot reach ${where(io.env.REDIS_URL)} (${code ?? 'no answer'})`);
+    }
+    if (json) {
+      await writeAuditJsonLines(redis, io.env.REDIS_PREFIX, from, io.stdout);
+      return 0;
+    }
+    let count = 0;
+    for await (const entry of exportAudit(redis, io.env.REDIS_PREFIX, from)) {
+      count++;
+      await write(
+        io.stdout,
+        `${entry.at}  ${entry.requestId}  ${entry.state.padEnd(15)}  ${entry.actor}${entry.detail ? `  ${entry.detail}` : ''}\n`,
+      );
+    }
+    if (count === 0) await write(io.stdout, `No audit entries since ${from.toISOString()}.\n`);
+    return 0;
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,257 @@
+import { CloudApiError } from '../../cloud/errors.ts';
+import type { Cluster } from '../../cloud/types.ts';
+import { findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
+import { resizeBody } from '../../jobs/resize-body.ts';
+import { knownVm } from '../../requests/vm-facts.ts';
+import { type CostedSize, costDifference, publicIpFor, vmCost } from '../../rules/cost.ts';
+import {
+  isViolation,
+  parseCpuClass,
+  parseOnOff,
+  parseVmid,
+  parseWanMode,
+  parseWholeNumber,
+} from '../../rules/inputs.ts';
+import { checkResize, formatUtc, type ResizeCheck } from '../../rules/resize.ts';
+import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import { policyOf, withCloud } from '../cloud.ts';
+import { CliError, type CliIo, UsageError, write } from '../io.ts';
+import { PLAN_USAGE } from '../usage.ts';
+
+/** Exit code of a plan the rules refuse: distinct from errors (1) and usage mistakes (2). */
+export const EXIT_REFUSED = 3;
+
+export interface PlanOptions {
+  stopped: boolean;
+  twoStep: boolean;
+  /** Check as of this time instead of now. */
+  at?: string;
+  json: boolean;
+}
+
+/** Reads key=value words into a target, with the same keys and limits as `/cloud resize`. */
+export function parseTarget(words: string[], policy: Policy): ResizeTarget {
+  const target: ResizeTarget = {};
+  const limits = policy.limits;
+  for (const word of words) {
+    const eq = word.indexOf('=');
+    if (eq <= 0)
+      throw new UsageError(`unexpected "${word}": options are written key=value. Usage: ${PLAN_USAGE}`);
+    const key = word.slice(0, eq).toLowerCase();
+    const value = word.slice(eq + 1);
+    const field = (
+      {
+        cores: 'cores',
+        ram: 'ramGb',
+        disk: 'osDiskGb',
+        cpu: 'cpuClass',
+        wan: 'wanMode',
+        private: 'privateNetwork',
+      } as const
+    )[key as 'cores'];
+    if (field === undefined) throw new UsageError(`unknown key "${key}". Usage: ${PLAN_USAGE}`);
+    if (target[field] !== undefined) throw new UsageError(`"${key}" is given twice`);
+    const parsed =
+      field === 'cores'
+        ? parseWholeNumber(value, 'cores', limits.cores)
+        : field === 'ramGb'
+          ? parseWholeNumber(value, 'ramGb', limits.ram_gb)
+          : field === 'osDiskGb'
+            ? parseWholeNumber(value, 'osDiskGb', limits.os_disk_gb)
+            : field === 'cpuClass'
+              ? parseCpuClass(value)
+              : field === 'wanMode'
+                ? parseWanMode(value)
+                : parseOnOff(value);
+    if (isViolation(parsed)) throw new UsageError(`${key}: ${parsed.message}`);
+    Object.assign(target, { [field]: parsed });
+  }
+  return target;
+}
+
+function costedSize(vm: VmKnown, target: ResizeTarget): CostedSize | undefined {
+  const cores = target.cores ?? vm.cores;
+  const ramGb = target.ramGb ?? vm.ramGb;
+  const osDiskGb = target.osDiskGb ?? vm.osDiskGb;
+  if (cores === undefined || ramGb === undefined || osDiskGb === undefined) return undefined;
+  return {
+    cores,
+    ramGb,
+    osDiskGb,
+    cpuClass: target.cpuClass ?? vm.cpuClass ?? 'regular',
+    publicIp: publicIpFor(target.wanMode ?? vm.wanMode ?? 'off'),
+    privateNetwork: (target.privateNetwork ?? vm.privateNetwork) === 'on',
+  };
+}
+
+interface CostPlan {
+  cluster: string;
+  currency: string;
+  hourly: string;
+  monthly: string;
+  diffHourly?: string;
+  diffMonthly?: string;
+  diffPercent?: string;
+  missing: string[];
+}
+
+/** The cost preview from the list endpoint (no key); a reason instead when it cannot be shown. */
+async function costPlan(
+  io: CliIo,
+  policy: Policy,
+  project: ProjectPolicy,
+  vm: VmKnown,
+  target: ResizeTarget,
+): Promise<CostPlan | string> {
+  const cluster = project.cluster;
+  if (!cluster) return `project ${project.name} names no cluster in the policy`;
+  const after = costedSize(vm, target);
+  if (!after) return 'the VM’s current cores, RAM or disk are not in the policy file';
+  if (!io.env.CLOUD_API_URL) return 'CLOUD_API_URL is not set';
+  let clusters: Cluster[];
+  try {
+    clusters = await withCloud(io, false, (client) => client.listClusters());
+  } catch (error) {
+    // The plan stands without a price: say why in the plan rather than failing it.
+    if (error instanceof CloudApiError) return `the prices could not be read (${error.reason})`;
+    throw error;
+  }
+  const prices = clusters.find((c) => c.name === cluster)?.prices;
+  if (!prices) return `cluster ${cluster} is not in the active cluster list`;
+  const cost = vmCost(prices, after);
+  const plan: CostPlan = {
+    cluster,
+    currency: policy.currency,
+    hourly: cost.hourly.toFixed(4),
+    monthly: cost.monthly.toFixed(2),
+    missing: cost.missing,
+  };
+  const before = costedSize(vm, {});
+  if (before) {
+    const diff = costDifference(prices, before, after);
+    plan.diffHourly = diff.hourly.toFixed(4);
+    plan.diffMonthly = diff.monthly.toFixed(2);
+    plan.diffPercent = diff.percent;
+    plan.missing = diff.missing;
+  }
+  return plan;
+}
+
+const signed = (text: string) => (text.startsWith('-') ? text : `+${text}`);
+
+function knownLine(vm: VmKnown): string {
+  const parts = [
+    vm.cores !== undefined ? `${vm.cores} cores` : 'cores ?',
+    vm.ramGb !== undefined ? `${vm.ramGb} GB RAM` : 'RAM ?',
+    vm.osDiskGb !== undefined ? `${vm.osDiskGb} GB disk` : 'disk ?',
+    vm.cpuClass ? `${vm.cpuClass} CPU` : 'CPU class ?',
+    vm.wanMode ? `WAN ${vm.wanMode}` : 'WAN ?',
+    vm.privateNetwork ? `private network ${vm.privateNetwork}` : undefined,
+    vm.ha ? 'HA' : undefined,
+    vm.createdAt ? `created ${formatUtc(vm.createdAt)}` : undefined,
+  ];
+  return parts.filter((p): p is string => p !== undefined).join(', ');
+}
+
+function human(
+  label: string,
+  vm: VmKnown,
+  check: ResizeCheck,
+  bodies: Record<string, string | number>[],
+  cost: CostPlan | string,
+): string {
+  const lines = [`Plan: resize ${label}`, `Known (policy file): ${knownLine(vm)}`];
+  if (check.violations.length > 0) {
+    lines.push('Refused by the rules:', ...check.violations.map((v) => `  - ${v.message}`));
+    if (check.violations.some((v) => v.code === 'needs_stopped' || v.code === 'wan_direct')) {
+      lines.push(
+        '  (Here --stopped confirms the VM is stopped and --two-step accepts the WAN switch through off.)',
+      );
+    }
+    if (check.cooldownOnly && check.earliestAllowedAt) {
+      lines.push(`Only the 24-hour rule refuses it: allowed from ${formatUtc(check.earliestAllowedAt)}.`);
+    }
+  } else {
+    lines.push('Allowed by the rules. The API would receive, in order:');
+    lines.push(...bodies.map((body, i) => `  ${i + 1}. POST …/upgrade/ ${JSON.stringify(body)}`));
+  }
+  if (check.notes.length > 0) lines.push('Rules that apply:', ...check.notes.map((n) => `  - ${n}`));
+  if (typeof cost === 'string') lines.push(`Cost not shown: ${cost}.`);
+  else {
+    let text = `Cost after the change in ${cost.cluster}: ${cost.currency} ${cost.hourly}/h, ${cost.currency} ${cost.monthly}/month`;
+    if (cost.diffHourly !== undefined && cost.diffMonthly !== undefined) {
+      text += ` (${signed(cost.diffHourly)}/h, ${signed(cost.diffMonthly)}/month${cost.diffPercent !== undefined ? `, ${signed(cost.diffPercent)}%` : ''})`;
+    }
+    lines.push(text);
+    if (cost.missing.length > 0) lines.push(`Prices missing, counted as 0: ${cost.missing.join(', ')}.`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** `cloudops plan resize …`: the rules and a cost preview for a resize, without any mutating call. */
+export async function planResizeCommand(io: CliIo, args: string[], options: PlanOptions): Promise<number> {
+  const [projectName, vmidText, ...words] = args;
+  if (projectName === undefined || vmidText === undefined) throw new UsageError(`usage: ${PLAN_USAGE}`);
+  const policy = await policyOf(io);
+  const project = findProject(policy, projectName);
+  if (!project) {
+    const names = policy.projects.map((p) => p.name).join(', ') || 'none';
+    throw new CliError(`unknown project "${projectName}" (projects in ${io.env.POLICY_FILE}: ${names})`);
+  }
+  const vmid = parseVmid(vmidText);
+  if (isViolation(vmid)) throw new UsageError(vmid.message);
+  const target = parseTarget(words, policy);
+  let now = io.now();
+  if (options.at !== undefined) {
+    now = new Date(options.at);
+    if (Number.isNaN(now.getTime()))
+      throw new UsageError(`--at: expected an ISO date-time, got "${options.at}"`);
+  }
+  const vm = knownVm(
+    project.vms.find((v) => v.vmid === vmid),
+    undefined,
+    vmid,
+  );
+  const check = checkResize({
+    vm,
+    target,
+    limits: { cores: policy.limits.cores, ramGb: policy.limits.ram_gb, osDiskGb: policy.limits.os_disk_gb },
+    configured: {
+      cpuClass: policy.resize_fields.cpu_class !== undefined,
+      privateNetwork: policy.resize_fields.private_network !== undefined,
+    },
+    confirmedStopped: options.stopped,
+    acceptWanTwoStep: options.twoStep,
+    now,
+  });
+  const allowed = check.violations.length === 0;
+  const bodies = allowed ? check.steps.map((step) => resizeBody(step, policy.resize_fields)) : [];
+  const cost = await costPlan(io, policy, project, vm, target);
+  const label = `${project.name} / VM ${vmid}${vm.name ? ` (${vm.name})` : ''}`;
+  if (options.json) {
+    const out = {
+      project: project.name,
+      projectUuid: project.uuid,
+      vmid,
+      known: vm,
+      target,
+      allowed,
+      violations: check.violations,
+      notes: check.notes,
+      steps: allowed ? check.steps : [],
+      bodies,
+      decreases: check.decreases,
+      increases: check.increases,
+      unknown: check.unknown,
+      needsStoppedConfirmation: check.needsStoppedConfirmation,
+      cooldownOnly: check.cooldownOnly,
+      earliestAllowedAt: check.earliestAllowedAt?.toISOString() ?? null,
+      cost: typeof cost === 'string' ? null : cost,
+      costNote: typeof cost === 'string' ? cost : null,
+    };
+    await write(io.stdout, `${JSON.stringify(out)}\n`);
+  } else {
+    await write(io.stdout, human(label, vm, check, bodies, cost));
+  }
+  return allowed ? 0 : EXIT_REFUSED;
+}

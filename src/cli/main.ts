@@ -1,0 +1,135 @@
+/**
+ * `cloudops`: the operator's command line. Read-only against the API (clusters, cluster, plan), the policy file
+ * (policy check) and the audit log (audit). Output on stdout (`--json` for machines); an error is one line on
+ * stderr with a non-zero exit: 1 runtime, 2 usage, 3 a plan the rules refuse.
+ */
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CloudApiError } from '../cloud/errors.ts';
+import { ConfigError, loadEnv } from '../config/env.ts';
+import { PolicyError } from '../config/policy.ts';
+import { CliError, type CliIo, UsageError, write } from './io.ts';
+import { PLAN_USAGE } from './usage.ts';
+
+
+export const USAGE = `Usage: cloudops <command> [options]
+
+Commands:
+  clusters [--json]                          active clusters with hourly prices and the reference VM's cost
+  cluster <name> [--shape A|B] [--json]      one cluster (Shape A by default, Shape B where A is not found)
+  policy check [file] [--json]               validate a policy file (default POLICY_FILE)
+  ${PLAN_USAGE.replace('cloudops ', '')}
+                                             the rules and cost of a resize; sends nothing
+  audit --since <ISO|30m|24h|7d> [--json]    the audit log (JSON lines with --json)
+  help                                       this text
+
+Environment: CLOUD_API_URL, CLOUD_API_KEY, POLICY_FILE, REDIS_URL, REDIS_PREFIX.
+Exit codes: 0 ok, 1 error, 2 usage, 3 plan refused by the rules.
+`;
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  shape: { type: 'string' },
+  since: { type: 'string' },
+  stopped: { type: 'boolean' },
+  'two-step': { type: 'boolean' },
+  at: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Where a command's options and its allowed flags are checked, so a flag meant for another command is refused. */
+const FLAGS: Record<string, readonly string[]> = {
+  clusters: ['json'],
+  cluster: ['json', 'shape'],
+  policy: ['json'],
+  plan: ['json', 'stopped', 'two-step', 'at'],
+  audit: ['json', 'since'],
+};
+
+/** Runs one command line; resolves with the exit code. Throws only what {@link main} turns into one line. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.split('\n')[0]} (see cloudops help)`);
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (command === undefined || command === 'help' || values.help) {
+    await write(io.stdout, USAGE);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  const allowed = FLAGS[command];
+  if (!allowed) throw new UsageError(`unknown command "${command}" (see cloudops help)`);
+  for (const [flag, value] of Object.entries(values)) {
+    if (value !== undefined && !allowed.includes(flag))
+      throw new UsageError(`${command} does not take --${flag}`);
+  }
+  const json = values.json ?? false;
+  switch (command) {
+    case 'clusters':
+      if (rest.length > 0) throw new UsageError('clusters takes no arguments');
+      return (await import('./commands/clusters.ts')).clustersCommand(io, json);
+    case 'cluster': {
+      const [name, ...extra] = rest;
+      if (name === undefined || extra.length > 0)
+        throw new UsageError('usage: cloudops cluster <name> [--shape A|B] [--json]');
+      const shape = values.shape?.toUpperCase();
+      if (shape !== undefined && shape !== 'A' && shape !== 'B') throw new UsageError('--shape is A or B');
+      return (await import('./commands/cluster.ts')).clusterCommand(io, name, shape, json);
+    }
+    case 'policy': {
+      const [sub, file, ...extra] = rest;
+      if (sub !== 'check' || extra.length > 0)
+        throw new UsageError('usage: cloudops policy check [file] [--json]');
+      return (await import('./commands/policy.ts')).policyCheckCommand(io, file, json);
+    }
+    case 'plan': {
+      const [sub, ...args] = rest;
+      if (sub !== 'resize') throw new UsageError(`usage: ${PLAN_USAGE}`);
+      return (await import('./commands/plan.ts')).planResizeCommand(io, args, {
+        stopped: values.stopped ?? false,
+        twoStep: values['two-step'] ?? false,
+        at: values.at,
+        json,
+      });
+    }
+    case 'audit':
+      if (rest.length > 0) throw new UsageError('usage: cloudops audit --since <ISO|24h> [--json]');
+      return (await import('./commands/audit.ts')).auditCommand(io, values.since, json);
+    default:
+      throw new UsageError(`unknown command "${command}" (see cloudops help)`);
+  }
+}
+
+/** One line for stderr: our own errors as they are, anything else by its first line, never a stack. */
+export function errorLine(error: unknown): { line: string; code: number } {
+  if (error instanceof CliError) return { line: error.message, code: error.exitCode };
+  if (error instanceof ConfigError || error instanceof PolicyError || error instanceof CloudApiError) {
+    return { line: error.message, code: 1 };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { line: message.split('\n')[0] ?? 'unknown error', code: 1 };
+}
+
+/** The process entry: parses the environment, runs the command, reports one line on failure. */
+export async function main(argv = process.argv.slice(2), rawEnv = process.env): Promise<void> {
+  let code: number;
+  try {
+    const env = loadEnv(rawEnv);
+    code = await runCli(argv, {
+      env,
+      policyFileSet: (rawEnv.POLICY_FILE ?? '').trim() !== '',
+      stdout: process.stdout,
+      now: () => new Date(),
+    });
+  } catch (error) {
+    const { line, code: exit } = errorLine(error);
+    process.stderr.write(`cloudops: ${line}\n`);
+    code = exit;
+  }
+  process.exitCode = code;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -1,0 +1,323 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { RequestStore } from '../../src/requests/store.ts';
+import type { AuditEntry } from '../../src/requests/types.ts';
+import { resizeRequest } from '../fixtures/requests.ts';
+import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/cloudops.mjs', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `cloudops` binary in a child process with only the environment given (plus PATH/HOME). */
+function cloudops(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Exactly one line on stderr, and nothing that looks like a stack trace. */
+function oneLine(run: Run): string {
+  expect(run.stderr.endsWith('\n')).toBe(true);
+  const lines = run.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  return lines[0] ?? '';
+}
+
+const API_KEY = 'cli-test-key-7f3a9c';
+const UUID = '0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10';
+
+let sim: CloudSim;
+let dir: string;
+let policyFile: string;
+let env: Record<string, string>;
+
+function policyText(createdAt: string): string {
+  return `approvers: [U0ADMIN]
+currency: CHF
+resize_fields:
+  cpu_class: { field: cpu_type, values: [regular, light] }
+projects:
+  - name: shop-prod
+    uuid: ${UUID}
+    cluster: zone-1
+    channels: [C0PROD]
+    vms:
+      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4, created_at: "${createdAt}" }
+      - { vmid: 102, cores: 4, ram_gb: 8, os_disk_gb: 100, wan_mode: ipv4 }
+`;
+}
+
+beforeAll(async () => {
+  sim = await startCloudSim({ apiKey: API_KEY });
+  dir = await mkdtemp(join(tmpdir(), 'cloudops-cli-'));
+  policyFile = join(dir, 'policy.yml');
+  await writeFile(policyFile, policyText('2025-03-01T10:00:00Z'));
+  env = { CLOUD_API_URL: sim.url, CLOUD_API_KEY: API_KEY, POLICY_FILE: policyFile };
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+// Runs alone: it changes a price in the sim that other tests' cost previews read.
+describe('cloudops clusters', () => {
+  it('lists active clusters with the reference VM cost, cheapest marked, live from the API', async () => {
+    const run = await cloudops(['clusters', '--json'], env);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout) as {
+      currency: string;
+      clusters: {
+        name: string;
+        prices: Record<string, string>;
+        reference: { hourly: string; monthly: string; cheapest: boolean };
+      }[];
+    };
+    expect(out.currency).toBe('CHF');
+    const names = out.clusters.map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(['zone-1', 'zone-2', 'zone-3']));
+    expect(names).not.toContain('zone-9');
+    const zone1 = out.clusters.find((c) => c.name === 'zone-1');
+    // Default reference VM: 2 × 0.0120 + 4 × 0.0040 + 50 × 0.00015 + 1 × 0.0050 = 0.0525/h; × 730 = 38.325.
+    expect(zone1?.reference).toMatchObject({ hourly: '0.0525', monthly: '38.33' });
+    expect(out.clusters.filter((c) => c.reference.cheapest).map((c) => c.name)).toEqual(['zone-3']);
+
+    sim.setPrice('zone-1', 'vcore_regular', '0.0010');
+    const after = await cloudops(['clusters'], env);
+    expect(after.code).toBe(0);
+    // 2 × 0.0010 + 0.016 + 0.0075 + 0.005 = 0.0305/h; zone-1 is now the cheapest.
+    expect(after.stdout).toMatch(/^zone-1\s+Frankfurt\s+0\.0010 .*0\.0305\s+22\.27\s+cheapest$/m);
+    expect(after.stdout).toContain('Hourly prices (CHF)');
+    sim.setPrice('zone-1', 'vcore_regular', '0.0120');
+    // The list endpoint needs no key, and was called without one.
+    const lists = sim.calls.filter((c) => c.route === 'list');
+    expect(lists.length).toBeGreaterThanOrEqual(2);
+    expect(lists.every((c) => c.headers.authorization === undefined)).toBe(true);
+  });
+});
+
+describe.concurrent('cloudops cluster', () => {
+  it('shows one cluster in Shape A with its status, or Shape B when asked, with the bearer key', async () => {
+    const a = await cloudops(['cluster', 'zone-1', '--json'], env);
+    expect(a.code).toBe(0);
+    expect(JSON.parse(a.stdout)).toMatchObject({ name: 'zone-1', shape: 'A', status: 'active' });
+    const b = await cloudops(['cluster', 'zone-2', '--shape', 'B', '--json'], env);
+    expect(b.code).toBe(0);
+    const parsed = JSON.parse(b.stdout) as Record<string, unknown>;
+    expect(parsed).toMatchObject({ name: 'zone-2', shape: 'B' });
+    expect(parsed).not.toHaveProperty('status');
+    const gets = sim.calls.filter((c) => (c.route === 'getA' || c.route === 'getB') && c.status === 200);
+    expect(gets.length).toBeGreaterThanOrEqual(2);
+    expect(gets.every((c) => c.headers.authorization === `Bearer ${API_KEY}`)).toBe(true);
+  });
+
+  it('fails with one line and exit 1 for an unknown cluster or a wrong key, never echoing the key', async () => {
+    const missing = await cloudops(['cluster', 'zone-404'], env);
+    expect(missing.code).toBe(1);
+    expect(oneLine(missing)).toMatch(/^cloudops: getCluster: /);
+    const wrongKey = await cloudops(['cluster', 'zone-1'], { ...env, CLOUD_API_KEY: 'wrong-secret-key-123' });
+    expect(wrongKey.code).toBe(1);
+    const line = oneLine(wrongKey);
+    expect(line).toMatch(/^cloudops: getCluster: /);
+    expect(`${wrongKey.stdout}${wrongKey.stderr}`).not.toContain('wrong-secret-key-123');
+  });
+});
+
+describe.concurrent('cloudops policy check', () => {
+  it('accepts a good file and names file:line:field of a bad one', async () => {
+    const good = await cloudops(['policy', 'check', '--json'], env);
+    expect(good.code).toBe(0);
+    expect(JSON.parse(good.stdout)).toMatchObject({
+      ok: true,
+      file: policyFile,
+      projects: [{ name: 'shop-prod', vms: 2 }],
+    });
+    const badFile = join(dir, 'bad.yml');
+    await writeFile(
+      badFile,
+      policyText('2025-03-01T10:00:00Z').replace('channels: [C0PROD]', 'channels: [general]'),
+    );
+    const bad = await cloudops(['policy', 'check', badFile], env);
+    expect(bad.code).toBe(1);
+    expect(oneLine(bad)).toBe(
+      `cloudops: ${badFile}:9: projects[0].channels[0]: expected a Slack channel id such as C0123ABC`,
+    );
+  });
+});
+
+describe.concurrent('cloudops plan resize', () => {
+  it('plans an allowed resize with the API bodies and the cost difference, and sends nothing', async () => {
+    const before = sim.calls.length;
+    const run = await cloudops(
+      ['plan', 'resize', 'shop-prod', '101', 'cores=4', 'wan=dual', 'cpu=regular', '--two-step', '--json'],
+      env,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const plan = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(plan).toMatchObject({
+      allowed: true,
+      steps: [{ cores: 4, wanMode: 'off' }, { wanMode: 'dual' }],
+      bodies: [{ cores: 4, wan_mode: 'off' }, { wan_mode: 'dual' }],
+      increases: ['cores'],
+      // +2 cores × 0.0120 = +0.0240/h; dual keeps the one public IPv4 address.
+      cost: {
+        cluster: 'zone-1',
+        currency: 'CHF',
+        hourly: '0.0765',
+        diffHourly: '0.0240',
+        diffMonthly: '17.52',
+        diffPercent: '45.7',
+      },
+    });
+    const calls = sim.calls.slice(before);
+    expect(calls.some((c) => c.route === 'list')).toBe(true);
+    expect(calls.filter((c) => c.method !== 'GET')).toEqual([]);
+    expect(sim.applied).toEqual([]);
+  });
+
+  it('exits 3 with the reasons when the rules refuse, and names the time of a 24-hour wait', async () => {
+    const refused = await cloudops(
+      ['plan', 'resize', 'shop-prod', '101', 'cores=1', 'disk=40', '--at', '2025-03-01T20:00:00Z'],
+      env,
+    );
+    expect(refused.code).toBe(3);
+    expect(refused.stdout).toContain('Refused by the rules:');
+    expect(refused.stdout).toContain('the minimum allowed is 50 GB');
+    expect(refused.stdout).toContain('Cores can be lowered from 2025-03-02 10:00 UTC');
+    expect(refused.stdout).toContain('--stopped confirms the VM is stopped');
+
+    const wait = await cloudops(
+      [
+        'plan',
+        'resize',
+        'shop-prod',
+        '101',
+        'cores=1',
+        '--stopped',
+        '--at',
+        '2025-03-01T20:00:00Z',
+        '--json',
+      ],
+      env,
+    );
+    expect(wait.code).toBe(3);
+    expect(JSON.parse(wait.stdout)).toMatchObject({
+      allowed: false,
+      cooldownOnly: true,
+      earliestAllowedAt: '2025-03-02T10:00:00.000Z',
+      violations: [{ field: 'cores', code: 'cooldown' }],
+    });
+    expect(sim.applied).toEqual([]);
+  });
+
+  it('refuses a malformed value or unknown project with one line (exit 2 / 1)', async () => {
+    const badValue = await cloudops(['plan', 'resize', 'shop-prod', '101', 'ram=lots'], env);
+    expect(badValue.code).toBe(2);
+    expect(oneLine(badValue)).toBe('cloudops: ram: RAM (GB) takes a whole number from 1 to 512, not "lots".');
+    const unknown = await cloudops(['plan', 'resize', 'shop-dev', '101', 'cores=2'], env);
+    expect(unknown.code).toBe(1);
+    expect(oneLine(unknown)).toMatch(/^cloudops: unknown project "shop-dev" \(projects in .*: shop-prod\)$/);
+  });
+});
+
+describe.concurrent('cloudops audit', () => {
+  let redis: Redis;
+  let prefix: string;
+
+  beforeAll(() => {
+    redis = testRedis();
+    prefix = uniquePrefix('cli-audit');
+  });
+  afterAll(async () => {
+    await deleteKeys(redis, prefix);
+    await redis.quit();
+  });
+
+  it('exports the audit log since a time as JSON lines', async () => {
+    let clock = new Date('2025-03-01T08:00:00Z');
+    const store = new RequestStore(redis, { prefix, now: () => clock });
+    const old = await store.create(resizeRequest(), 'U0OLD');
+    clock = new Date('2025-03-01T12:00:00Z');
+    const fresh = await store.create(resizeRequest(), 'U0DEV');
+    clock = new Date('2025-03-01T12:05:00Z');
+    await store.transition(fresh.id, { from: ['pending'], to: 'approved', actor: 'U0LEAD' });
+
+    const auditEnv = { ...env, REDIS_URL: testRedisUrl(), REDIS_PREFIX: prefix };
+    const run = await cloudops(['audit', '--since', '2025-03-01T10:00:00Z', '--json'], auditEnv);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const entries = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AuditEntry);
+    expect(entries.map((e) => [e.requestId, e.state, e.actor])).toEqual([
+      [fresh.id, 'created', 'U0DEV'],
+      [fresh.id, 'pending', 'U0DEV'],
+      [fresh.id, 'approved', 'U0LEAD'],
+    ]);
+    expect(entries.some((e) => e.requestId === old.id)).toBe(false);
+
+    const human = await cloudops(['audit', '--since', '2025-03-01T00:00:00Z'], auditEnv);
+    expect(human.code).toBe(0);
+    // Since midnight: both requests (created and pending each) and the approval, one line per entry.
+    const lines = human.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines[0]).toMatch(new RegExp(`^2025-03-01T08:00:00.000Z  ${old.id}  created\\s+U0OLD$`));
+  });
+
+  it('says in one line when Redis cannot be reached, without the password, and refuses a bad --since', async () => {
+    const down = await cloudops(['audit', '--since', '24h'], {
+      ...env,
+      REDIS_URL: 'redis://:pa55word@127.0.0.1:1',
+    });
+    expect(down.code).toBe(1);
+    expect(oneLine(down)).toBe('cloudops: REDIS_URL: cannot reach redis://127.0.0.1:1 (ECONNREFUSED)');
+    const bad = await cloudops(['audit', '--since', 'yesterday'], env);
+    expect(bad.code).toBe(2);
+    expect(oneLine(bad)).toMatch(/^cloudops: --since: expected an ISO date/);
+  });
+});
+
+describe.concurrent('cloudops usage and environment', () => {
+  it('refuses unknown commands and flags, and a bad environment value without echoing it', async () => {
+    const unknown = await cloudops(['frobnicate'], env);
+    expect(unknown.code).toBe(2);
+    expect(oneLine(unknown)).toBe('cloudops: unknown command "frobnicate" (see cloudops help)');
+    const badEnv = await cloudops(['clusters'], { ...env, CLOUD_API_URL: 'ftp://secret-host.example' });
+    expect(badEnv.code).toBe(1);
+    expect(oneLine(badEnv)).toBe(
+      'cloudops: CLOUD_API_URL: expected the API base URL, e.g. https://api.example.com',
+    );
+    expect(badEnv.stderr).not.toContain('secret-host');
+    const help = await cloudops(['help'], env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('plan resize <project> <vmid>');
+  });
+});
