@@ -11,7 +11,7 @@ import { type ExecuteJobData, enqueueNotify } from './queues.ts';
 import { isIncrease, resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
 import type { SendMarkers } from './send-markers.ts';
-import type { VmLock } from './vm-lock.ts';
+import { type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
 
 /** How an execute job ended, for metrics.jobs and the job's return value. */
 export type ExecuteOutcome = 'succeeded' | 'refused' | 'unknown' | 'skipped' | 'missing';
@@ -51,7 +51,12 @@ export class ExecuteProcessor {
       throw new DelayedError();
     }
     try {
-      return await this.run(job, request.id);
+      return await this.run(job, request.id, held);
+    } catch (error) {
+      if (!(error instanceof LockLostError)) throw error;
+      // Nothing was sent and no marker set: the next run continues from the same step.
+      await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
+      throw new DelayedError();
     } finally {
       await held
         .release()
@@ -59,7 +64,7 @@ export class ExecuteProcessor {
     }
   }
 
-  private async run(job: Job<ExecuteJobData>, id: string): Promise<ExecuteOutcome> {
+  private async run(job: Job<ExecuteJobData>, id: string, held: HeldLock): Promise<ExecuteOutcome> {
     const { store } = this.deps;
     let request = await store.get(id);
     if (!request) return 'missing';
@@ -96,6 +101,8 @@ export class ExecuteProcessor {
         }
       }
       const before = target ? await this.vmBefore(request) : undefined;
+      // The lock may have expired while this process stalled: never send without it.
+      if (!(await held.confirm())) throw new LockLostError(`lost the lock of VM ${request.vmid}`);
       if (!(await this.markers.mark(id, step, this.deps.now())))
         return this.unknown(request, step, INTERRUPTED_REASON);
 

@@ -24,8 +24,8 @@ export interface LockPolicy {
 
 /** A crashed worker's lock frees itself after `ttlMs`; a live one renews it well before. */
 export const VM_LOCK: LockPolicy = { ttlMs: 60_000, renewEveryMs: 15_000, waitMs: 2_000 };
-/** For tests: a killed worker's lock is gone within a second. */
-export const FAST_VM_LOCK: LockPolicy = { ttlMs: 1_000, renewEveryMs: 250, waitMs: 100 };
+/** For tests: a killed worker's lock is gone within seconds. */
+export const FAST_VM_LOCK: LockPolicy = { ttlMs: 3_000, renewEveryMs: 500, waitMs: 100 };
 
 /** An error that says when to try again, e.g. from `Retry-After`. */
 interface WithRetryAfter {

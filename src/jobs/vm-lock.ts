@@ -19,7 +19,15 @@ return 0
 export interface HeldLock {
   /** False once a renewal found the lock gone (expired and maybe taken by another worker). */
   readonly held: boolean;
+  /** Extends the lock now; false when it is no longer ours. */
+  confirm(): Promise<boolean>;
   release(): Promise<void>;
+}
+
+/** The lock expired under its holder (a long pause): the holder must not mutate. */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  readonly code = 'LOCK_LOST';
 }
 
 /**
@@ -57,6 +65,11 @@ export class VmLock {
     let released = false;
     return {
       get held() {
+        return held;
+      },
+      confirm: async () => {
+        if (released) return false;
+        held = Number(await RENEW.run(this.redis, [key], [token, this.policy.ttlMs])) === 1;
         return held;
       },
       release: async () => {

@@ -192,3 +192,12 @@ export function resizeOf(
     },
   });
 }
+
+/** Polls `predicate` every 25 ms until it holds; throws after `timeoutMs`. */
+export async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

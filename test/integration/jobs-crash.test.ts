@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { AuditLog } from '../../src/requests/audit.ts';
+import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.ts';
+import { JOBS_POLICY_YAML, type JobsEnv, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
+
+let env: JobsEnv | undefined;
+let child: WorkerProcess | undefined;
+let ownRedis: LocalRedis | undefined;
+
+afterEach(async () => {
+  await child?.kill();
+  if (env) expect(env.slack.problems).toEqual([]);
+  await env?.close();
+  await ownRedis?.stop();
+  env = undefined;
+  child = undefined;
+  ownRedis = undefined;
+});
+
+const FINAL = ['succeeded', 'refused', 'unknown'] as const;
+
+describe('one mutation per VM at a time', () => {
+  it('serialises two requests for one VM while two VMs run in parallel', async () => {
+    env = await startJobsEnv({ name: 'jobs-serial' });
+    env.sim.fault('resize', { kind: 'latency', ms: 600, times: 4 });
+    env.startWorkers();
+    const a1 = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    const a2 = await env.queueRequest(resizeOf(env, 102, { ramGb: 16 }));
+    const b = await env.queueRequest(resizeOf(env, 101, { osDiskGb: 80 }));
+    for (const r of [a1, a2, b]) expect((await env.waitForState(r.id, [...FINAL])).state).toBe('succeeded');
+
+    expect(env.sim.overlaps).toBe(0);
+    const calls = env.sim.calls.filter((c) => c.route === 'resize');
+    expect(calls).toHaveLength(3);
+    const on = (vmid: number) => calls.filter((c) => c.path.includes(`/vm/${vmid}/`));
+    const [first, second] = on(102);
+    // Same VM: the second call starts only after the first ended.
+    expect(second?.startMs ?? 0).toBeGreaterThanOrEqual(first?.endMs ?? Number.POSITIVE_INFINITY);
+    // Different VMs: VM 101's call overlapped one of VM 102's.
+    const other = on(101)[0];
+    const overlapped = on(102).some(
+      (c) => (other?.startMs ?? 0) < (c.endMs ?? 0) && (c.startMs ?? 0) < (other?.endMs ?? 0),
+    );
+    expect(overlapped).toBe(true);
+  });
+});
+
+describe('a worker killed mid-call', () => {
+  it('SIGKILL during the POST: a new worker does not send again, the request becomes unknown', async () => {
+    env = await startJobsEnv({ name: 'jobs-kill' });
+    const current = env;
+    current.sim.fault('resize', { kind: 'latency', ms: 3_000 });
+    child = await startWorkerProcess({
+      redisUrl: current.redisUrl,
+      prefix: current.prefix,
+      cloudUrl: current.sim.url,
+      cloudApiKey: current.sim.apiKey,
+      slackApiUrl: current.slack.apiUrl,
+      slackToken: current.slack.botToken,
+      policyYaml: JOBS_POLICY_YAML,
+      cloudHeadersTimeoutMs: 20_000,
+    });
+    const request = await current.queueRequest(resizeOf(current, 102, { cores: 6 }));
+    // Wait until the child's POST is in flight, then kill it as a crash would.
+    await until(() => current.sim.calls.some((c) => c.route === 'resize'), 'the POST in flight');
+    expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
+    expect((await current.store.get(request.id))?.state).toBe('sending');
+    expect(await child.kill('SIGKILL')).toBeNull();
+
+    current.startWorkers();
+    const done = await current.waitForState(request.id, [...FINAL], 20_000);
+    expect(done.state).toBe('unknown');
+    expect(done.outcomes[0]?.reason).toMatch(/worker stopped while this call was in flight/);
+    const replies = await waitForReplies(current, request.id, 1);
+    expect(replies[0]).toMatch(/^:warning: Outcome unknown/);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
+    const audit = await new AuditLog(current.redis, current.prefix).read({ requestId: request.id });
+    expect(audit.map((e) => e.state)).toEqual(['created', 'queued', 'sending', 'unknown']);
+  });
+
+  it('SIGTERM while a call runs: the call finishes, the request succeeds, the process exits 0', async () => {
+    env = await startJobsEnv({ name: 'jobs-term' });
+    const current = env;
+    current.sim.fault('resize', { kind: 'latency', ms: 1_000 });
+    child = await startWorkerProcess({
+      redisUrl: current.redisUrl,
+      prefix: current.prefix,
+      cloudUrl: current.sim.url,
+      cloudApiKey: current.sim.apiKey,
+      slackApiUrl: current.slack.apiUrl,
+      slackToken: current.slack.botToken,
+      policyYaml: JOBS_POLICY_YAML,
+    });
+    const request = await current.queueRequest(resizeOf(current, 102, { cores: 6 }));
+    await until(() => current.sim.calls.some((c) => c.route === 'resize'), 'the POST in flight');
+    expect(await child.kill('SIGTERM')).toBe(0);
+    expect((await current.store.get(request.id))?.state).toBe('succeeded');
+    expect(current.sim.applied).toHaveLength(1);
+  });
+});
+
+describe('Redis outage', () => {
+  it('Redis stopped and started again: queued requests still run, nothing is lost', async () => {
+    ownRedis = await startLocalRedis({ appendOnly: true });
+    env = await startJobsEnv({ name: 'jobs-redis', redisUrl: ownRedis.url });
+    const first = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    const second = await env.queueRequest(resizeOf(env, 101, { osDiskGb: 80 }));
+    await ownRedis.stop({ keepDir: true });
+    env.startWorkers();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(env.sim.calls).toHaveLength(0);
+    await ownRedis.restart();
+    for (const r of [first, second]) {
+      expect((await env.waitForState(r.id, [...FINAL], 20_000)).state).toBe('succeeded');
+    }
+    expect(env.sim.applied).toHaveLength(2);
+    expect(await waitForReplies(env, first.id, 1, 15_000)).toHaveLength(1);
+  });
+});
