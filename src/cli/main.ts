@@ -11,7 +11,6 @@ import { PolicyError } from '../config/policy.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
 import { PLAN_USAGE } from './usage.ts';
 
-
 export const USAGE = `Usage: cloudops <command> [options]
 
 Commands:
