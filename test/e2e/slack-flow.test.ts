@@ -100,4 +100,37 @@ describe('the whole flow', () => {
     expect(taskId).toBeDefined();
     expect(reply.text).toContain(`\`${taskId}\``);
   });
+
+  it('an unknown outcome is said in the thread with resolve buttons; only the requester or an approver records it', async () => {
+    h.sim.fault('resize', { kind: 'drop', afterApply: true });
+    await h.fillAndSubmit('resize shop-prod 101 ram=8', {});
+    const request = await h.nextRequest();
+    const message = await h.requestMessage(request.id);
+    await h.click('approve', request.id, USERS.lead2, CHANNELS.prod, message);
+    await h.waitForRequest(request.id, (r) => r.state === 'unknown', 10_000);
+    const reply = await h.slack.waitFor(() =>
+      h.slack
+        .thread(CHANNELS.prod, message.ts)
+        .find((m) => (m.text ?? '').startsWith(':warning: Outcome unknown')),
+    );
+    expect(buttonsOf(reply.blocks)).toEqual(['resolve_done', 'resolve_failed']);
+    // The change was applied once and is not sent again.
+    expect(h.sim.applied.filter((a) => a.vmid === 101)).toHaveLength(1);
+
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.dev2).length;
+    await h.click('resolve_done', request.id, USERS.dev2, CHANNELS.prod, { ts: reply.ts, text: reply.text });
+    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.dev2).length === seen + 1);
+    expect(h.slack.ephemerals(CHANNELS.prod, USERS.dev2).at(-1)?.text).toBe(
+      'Only the requester or an approver can record the outcome.',
+    );
+    await h.click('resolve_done', request.id, USERS.dev, CHANNELS.prod, { ts: reply.ts, text: reply.text });
+    const resolved = await h.waitForRequest(request.id, (r) => r.state === 'resolved_done');
+    expect(resolved.resolvedBy).toBe(USERS.dev);
+    await h.slack.waitFor(() =>
+      h.slack
+        .thread(CHANNELS.prod, message.ts)
+        .find((m) => m.text === `<@${USERS.dev}> checked the portal: the change was applied.`),
+    );
+    expect(h.sim.applied.filter((a) => a.vmid === 101)).toHaveLength(1);
+  });
 });
