@@ -1,0 +1,127 @@
+import { parseArgs } from 'node:util';
+
+/** Sizes and knobs of one bench run; `--quick` shrinks everything to a smoke run. */
+export interface BenchConfig {
+  quick: boolean;
+  /** Measured runs per figure (the table shows their median). */
+  runs: number;
+  /** Scenarios to run, by name; all when empty. */
+  only: string[];
+  ack: {
+    rates: number[];
+    durationMs: number;
+    burst: number;
+    warmupMs: number;
+    connections: number;
+    /** ROLE the bot runs with: 'web' keeps the queue work the clicks cause out of the measurement. */
+    role: 'web' | 'all';
+  };
+  pipeline: { requests: number; concurrency: number; timeoutMs: number };
+  fairness: { requests: number; vms: number; latencyMs: number; timeoutMs: number };
+  digest: { channels: number; perChannelPerSecond: number; timeoutMs: number };
+  footprint: { pipelineRequests: number; settleMs: number; readyTimeoutMs: number };
+  logLevel: string;
+  redisUrl: string;
+}
+
+export const SCENARIOS = ['ack', 'pipeline', 'fairness', 'digest', 'footprint'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+const USAGE = `npm run bench -- [--quick] [--runs N] [--only ack,pipeline,fairness,digest,footprint]
+  [--duration MS] [--rates 100,400] [--burst N] [--connections N] [--ack-role web|all]
+  [--pipeline N] [--concurrency N] [--fairness N] [--vms N] [--latency MS] [--digest N] [--log-level LEVEL]
+Environment: REDIS_URL (default redis://127.0.0.1:6379; a redis-server is started when none answers),
+  BENCH_RUNS, BENCH_DURATION_MS, BENCH_PIPELINE, BENCH_CONCURRENCY.`;
+
+const int = (value: string | undefined, name: string): number | undefined => {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new Error(`${name}: expected a positive whole number, got "${value}"`);
+  return n;
+};
+
+/** Parses flags (and a few BENCH_* variables); throws with the usage on anything unknown. */
+export function parseConfig(argv: string[], env: Record<string, string | undefined>): BenchConfig {
+  let values: ReturnType<typeof parse>['values'];
+  try {
+    values = parse(argv).values;
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${USAGE}`);
+  }
+  if (values.help) throw new Error(USAGE);
+  const quick = values.quick === true;
+  const only = (values.only ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of only) {
+    if (!(SCENARIOS as readonly string[]).includes(name))
+      throw new Error(`--only: unknown scenario "${name}"\n${USAGE}`);
+  }
+  const role = values['ack-role'] ?? 'web';
+  if (role !== 'web' && role !== 'all') throw new Error(`--ack-role: expected web or all\n${USAGE}`);
+  const rates = (values.rates ?? '100,400').split(',').map((r) => int(r, '--rates')!);
+  return {
+    quick,
+    runs: int(values.runs ?? env.BENCH_RUNS, '--runs') ?? (quick ? 1 : 3),
+    only,
+    ack: {
+      rates,
+      durationMs: int(values.duration ?? env.BENCH_DURATION_MS, '--duration') ?? (quick ? 1000 : 8000),
+      burst: int(values.burst, '--burst') ?? (quick ? 200 : 1000),
+      warmupMs: quick ? 500 : 2000,
+      connections: int(values.connections, '--connections') ?? (quick ? 200 : 1000),
+      role,
+    },
+    pipeline: {
+      requests: int(values.pipeline ?? env.BENCH_PIPELINE, '--pipeline') ?? (quick ? 200 : 5000),
+      concurrency: int(values.concurrency ?? env.BENCH_CONCURRENCY, '--concurrency') ?? 0,
+      timeoutMs: quick ? 120_000 : 300_000,
+    },
+    fairness: {
+      requests: int(values.fairness, '--fairness') ?? (quick ? 100 : 1000),
+      vms: int(values.vms, '--vms') ?? 10,
+      latencyMs: int(values.latency, '--latency') ?? 20,
+      timeoutMs: quick ? 120_000 : 300_000,
+    },
+    digest: {
+      channels: int(values.digest, '--digest') ?? (quick ? 20 : 500),
+      perChannelPerSecond: 1,
+      timeoutMs: quick ? 120_000 : 300_000,
+    },
+    footprint: {
+      pipelineRequests: quick ? 100 : 1000,
+      settleMs: quick ? 1000 : 3000,
+      readyTimeoutMs: 60_000,
+    },
+    logLevel: values['log-level'] ?? 'info',
+    redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  };
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      quick: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      runs: { type: 'string' },
+      only: { type: 'string' },
+      duration: { type: 'string' },
+      rates: { type: 'string' },
+      burst: { type: 'string' },
+      connections: { type: 'string' },
+      'ack-role': { type: 'string' },
+      pipeline: { type: 'string' },
+      concurrency: { type: 'string' },
+      fairness: { type: 'string' },
+      vms: { type: 'string' },
+      latency: { type: 'string' },
+      digest: { type: 'string' },
+      'log-level': { type: 'string' },
+    },
+  });
+}

@@ -1,0 +1,28 @@
+/** The fixed Slack and policy identities every bench scenario uses (no real workspace behind them). */
+export const BENCH = {
+  teamId: 'T0BENCH',
+  channel: 'C0BENCH',
+  requester: 'U0REQUESTER',
+  approver: 'U0APPROVER',
+  project: 'bench',
+  cluster: 'zone-1',
+  botToken: 'xoxb-bench-token',
+  signingSecret: 'bench-signing-secret-0123456789abcdef',
+} as const;
+
+/** The bench policy as YAML: one project bound to the bench channel with one approver, as an admin would write it. */
+export function benchPolicyYaml(projectUuid: string): string {
+  return [
+    `workspace: ${BENCH.teamId}`,
+    'currency: EUR',
+    `approvers: [${BENCH.approver}]`,
+    'approval_ttl_hours: 24',
+    'projects:',
+    `  - name: ${BENCH.project}`,
+    `    uuid: ${projectUuid}`,
+    `    cluster: ${BENCH.cluster}`,
+    `    channels: [${BENCH.channel}]`,
+    `    approvers: [${BENCH.approver}]`,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,112 @@
+import type { CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
+
+/**
+ * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
+ * (schema checks, bookkeeping) does not run on the bot's event loop and skew its figures.
+ */
+type CloudSim = Awaited<ReturnType<typeof import('../../sim/cloud/server.ts')['startCloudSim']>>;
+type StandIn = Awaited<ReturnType<typeof import('../../sim/slack/server.ts')['startSlackStandIn']>>;
+
+let cloud: CloudSim | undefined;
+let slack: StandIn | undefined;
+
+function need<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`${what} is not started`);
+  return value;
+}
+
+async function perform(message: SimsOp): Promise<unknown> {
+  switch (message.op) {
+    case 'start': {
+      const { startCloudSim, DEFAULT_SEED } = await import('../../sim/cloud/server.ts');
+      const { startSlackStandIn } = await import('../../sim/slack/server.ts');
+      const { benchSeed } = await import('./seed.ts');
+      const seeded = benchSeed(DEFAULT_SEED, message.seedVms);
+      cloud = await startCloudSim({ port: 0, seed: seeded.seed });
+      slack = await startSlackStandIn({ port: 0, botToken: message.botToken, teamId: message.teamId });
+      return {
+        cloudUrl: cloud.url,
+        cloudApiKey: cloud.apiKey,
+        slackApiUrl: slack.apiUrl,
+        projectUuid: seeded.projectUuid,
+      } satisfies SimsStarted;
+    }
+    case 'responseUrl':
+      return need(slack, 'the Slack stand-in').responseUrl({ channel: message.channel, user: message.user });
+    case 'limitPerChannel':
+      need(slack, 'the Slack stand-in').limitPerChannel(message.perSecond ?? undefined);
+      return null;
+    case 'cloudLatency':
+      need(cloud, 'the cloud simulator').fault(message.route, {
+        kind: 'latency',
+        ms: message.latencyMs,
+        times: message.times,
+      });
+      return null;
+    case 'slackSummary':
+      return slackSummary(need(slack, 'the Slack stand-in'), message.channelPrefix);
+    case 'cloudSummary':
+      return cloudSummary(need(cloud, 'the cloud simulator'));
+    case 'close':
+      await Promise.allSettled([cloud?.close(), slack?.close()]);
+      return null;
+  }
+}
+
+function slackSummary(standIn: StandIn, channelPrefix?: string): SlackSummary {
+  const callsByMethod: Record<string, number> = {};
+  const failures: Record<string, number> = {};
+  let rateLimited = 0;
+  let firstPostAt: number | undefined;
+  let lastPostAt: number | undefined;
+  for (const call of standIn.calls) {
+    callsByMethod[call.method] = (callsByMethod[call.method] ?? 0) + 1;
+    if (call.status === 429) rateLimited++;
+    else if (call.response.ok === false) {
+      const code = String(call.response.error);
+      failures[code] = (failures[code] ?? 0) + 1;
+    } else if (call.method === 'chat.postMessage') {
+      const at = call.at.getTime();
+      firstPostAt = Math.min(firstPostAt ?? at, at);
+      lastPostAt = Math.max(lastPostAt ?? at, at);
+    }
+  }
+  const topLevelPerChannel: Record<string, number> = {};
+  let threadReplies = 0;
+  for (const m of standIn.messages()) {
+    if (m.thread_ts !== undefined) threadReplies++;
+    else if (channelPrefix === undefined || m.channel.startsWith(channelPrefix)) {
+      topLevelPerChannel[m.channel] = (topLevelPerChannel[m.channel] ?? 0) + 1;
+    }
+  }
+  return {
+    callsByMethod,
+    rateLimited,
+    failures,
+    problems: standIn.problems.length,
+    firstProblems: standIn.problems.slice(0, 3).map((p) => `${p.method}: ${p.why}`),
+    topLevelPerChannel,
+    threadReplies,
+    firstPostAt,
+    lastPostAt,
+  };
+}
+
+function cloudSummary(sim: CloudSim): CloudSummary {
+  const resizeStatuses: Record<string, number> = {};
+  for (const call of sim.calls) {
+    if (call.route !== 'resize' && call.route !== 'restore') continue;
+    const key = String(call.status ?? 'none');
+    resizeStatuses[key] = (resizeStatuses[key] ?? 0) + 1;
+  }
+  return { calls: sim.calls.length, applied: sim.applied.length, overlaps: sim.overlaps, resizeStatuses };
+}
+
+process.on('message', (message: SimsOp & { id: number }) => {
+  perform(message).then(
+    (value) => process.send?.({ id: message.id, ok: true, value } satisfies SimsReply),
+    (error: Error) =>
+      process.send?.({ id: message.id, ok: false, error: error.stack ?? error.message } satisfies SimsReply),
+  );
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,46 @@
+/** What the bench asks of the simulators' process (sims-child.ts), one operation per message. */
+export type SimsOp =
+  | { op: 'start'; seedVms?: { count: number; firstVmid: number }; botToken: string; teamId: string }
+  | { op: 'responseUrl'; channel: string; user: string }
+  | { op: 'limitPerChannel'; perSecond: number | null }
+  | { op: 'cloudLatency'; route: 'resize'; latencyMs: number; times: number }
+  | { op: 'slackSummary'; channelPrefix?: string }
+  | { op: 'cloudSummary' }
+  | { op: 'close' };
+
+/** The simulators' addresses once started. */
+export interface SimsStarted {
+  cloudUrl: string;
+  cloudApiKey: string;
+  slackApiUrl: string;
+  projectUuid: string;
+}
+
+/** Counts from the Slack stand-in. */
+export interface SlackSummary {
+  callsByMethod: Record<string, number>;
+  /** HTTP 429 answers (per-channel rate limit). */
+  rateLimited: number;
+  /** Calls answered ok:false, by error code. */
+  failures: Record<string, number>;
+  problems: number;
+  firstProblems: string[];
+  /** Top-level messages per channel (channels starting with `channelPrefix` when given). */
+  topLevelPerChannel: Record<string, number>;
+  /** Thread replies in all channels. */
+  threadReplies: number;
+  /** Time of the first and last successful chat.postMessage, ms since epoch. */
+  firstPostAt?: number;
+  lastPostAt?: number;
+}
+
+/** Counts from the cloud simulator. */
+export interface CloudSummary {
+  calls: number;
+  applied: number;
+  overlaps: number;
+  /** Answers by status code for mutation calls. */
+  resizeStatuses: Record<string, number>;
+}
+
+export type SimsReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
