@@ -61,12 +61,11 @@ describe('execution: success', () => {
     expect(
       audit.every((e) => e.state === 'created' || e.state === 'queued' || (e.detail ?? '').length > 0),
     ).toBe(true);
-    await expect
-      .poll(
-        async () =>
-          (await env.metrics.jobs.get()).values.find((v) => v.labels.queue === 'execute')?.labels.outcome,
-      )
-      .toBe('succeeded');
+    const succeededJobs = async () =>
+      (await env.metrics.jobs.get()).values.find(
+        (v) => v.labels.queue === 'execute' && v.labels.outcome === 'succeeded',
+      )?.value;
+    await expect.poll(succeededJobs, { timeout: 5_000 }).toBe(1);
   });
 
   it('restores a backup and replies with the task id', async () => {
