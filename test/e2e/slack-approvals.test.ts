@@ -170,6 +170,33 @@ describe('cancel', () => {
   });
 });
 
+describe('a scheduled downsize', () => {
+  it('once approved waits as a delayed job until the allowed time; an approver may cancel it before it runs', async () => {
+    const ack = await h.fillAndSubmit('resize shop-prod 103 ram=4', { confirm: ['stopped'] });
+    expect(ack.json?.response_action).toBe('push');
+    await h.submitView(ack.json?.view as Record<string, unknown>, {}, USERS.dev);
+    const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
+    expect(request.runAt).toBeDefined();
+    await h.click('approve', request.id, USERS.lead);
+    await h.waitForRequest(request.id, (r) => r.state === 'queued');
+    const job = await h.queues.execute.getJob(request.id);
+    expect(await job?.getState()).toBe('delayed');
+    // The delay is measured on the injected clock: until runAt, about 22 hours.
+    const runAt = new Date(request.runAt ?? 0).getTime();
+    expect(Math.abs((job?.delay ?? 0) - (runAt - h.clock.now().getTime()))).toBeLessThan(1000);
+
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.dev2).length;
+    await h.click('cancel', request.id, USERS.dev2);
+    expect((await ephemeralTexts(USERS.dev2, seen + 1)).at(-1)).toBe(
+      'Only the requester can cancel this request.',
+    );
+    await h.click('cancel', request.id, USERS.lead2);
+    const cancelled = await h.waitForRequest(request.id, (r) => r.state === 'cancelled');
+    expect(cancelled.cancelledBy).toBe(USERS.lead2);
+    await expect.poll(() => h.queues.execute.getJob(request.id)).toBeUndefined();
+  });
+});
+
 describe('expiry', () => {
   it('past approval_ttl_hours an approval is refused and the request expires', async () => {
     const request = await pendingRequest();
