@@ -1,5 +1,6 @@
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { forEachParallel, range } from './parallel.ts';
 import { percentile } from './stats.ts';
 
 /** What the no-op BullMQ baseline measured. */
@@ -45,16 +46,9 @@ export async function runBareBullmq(options: {
   });
   await worker.waitUntilReady();
   const started = performance.now();
-  const parallel = options.addParallelism ?? 50;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(parallel, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        await queue.add('noop', { i }, { jobId: `bare.${i}` });
-      }
-    }),
-  );
+  await forEachParallel(range(count), options.addParallelism ?? 50, async (i) => {
+    await queue.add('noop', { i }, { jobId: `bare.${i}` });
+  });
   let timer: NodeJS.Timeout | undefined;
   const finished = await Promise.race([
     allDone.then(() => true),

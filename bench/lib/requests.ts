@@ -1,6 +1,7 @@
 import type { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest, NewRequest } from '../../src/requests/types.ts';
 import { BENCH } from './identity.ts';
+import { forEachParallel, range } from './parallel.ts';
 
 /** A resize to `cores` of one VM of the bench project, as the Slack side would submit it after the modal. */
 export function benchResize(
@@ -40,15 +41,9 @@ export async function createMany(
   make: (i: number) => NewRequest,
   parallel = 100,
 ): Promise<CloudRequest[]> {
-  const out: CloudRequest[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(parallel, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await store.create(make(i), BENCH.requester);
-      }
-    }),
-  );
+  const out: CloudRequest[] = [];
+  await forEachParallel(range(count), parallel, async (i) => {
+    out.push(await store.create(make(i), BENCH.requester));
+  });
   return out;
 }
