@@ -1,0 +1,61 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../../sim/local-redis.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+
+// `npm run demo` as a newcomer runs it: a child process, no Slack or cloud configuration at all.
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+
+function demo(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/demo/main.ts'],
+      { cwd: repo, env, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('npm run demo', () => {
+  it('plays the whole session on the simulators, prints it as Slack shows it, and exits 0', async () => {
+    const run = await demo({ PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl() });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    // Each step, as a person reads it.
+    expect(out).toContain('alice › /cloud clusters');
+    expect(out).toMatch(/zone-1 · Frankfurt/);
+    expect(out).toMatch(/✗ OS disk \(GB\): The OS disk cannot shrink/);
+    expect(out).toMatch(/cloudops in #shop-prod:\n {4}RESIZE SHOP-PROD \/ VM 102/);
+    expect(out).toContain('You cannot approve your own request');
+    expect(out).toMatch(/↳ cloudops, in the thread:\n\s+Approved by @bob/);
+    expect(out).toMatch(/✅ Done: /);
+    expect(out).toMatch(/Task id: `[^`]+`/);
+    expect(out).toContain('PRICING DIGEST');
+    expect(out).toMatch(/✔ Demo complete: 6 steps did what they should\. 2 API changes/);
+    // Plain text for people: no raw Block Kit, user ids or secrets.
+    expect(out).not.toMatch(/"type":|<@U|xoxb-|Bearer /);
+  });
+
+  it('says in one line what to install when no Redis answers and redis-server is not on the PATH', async () => {
+    const empty = await mkdtemp(join(tmpdir(), 'cloudops-nopath-'));
+    try {
+      const run = await demo({ PATH: empty, REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+      expect(run.code).toBe(1);
+      const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /^cloudops demo: No Redis answers and redis-server is not on the PATH: install it/,
+      );
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
+});
