@@ -63,6 +63,9 @@ interface Validators {
   home: ValidateFunction;
 }
 
+/** Compiled validators per reference directory: pure functions, so stand-ins in one process share them. */
+const COMPILED = new Map<string, Validators>();
+
 /**
  * Checks Web API calls and Block Kit payloads the way Slack would refuse them: method files for arguments, the
  * Block Kit schema for blocks and views, and the per-surface limits the schema leaves out.
@@ -129,8 +132,14 @@ export class SlackChecks {
     return problems;
   }
 
-  /** Compiles the Block Kit schema once per instance, on first use (it is large). */
+  /** Compiles the Block Kit schema now instead of on the first check. */
+  warmUp(): void {
+    this.compiled();
+  }
+
+  /** Compiles the Block Kit schema on first use (it is large); instances on the same files share the result. */
   private compiled(): Validators {
+    this.validators ??= COMPILED.get(this.dir);
     if (this.validators) return this.validators;
     const schema = JSON.parse(readFileSync(join(this.dir, 'block-kit.schema.json'), 'utf8')) as {
       $id: string;
@@ -148,6 +157,7 @@ export class SlackChecks {
       modal: ajv.compile({ $ref: `${schema.$id}#/$defs/modal_view` }),
       home: ajv.compile({ $ref: `${schema.$id}#/$defs/home_view` }),
     };
+    COMPILED.set(this.dir, this.validators);
     return this.validators;
   }
 }
