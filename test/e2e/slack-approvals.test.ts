@@ -42,7 +42,7 @@ describe('approve', () => {
     expect(job?.id).toBe(request.id);
     expect(job?.data).toEqual({ requestId: request.id });
     // The message refresh and the thread reply go through the notify queue.
-    expect(await h.queues.notify.getJob(`reply.${request.id}.approved.0`)).toBeDefined();
+    await expect.poll(() => h.queues.notify.getJob(`reply.${request.id}.approved.0`)).toBeDefined();
   });
 
   it('the requester cannot approve their own request: an ephemeral says so and nothing changes', async () => {
@@ -129,7 +129,7 @@ describe('reject', () => {
     expect(ack.json).toEqual({ response_action: 'clear' });
     const rejected = await h.waitForRequest(request.id, (r) => r.state === 'rejected');
     expect(rejected).toMatchObject({ rejectedBy: USERS.lead2, rejectReason: 'Not during the sale' });
-    expect(await h.queues.notify.getJob(`reply.${request.id}.rejected.0`)).toBeDefined();
+    await expect.poll(() => h.queues.notify.getJob(`reply.${request.id}.rejected.0`)).toBeDefined();
 
     const seen = h.slack.ephemerals(CHANNELS.prod, USERS.lead).length;
     await h.click('approve', request.id, USERS.lead);
@@ -166,7 +166,7 @@ describe('cancel', () => {
     await h.click('cancel', request.id, USERS.dev);
     const cancelled = await h.waitForRequest(request.id, (r) => r.state === 'cancelled');
     expect(cancelled.cancelledBy).toBe(USERS.dev);
-    expect(await h.queues.notify.getJob(`reply.${request.id}.cancelled.0`)).toBeDefined();
+    await expect.poll(() => h.queues.notify.getJob(`reply.${request.id}.cancelled.0`)).toBeDefined();
   });
 });
 
@@ -208,6 +208,33 @@ describe('expiry', () => {
     );
     await h.waitForRequest(request.id, (r) => r.state === 'expired');
     expect(await h.queues.execute.getJob(request.id)).toBeUndefined();
-    expect(await h.queues.notify.getJob(`reply.${request.id}.expired.0`)).toBeDefined();
+    await expect.poll(() => h.queues.notify.getJob(`reply.${request.id}.expired.0`)).toBeDefined();
+  });
+
+  it('a reject past the expiry, by button or from a modal left open, expires the request instead', async () => {
+    const first = await pendingRequest();
+    const seenViews = h.slack.views.length;
+    await h.click('reject', first.id, USERS.lead);
+    const modal = (await h.openedView(seenViews)).view;
+    const second = await pendingRequest();
+    h.clock.advance(24 * 3_600_000 + 60_000);
+
+    const fromModal = await h.submitView(modal, { reject_reason: 'too late' }, USERS.lead);
+    expect(fromModal.json).toEqual({
+      response_action: 'errors',
+      errors: { reject_reason: `Request \`${first.id}\` has expired; ask for a new one.` },
+    });
+    expect((await h.store.get(first.id))?.state).toBe('expired');
+
+    const views = h.slack.views.length;
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.lead).length;
+    await h.click('reject', second.id, USERS.lead);
+    expect((await ephemeralTexts(USERS.lead, seen + 1)).at(-1)).toBe(
+      `Request \`${second.id}\` has expired; ask for a new one.`,
+    );
+    expect(h.slack.views.length).toBe(views);
+    const expired = await h.store.get(second.id);
+    expect(expired?.state).toBe('expired');
+    expect(expired?.rejectedBy).toBeUndefined();
   });
 });

@@ -3,7 +3,15 @@ import { enqueueExecution } from '../../jobs/queues.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
 import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
-import { alreadyText, announce, type ButtonArgs, clickOf, requestForClick, tellClicker } from './common.ts';
+import {
+  alreadyText,
+  announce,
+  type ButtonArgs,
+  clickOf,
+  expireIfDue,
+  requestForClick,
+  tellClicker,
+} from './common.ts';
 
 /**
  * Approve: only the request's approvers, never its requester, only while pending and not expired.
@@ -17,19 +25,26 @@ export function register(app: App, deps: SlackDeps): void {
     const request = await requestForClick(button, deps, click);
     if (!request) return;
     if (click.user === request.requester) {
-      return tellClicker(button, deps, click, 'You cannot approve your own request: another approver has to.');
+      return tellClicker(
+        button,
+        deps,
+        click,
+        'You cannot approve your own request: another approver has to.',
+      );
     }
     if (!request.approvers.includes(click.user)) {
       const who = request.approvers.map(mention).join(', ');
-      return tellClicker(button, deps, click, `Only the approvers of ${request.projectName} can approve: ${who}.`);
+      return tellClicker(
+        button,
+        deps,
+        click,
+        `Only the approvers of ${request.projectName} can approve: ${who}.`,
+      );
     }
     if (request.state !== 'pending') return tellClicker(button, deps, click, alreadyText(request));
-    if (new Date(request.expiresAt) <= deps.now()) {
-      const expired = await deps.store.transition(request.id, { from: ['pending'], to: 'expired', actor: 'cloudops' });
-      if (expired.ok) await announce(deps, expired.request, 'expired');
-      return tellClicker(button, deps, click, `Request \`${request.id}\` has expired; ask for a new one.`);
-    }
     try {
+      const expired = await expireIfDue(deps, request);
+      if (expired) return tellClicker(button, deps, click, expired);
       const approved = await deps.store.transition(request.id, {
         from: ['pending'],
         to: 'approved',
@@ -37,10 +52,19 @@ export function register(app: App, deps: SlackDeps): void {
         patch: { approvedBy: click.user },
       });
       if (!approved.ok) {
-        return tellClicker(button, deps, click, approved.request ? alreadyText(approved.request) : 'This request is gone.');
+        return tellClicker(
+          button,
+          deps,
+          click,
+          approved.request ? alreadyText(approved.request) : 'This request is gone.',
+        );
       }
       deps.metrics.approvals.inc({ decision: 'approved' });
-      const queued = await deps.store.transition(request.id, { from: ['approved'], to: 'queued', actor: 'cloudops' });
+      const queued = await deps.store.transition(request.id, {
+        from: ['approved'],
+        to: 'queued',
+        actor: 'cloudops',
+      });
       if (queued.ok) {
         deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
         await enqueueExecution(deps.queues, queued.request, deps.now());

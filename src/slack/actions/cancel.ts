@@ -19,7 +19,8 @@ export function register(app: App, deps: SlackDeps): void {
     const allowed =
       click.user === request.requester || (scheduledWaiting && request.approvers.includes(click.user));
     if (!allowed) return tellClicker(button, deps, click, 'Only the requester can cancel this request.');
-    if (request.state !== 'pending' && !scheduledWaiting) return tellClicker(button, deps, click, alreadyText(request));
+    if (request.state !== 'pending' && !scheduledWaiting)
+      return tellClicker(button, deps, click, alreadyText(request));
     try {
       const cancelled = await deps.store.transition(request.id, {
         from: scheduledWaiting ? ['queued'] : ['pending'],
@@ -28,7 +29,12 @@ export function register(app: App, deps: SlackDeps): void {
         patch: { cancelledBy: click.user },
       });
       if (!cancelled.ok) {
-        return tellClicker(button, deps, click, cancelled.request ? alreadyText(cancelled.request) : 'This request is gone.');
+        return tellClicker(
+          button,
+          deps,
+          click,
+          cancelled.request ? alreadyText(cancelled.request) : 'This request is gone.',
+        );
       }
       if (scheduledWaiting) await cancelExecution(deps.queues, request.id);
       deps.metrics.requests.inc({ kind: request.kind, state: 'cancelled' });

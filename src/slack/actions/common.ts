@@ -1,8 +1,8 @@
-import type { BlockAction, ButtonAction, SlackActionMiddlewareArgs, AllMiddlewareArgs } from '@slack/bolt';
+import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
 import { enqueueNotify } from '../../jobs/queues.ts';
 import type { CloudRequest } from '../../requests/types.ts';
-import type { ReplyEvent } from '../blocks/request-message.ts';
 import { STATE_LABEL } from '../blocks/describe.ts';
+import type { ReplyEvent } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
 import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 
@@ -20,7 +20,12 @@ export function clickOf(args: ButtonArgs): Click {
 }
 
 /** Tells only the clicker why nothing happened. */
-export async function tellClicker(args: ButtonArgs, deps: SlackDeps, click: Click, text: string): Promise<void> {
+export async function tellClicker(
+  args: ButtonArgs,
+  deps: SlackDeps,
+  click: Click,
+  text: string,
+): Promise<void> {
   deps.metrics.approvals.inc({ decision: 'refused_click' });
   const channel = click.channel;
   if (!channel) return;
@@ -30,10 +35,16 @@ export async function tellClicker(args: ButtonArgs, deps: SlackDeps, click: Clic
 }
 
 /** Loads the request behind a click; answers the clicker itself when it cannot. */
-export async function requestForClick(args: ButtonArgs, deps: SlackDeps, click: Click): Promise<CloudRequest | undefined> {
+export async function requestForClick(
+  args: ButtonArgs,
+  deps: SlackDeps,
+  click: Click,
+): Promise<CloudRequest | undefined> {
   let request: CloudRequest | undefined;
   try {
-    request = /^[0-9A-Z]{4,16}$/.test(click.requestId) ? await withDeadline(deps.store.get(click.requestId)) : undefined;
+    request = /^[0-9A-Z]{4,16}$/.test(click.requestId)
+      ? await withDeadline(deps.store.get(click.requestId))
+      : undefined;
   } catch {
     await tellClicker(args, deps, click, TRY_AGAIN);
     return undefined;
@@ -56,4 +67,22 @@ export function alreadyText(request: CloudRequest): string {
 export async function announce(deps: SlackDeps, request: CloudRequest, reply?: ReplyEvent): Promise<void> {
   await enqueueNotify(deps.queues, { type: 'sync-message', requestId: request.id });
   if (reply) await enqueueNotify(deps.queues, { type: 'thread-reply', requestId: request.id, event: reply });
+}
+
+/**
+ * A pending request past its `expiresAt` is expired now, whoever clicks (the notify worker may not have run yet):
+ * returns the text for the clicker, or undefined when the request is still live.
+ */
+export async function expireIfDue(deps: SlackDeps, request: CloudRequest): Promise<string | undefined> {
+  if (request.state !== 'pending' || new Date(request.expiresAt) > deps.now()) return undefined;
+  const expired = await deps.store.transition(request.id, {
+    from: ['pending'],
+    to: 'expired',
+    actor: 'cloudops',
+  });
+  if (expired.ok) {
+    deps.metrics.requests.inc({ kind: request.kind, state: 'expired' });
+    await announce(deps, expired.request, 'expired');
+  }
+  return `Request \`${request.id}\` has expired; ask for a new one.`;
 }

@@ -28,7 +28,12 @@ export function register(app: App, deps: SlackDeps): void {
           detail: 'checked in the portal',
         });
         if (!resolved.ok) {
-          return tellClicker(button, deps, click, resolved.request ? alreadyText(resolved.request) : 'This request is gone.');
+          return tellClicker(
+            button,
+            deps,
+            click,
+            resolved.request ? alreadyText(resolved.request) : 'This request is gone.',
+          );
         }
         await announce(deps, resolved.request, 'resolved');
       } catch (error) {
