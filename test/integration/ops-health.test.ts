@@ -58,7 +58,9 @@ describe('health and metrics of the running bot (HTTP mode, ROLE=all)', () => {
     expect(answer.status).toBe(200);
     // /cloud clusters reads the list endpoint: wait for the client's call to be recorded.
     await eventually(async () =>
-      /cloudops_cloud_api_seconds_count\{operation="listClusters"/.test((await get(`${ops.url}/metrics`)).text),
+      /cloudops_cloud_api_seconds_count\{operation="listClusters"/.test(
+        (await get(`${ops.url}/metrics`)).text,
+      ),
     );
     const metrics = await get(`${ops.url}/metrics`);
     expect(metrics.status).toBe(200);

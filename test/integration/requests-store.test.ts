@@ -96,27 +96,33 @@ describe('RequestStore', () => {
   });
 
   it('answers not_found and wrong_state without writing', async () => {
-    expect(await store.transition('ZZZZZZZZ', { from: ['pending'], to: 'approved', actor: 'U0LEAD' })).toEqual({
+    expect(
+      await store.transition('ZZZZZZZZ', { from: ['pending'], to: 'approved', actor: 'U0LEAD' }),
+    ).toEqual({
       ok: false,
       reason: 'not_found',
     });
     const created = await store.create(resizeRequest(), 'U0DEV');
     await store.transition(created.id, { from: ['pending'], to: 'rejected', actor: 'U0LEAD' });
     const late = await store.transition(created.id, { from: ['pending'], to: 'approved', actor: 'U0LEAD' });
-    expect(late).toMatchObject({ ok: false, reason: 'wrong_state', request: { state: 'rejected', version: 2 } });
+    expect(late).toMatchObject({
+      ok: false,
+      reason: 'wrong_state',
+      request: { state: 'rejected', version: 2 },
+    });
   });
 
   it('throws on an arrow the state machine does not have', async () => {
     const created = await store.create(resizeRequest(), 'U0DEV');
-    await expect(store.transition(created.id, { from: ['pending'], to: 'succeeded', actor: 'x' })).rejects.toThrow(
-      IllegalTransitionError,
-    );
+    await expect(
+      store.transition(created.id, { from: ['pending'], to: 'succeeded', actor: 'x' }),
+    ).rejects.toThrow(IllegalTransitionError);
     await expect(
       store.transition(created.id, { from: ['queued', 'succeeded'], to: 'sending', actor: 'x' }),
     ).rejects.toThrow(/from succeeded to sending/);
-    await expect(store.transition(created.id, { from: ['unknown'], to: 'queued', actor: 'x' })).rejects.toThrow(
-      IllegalTransitionError,
-    );
+    await expect(
+      store.transition(created.id, { from: ['unknown'], to: 'queued', actor: 'x' }),
+    ).rejects.toThrow(IllegalTransitionError);
     expect((await store.get(created.id))?.version).toBe(1);
   });
 

@@ -79,8 +79,18 @@ describe('knownVm', () => {
 
   it('lays what the bot applied over the policy', () => {
     const at = new Date('2025-03-01T00:00:00Z');
-    const known = knownVm(policyVm, { cores: 8, wanMode: 'off', privateNetwork: 'on', lastIncreaseAt: at }, 101);
-    expect(known).toMatchObject({ cores: 8, ramGb: 4, wanMode: 'off', privateNetwork: 'on', lastIncreaseAt: at });
+    const known = knownVm(
+      policyVm,
+      { cores: 8, wanMode: 'off', privateNetwork: 'on', lastIncreaseAt: at },
+      101,
+    );
+    expect(known).toMatchObject({
+      cores: 8,
+      ramGb: 4,
+      wanMode: 'off',
+      privateNetwork: 'on',
+      lastIncreaseAt: at,
+    });
   });
 
   it('knows only the id of a VM absent from both', () => {
