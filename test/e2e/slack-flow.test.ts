@@ -133,4 +133,33 @@ describe('the whole flow', () => {
     );
     expect(h.sim.applied.filter((a) => a.vmid === 101)).toHaveLength(1);
   });
+
+  it('a Slack rate limit and an outage delay the reports but lose none and never repeat the API call', async () => {
+    h.slack.limitPerChannel(1);
+    h.slack.failNext('chat.postMessage', { status: 429, retryAfter: 1 });
+    h.slack.failNext('chat.update', { error: 'service_unavailable', times: 2 });
+    const view = await h.openModal('resize shop-staging 201 ram=4', USERS.dev, CHANNELS.staging);
+    await h.submitView(view, {}, USERS.dev);
+    const request = await h.nextRequest(CHANNELS.staging);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
+    await h.slack.waitFor(
+      () =>
+        h.slack
+          .thread(CHANNELS.staging, final.ts)
+          .find((m) => (m.text ?? '').startsWith(':white_check_mark: Done')),
+      15_000,
+    );
+    expect(h.slack.calls.some((c) => c.status === 429)).toBe(true);
+    expect(h.slack.calls.filter((c) => c.response.error === 'service_unavailable')).toHaveLength(2);
+    expect(h.sim.applied.filter((a) => a.vmid === 201 && a.route === 'resize')).toHaveLength(1);
+    // One request message, one reply: nothing posted twice.
+    expect(
+      h.slack.messages(CHANNELS.staging).filter((m) => (m.text ?? '').includes(`(request ${request.id})`)),
+    ).toHaveLength(1);
+    expect(
+      h.slack.thread(CHANNELS.staging, final.ts).filter((m) => (m.text ?? '').includes('Done')),
+    ).toHaveLength(1);
+    h.slack.limitPerChannel(undefined);
+  });
 });
