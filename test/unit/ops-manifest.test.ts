@@ -45,6 +45,7 @@ const METHOD_CALL = new RegExp(
   'g',
 );
 const API_CALL = /\bapiCall\s*\(\s*['"`]([a-z]+(?:\.[A-Za-z]+)+)['"`]/g;
+const ARRAY_METHODS = new Set(Object.getOwnPropertyNames(Array.prototype));
 /** WebClient helpers that are not Web API methods themselves, and the methods they call. */
 const HELPERS: Record<string, string[]> = {
   'files.uploadV2': ['files.getUploadURLExternal', 'files.completeUploadExternal'],
@@ -59,7 +60,12 @@ function methodsCalled(): Map<string, string[]> {
   for (const file of tsFiles(join(repo, 'src'))) {
     const text = readFileSync(file, 'utf8');
     const where = relative(repo, file);
-    for (const match of text.matchAll(METHOD_CALL)) add(`${match[1]}.${match[2]!.replace(/\s/g, '')}`, where);
+    for (const match of text.matchAll(METHOD_CALL)) {
+      const method = match[2]!.replace(/\s/g, '');
+      // `slack.calls.slice(` or `stand.views.filter(` is an array, not the Web API.
+      if (ARRAY_METHODS.has(method.split('.')[0]!)) continue;
+      add(`${match[1]}.${method}`, where);
+    }
     for (const match of text.matchAll(API_CALL)) add(match[1]!, where);
   }
   return found;
