@@ -69,8 +69,16 @@ describe('rules the modal knows come back as field errors', () => {
     expect(ack.json?.response_action).toBe('push');
     const pushed = ack.json?.view as Record<string, unknown>;
     expect(pushed.callback_id).toBe('resize_schedule');
-    const allowedAt = new Date(h.clock.now().getTime() + 22 * 3_600_000);
-    expect(JSON.stringify(pushed.blocks)).toContain('Cores can be lowered from');
+    // Created two hours ago: allowed 22 hours from now; scheduled on the next whole minute plus a minute's margin
+    // for the API's clock, which is also the minute the rule's message names.
+    const exact = h.clock.now().getTime() + 22 * 3_600_000;
+    const allowedAt = new Date(Math.ceil(exact / 60_000) * 60_000 + 60_000);
+    const ruleMinute = new Date(Math.ceil(exact / 60_000) * 60_000)
+      .toISOString()
+      .slice(0, 16)
+      .replace('T', ' ');
+    expect(JSON.stringify(pushed.blocks)).toContain(`Cores can be lowered from ${ruleMinute} UTC`);
+    expect(JSON.stringify(pushed.blocks)).toContain(`<!date^${allowedAt.getTime() / 1000}^`);
     expect((await h.requests()).length).toBe(before);
 
     const scheduled = await h.submitView(pushed, {}, USERS.dev);

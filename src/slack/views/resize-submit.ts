@@ -10,7 +10,19 @@ import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../
 import type { Draft } from '../drafts.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
 
-export const STALE_FORM = 'This form has expired or was already submitted. Close it and run the command again.';
+/**
+ * A scheduled downsize runs this long after the exact end of the 24-hour wait, on a whole minute: the API's clock
+ * may be a little behind ours, and the time shown then matches the rule's "from HH:MM" (rounded up).
+ */
+export const SCHEDULE_MARGIN_MS = 60_000;
+
+/** The time a downsize allowed from `earliest` is scheduled for. */
+export function scheduledRunAt(earliest: Date): Date {
+  return new Date(Math.ceil(earliest.getTime() / 60_000) * 60_000 + SCHEDULE_MARGIN_MS);
+}
+
+export const STALE_FORM =
+  'This form has expired or was already submitted. Close it and run the command again.';
 
 /** Loads the draft behind a modal and checks it belongs to the person submitting. */
 export async function draftFor(deps: SlackDeps, view: ViewOutput, user: string): Promise<Draft | undefined> {
@@ -40,7 +52,8 @@ export function register(app: App, deps: SlackDeps): void {
     } catch {
       return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
     }
-    if (!draft) return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
+    if (!draft)
+      return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
 
     const form = readForm(view);
     const blocks = inputBlockIds(view);
@@ -55,7 +68,10 @@ export function register(app: App, deps: SlackDeps): void {
     }
     const vmid = parseVmid(text(form, FIELDS.vmid) ?? '');
     if (typeof vmid !== 'number') {
-      return void (await ack({ response_action: 'errors', errors: fieldErrors([vmid], blocks, FIELDS.vmid) }));
+      return void (await ack({
+        response_action: 'errors',
+        errors: fieldErrors([vmid], blocks, FIELDS.vmid),
+      }));
     }
     const limits = deps.policy.limits;
     const target: ResizeTarget = {
@@ -70,7 +86,10 @@ export function register(app: App, deps: SlackDeps): void {
       if (target[key] === undefined) delete target[key];
     }
     if (violations.length > 0) {
-      return void (await ack({ response_action: 'errors', errors: fieldErrors(violations, blocks, FIELDS.cores) }));
+      return void (await ack({
+        response_action: 'errors',
+        errors: fieldErrors(violations, blocks, FIELDS.cores),
+      }));
     }
 
     let vm: ReturnType<typeof knownVm>;
@@ -102,6 +121,7 @@ export function register(app: App, deps: SlackDeps): void {
 
     if (check.cooldownOnly && check.earliestAllowedAt) {
       // Only the 24-hour rule stands in the way: offer to run it then, in a view pushed over the form.
+      const runAt = scheduledRunAt(check.earliestAllowedAt);
       const scheduled = {
         projectName: project.name,
         vmid,
@@ -109,7 +129,7 @@ export function register(app: App, deps: SlackDeps): void {
         confirmedStopped,
         acceptWanTwoStep,
         reason,
-        runAt: check.earliestAllowedAt.toISOString(),
+        runAt: runAt.toISOString(),
       };
       try {
         await withDeadline(deps.drafts.save({ ...draft, scheduled }));
@@ -121,17 +141,21 @@ export function register(app: App, deps: SlackDeps): void {
         view: scheduleModal(
           draft.id,
           check.violations.map((v) => v.message),
-          check.earliestAllowedAt,
+          runAt,
         ),
       }));
     }
     if (check.violations.length > 0) {
-      return void (await ack({ response_action: 'errors', errors: fieldErrors(check.violations, blocks, FIELDS.cores) }));
+      return void (await ack({
+        response_action: 'errors',
+        errors: fieldErrors(check.violations, blocks, FIELDS.cores),
+      }));
     }
 
     // Taking the draft makes a double submit or a replayed payload a no-op.
     const taken = await withDeadline(deps.drafts.take(draft.id)).catch(() => false);
-    if (!taken) return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
+    if (!taken)
+      return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
     await ack({ response_action: 'clear' });
     const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
     try {
