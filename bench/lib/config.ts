@@ -18,7 +18,7 @@ export interface BenchConfig {
   };
   pipeline: { requests: number; concurrency: number; timeoutMs: number };
   fairness: { requests: number; vms: number; latencyMs: number; timeoutMs: number };
-  digest: { channels: number; perChannelPerSecond: number; timeoutMs: number };
+  digest: { channels: number; perChannelPerSecond: number; clusters: number; timeoutMs: number };
   footprint: { pipelineRequests: number; settleMs: number; readyTimeoutMs: number };
   logLevel: string;
   redisUrl: string;
@@ -29,7 +29,7 @@ export type ScenarioName = (typeof SCENARIOS)[number];
 
 const USAGE = `npm run bench -- [--quick] [--runs N] [--only ack,pipeline,fairness,digest,footprint]
   [--duration MS] [--rates 100,400] [--burst N] [--connections N] [--ack-role web|all]
-  [--pipeline N] [--concurrency N] [--fairness N] [--vms N] [--latency MS] [--digest N] [--log-level LEVEL]
+  [--pipeline N] [--concurrency N] [--fairness N] [--vms N] [--latency MS] [--digest N] [--digest-clusters N] [--log-level LEVEL]
 Environment: REDIS_URL (default redis://127.0.0.1:6379; a redis-server is started when none answers),
   BENCH_RUNS, BENCH_DURATION_MS, BENCH_PIPELINE, BENCH_CONCURRENCY.`;
 
@@ -88,6 +88,7 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     digest: {
       channels: int(values.digest, '--digest') ?? (quick ? 20 : 500),
       perChannelPerSecond: 1,
+      clusters: int(values['digest-clusters'], '--digest-clusters') ?? 40,
       timeoutMs: quick ? 120_000 : 300_000,
     },
     footprint: {
@@ -121,6 +122,7 @@ function parse(argv: string[]) {
       vms: { type: 'string' },
       latency: { type: 'string' },
       digest: { type: 'string' },
+      'digest-clusters': { type: 'string' },
       'log-level': { type: 'string' },
     },
   });

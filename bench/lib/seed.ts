@@ -19,17 +19,35 @@ function benchVm(vmid: number): SeedVm {
 
 /**
  * The default seed plus the bench project with VMs 101 and 102 and, when asked, `count` more from `firstVmid`
- * (one per request of the pipeline scenario, so no two requests wait on the same VM).
+ * (one per request of the pipeline scenario, so no two requests wait on the same VM), and `extraClusters` more zones.
  */
 export function benchSeed(
   base: SimSeed,
   extra?: { count: number; firstVmid: number },
+  extraClusters = 0,
 ): { seed: SimSeed; projectUuid: string } {
   const vms: SeedVm[] = [benchVm(101), benchVm(102)];
   if (extra) for (let i = 0; i < extra.count; i++) vms.push(benchVm(extra.firstVmid + i));
+  const clusters = structuredClone(base.clusters);
+  const model = clusters[0];
+  // Copies of the first zone with prices a little apart, so a digest has many rows (and is split in parts).
+  for (let i = 1; model && i <= extraClusters; i++) {
+    const prices = Object.fromEntries(
+      Object.entries(model.prices).map(([field, value]) => [
+        field,
+        (Number(value) * (1 + i / 100)).toFixed(5),
+      ]),
+    );
+    clusters.push({
+      name: `bench-zone-${i}`,
+      description: `Bench zone ${i}`,
+      location: `Bench ${i}`,
+      prices,
+    });
+  }
   return {
     seed: {
-      clusters: structuredClone(base.clusters),
+      clusters,
       projects: [...structuredClone(base.projects), { uuid: BENCH_PROJECT_UUID, name: 'bench', vms }],
     },
     projectUuid: BENCH_PROJECT_UUID,

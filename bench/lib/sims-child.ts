@@ -21,7 +21,7 @@ async function perform(message: SimsOp): Promise<unknown> {
       const { startCloudSim, DEFAULT_SEED } = await import('../../sim/cloud/server.ts');
       const { startSlackStandIn } = await import('../../sim/slack/server.ts');
       const { benchSeed } = await import('./seed.ts');
-      const seeded = benchSeed(DEFAULT_SEED, message.seedVms);
+      const seeded = benchSeed(DEFAULT_SEED, message.seedVms, message.extraClusters);
       cloud = await startCloudSim({ port: 0, seed: seeded.seed });
       slack = await startSlackStandIn({ port: 0, botToken: message.botToken, teamId: message.teamId });
       return {

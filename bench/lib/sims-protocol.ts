@@ -1,6 +1,12 @@
 /** What the bench asks of the simulators' process (sims-child.ts), one operation per message. */
 export type SimsOp =
-  | { op: 'start'; seedVms?: { count: number; firstVmid: number }; botToken: string; teamId: string }
+  | {
+      op: 'start';
+      seedVms?: { count: number; firstVmid: number };
+      extraClusters?: number;
+      botToken: string;
+      teamId: string;
+    }
   | { op: 'responseUrl'; channel: string; user: string }
   | { op: 'limitPerChannel'; perSecond: number | null }
   | { op: 'cloudLatency'; route: 'resize'; latencyMs: number; times: number }

@@ -19,6 +19,8 @@ export async function startSims(options: {
   botToken: string;
   teamId: string;
   seedVms?: { count: number; firstVmid: number };
+  /** Zones added to the default seed's. */
+  extraClusters?: number;
 }): Promise<Sims> {
   const child: ChildProcess = fork(new URL('./sims-child.ts', import.meta.url), {
     execArgv: ['--import', 'tsx'],
@@ -58,6 +60,7 @@ export async function startSims(options: {
       botToken: options.botToken,
       teamId: options.teamId,
       seedVms: options.seedVms,
+      extraClusters: options.extraClusters,
     });
   } catch (error) {
     kill();
