@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
@@ -143,6 +143,49 @@ describe('docker-compose.yml', () => {
     expect(compose.services.bot!.environment?.CLOUD_API_URL).toMatch(
       /^\$\{CLOUD_API_URL:-http:\/\/cloud-sim:8080\}$/,
     );
+  });
+});
+
+describe('the sim profile command, run for real', () => {
+  it('starts the cloud simulator with the key compose gives it, answering the list endpoint', async () => {
+    const sim = compose.services['cloud-sim']!;
+    const [npm, ...args] = sim.command ?? [];
+    expect(npm).toBe('npm');
+    // Same arguments, but loopback and a free port, as tests must listen.
+    const local = args.map((arg, i) =>
+      args[i - 1] === '--port' ? '0' : args[i - 1] === '--host' ? '127.0.0.1' : arg,
+    );
+    expect(local).toEqual(['run', 'sim', '--', '--port', '0', '--host', '127.0.0.1']);
+    const child = spawn('npm', local, {
+      cwd: repo,
+      env: { PATH: process.env.PATH ?? '', SIM_API_KEY: 'compose-test-key' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    try {
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URL printed: ${out}`)), 20_000);
+        child.stdout.on('data', () => {
+          // The URL line, then the key line: wait for both.
+          const found = /listening on (http:\/\/127\.0\.0\.1:\d+)[\s\S]*API key: /.exec(out);
+          if (found) {
+            clearTimeout(timer);
+            resolve(found[1]!);
+          }
+        });
+      });
+      expect(out).toContain('API key: compose-test-key');
+      const list = await fetch(`${url}/cloud/cluster/`);
+      expect(list.status).toBe(200);
+      expect(((await list.json()) as { name: string }[]).map((c) => c.name)).toContain('zone-1');
+    } finally {
+      // npm runs node in the same process group: end the group we started.
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+    }
   });
 });
 
