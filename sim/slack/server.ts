@@ -118,6 +118,7 @@ export interface SlackStandIn {
   checkPayload(where: string, payload: { blocks?: unknown; view?: unknown }): string[];
   /** Resolves with the predicate's first truthy value, re-checked after each call it receives; rejects after the timeout. */
   waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs?: number): Promise<T>;
+  /** The next call(s) of `method` fail as told; several failNext calls on one method apply in the order given. */
   failNext(method: string, options?: FailOptions): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
   limitPerChannel(perSecond: number | undefined): void;
@@ -162,7 +163,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const responses: ResponseUrlPost[] = [];
   const messages: SlackMessage[] = [];
   const ephemerals: EphemeralMessage[] = [];
-  const failures = new Map<string, Required<Pick<FailOptions, 'times'>> & FailOptions>();
+  const failures = new Map<string, (Required<Pick<FailOptions, 'times'>> & FailOptions)[]>();
   const triggers = new Map<string, { mintedAt: number; used: boolean }>();
   const responseUrls = new Map<string, ResponseUrlTarget & { uses: number }>();
   const uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
@@ -420,10 +421,10 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     if (token === undefined) return record({ status: 200, body: { ok: false, error: 'not_authed' } });
     if (token !== botToken) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
 
-    const failure = failures.get(method);
+    const failure = failures.get(method)?.[0];
     if (failure) {
       failure.times -= 1;
-      if (failure.times <= 0) failures.delete(method);
+      if (failure.times <= 0) failures.get(method)?.shift();
       if (failure.status === 429) {
         const retryAfter = String(failure.retryAfter ?? 1);
         return record({
@@ -625,7 +626,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       });
     },
     failNext(method, fail = {}) {
-      failures.set(method, { ...fail, times: fail.times ?? 1 });
+      failures.set(method, [...(failures.get(method) ?? []), { ...fail, times: fail.times ?? 1 }]);
     },
     limitPerChannel(limit) {
       perSecond = limit;

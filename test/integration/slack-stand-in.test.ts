@@ -236,6 +236,15 @@ describe('Slack stand-in: behaviour', () => {
     );
     await client.chat.postMessage({ channel: 'C0PROD', text: 'now it works' });
     expect(slack.callsOf('chat.postMessage').map((c) => c.status)).toEqual([429, 200]);
+    // Failures queued on one method apply in order.
+    slack.failNext('chat.postEphemeral', { status: 429 });
+    slack.failNext('chat.postEphemeral', { error: 'fatal_error' });
+    const ephemeral = () => client.chat.postEphemeral({ channel: 'C0PROD', user: 'U0DEV', text: 'x' });
+    expect(await ephemeral().catch((e: WebAPIRateLimitedError) => e.code)).toBe(
+      'slack_webapi_rate_limited_error',
+    );
+    expect(await errorOf(ephemeral())).toBe('fatal_error');
+    expect(await errorOf(ephemeral())).toBeUndefined();
   });
 
   it('limits posts per channel per second, answering 429 with Retry-After', async () => {
