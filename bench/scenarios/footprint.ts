@@ -1,0 +1,182 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../sim/local-redis.ts';
+import { benchEnv } from '../lib/bot.ts';
+import { type ReadyChild, spawnReady } from '../lib/child.ts';
+import { BENCH, benchPolicyYaml } from '../lib/identity.ts';
+import { runPipeline } from '../lib/pipeline.ts';
+import type { BenchContext, ScenarioResult } from '../lib/scenario.ts';
+import { type Sims, startSims } from '../lib/sims.ts';
+import { median, round } from '../lib/stats.ts';
+
+/** First VM id of the footprint pipeline's VMs in the simulator. */
+const FIRST_VMID = 30_000;
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+interface BotRun {
+  coldStartMs: number;
+  idleRssMb: number;
+  afterPipelineRssMb: number;
+  pipelinePerSecond: number;
+  sigtermExitCode: number | null;
+  sigtermMs: number;
+}
+
+interface BareRun {
+  coldStartMs: number;
+  idleRssMb: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Footprint: `node --import tsx src/main.ts` as its own process (as `npm start` runs it) against the simulators:
+ * spawn → GET /readyz 200, resident memory idle and after a pipeline run, and SIGTERM → exit. Baseline: a bare Bolt
+ * app plus a bare BullMQ worker in a process of their own.
+ */
+export async function run(ctx: BenchContext): Promise<ScenarioResult> {
+  const cfg = ctx.config.footprint;
+  let sims: Sims | undefined;
+  const dir = await mkdtemp(join(tmpdir(), 'cloudops-bench-footprint-'));
+  const children: ReadyChild[] = [];
+  try {
+    sims = await startSims({
+      botToken: BENCH.botToken,
+      teamId: BENCH.teamId,
+      seedVms: { count: cfg.pipelineRequests, firstVmid: FIRST_VMID },
+    });
+    const activeSims = sims;
+    const policyFile = join(dir, 'policy.yml');
+    await writeFile(policyFile, benchPolicyYaml(sims.projectUuid));
+
+    const startBot = async () => {
+      const port = await freePort();
+      const prefix = ctx.newPrefix('footprint');
+      const env = benchEnv(activeSims, {
+        redisUrl: ctx.redisUrl,
+        prefix,
+        role: 'all',
+        logLevel: ctx.config.logLevel,
+        port,
+        policyFile,
+      });
+      const child = await spawnReady({
+        script: 'src/main.ts',
+        env,
+        readyUrl: `http://127.0.0.1:${port}/readyz`,
+        timeoutMs: cfg.readyTimeoutMs,
+        logFile: ctx.logFile,
+        cwd: ROOT,
+      });
+      children.push(child);
+      return { child, prefix };
+    };
+    const startBare = async () => {
+      const port = await freePort();
+      const child = await spawnReady({
+        script: 'bench/lib/bare-app-main.ts',
+        env: { PORT: String(port), REDIS_URL: ctx.redisUrl, REDIS_PREFIX: ctx.newPrefix('footprint-bare') },
+        readyUrl: `http://127.0.0.1:${port}/readyz`,
+        timeoutMs: cfg.readyTimeoutMs,
+        logFile: ctx.logFile,
+        cwd: ROOT,
+      });
+      children.push(child);
+      return child;
+    };
+
+    ctx.log('footprint: warm-up start (untimed)');
+    await (await startBot()).child.stop();
+    await (await startBare()).stop();
+
+    const botRuns: BotRun[] = [];
+    const bareRuns: BareRun[] = [];
+    for (let r = 1; r <= ctx.config.runs; r++) {
+      const { child, prefix } = await startBot();
+      await sleep(cfg.settleMs);
+      const idleRssMb = await child.rssMb();
+      const pipeline = await runPipeline({
+        redis: ctx.redis,
+        prefix,
+        sims: activeSims,
+        count: cfg.pipelineRequests,
+        vmidOf: (i) => FIRST_VMID + i,
+        timeoutMs: ctx.config.pipeline.timeoutMs,
+        log: ctx.log,
+      });
+      await sleep(cfg.settleMs);
+      const afterPipelineRssMb = await child.rssMb();
+      const stopped = await child.stop();
+      botRuns.push({
+        coldStartMs: child.coldStartMs,
+        idleRssMb,
+        afterPipelineRssMb,
+        pipelinePerSecond: pipeline.perSecond,
+        sigtermExitCode: stopped.code,
+        sigtermMs: stopped.ms,
+      });
+
+      const bare = await startBare();
+      await sleep(cfg.settleMs);
+      bareRuns.push({ coldStartMs: bare.coldStartMs, idleRssMb: await bare.rssMb() });
+      await bare.stop();
+      ctx.log(
+        `footprint: run ${r}: ${JSON.stringify(botRuns.at(-1))} bare ${JSON.stringify(bareRuns.at(-1))}`,
+      );
+    }
+
+    const m = (values: number[]) => median(values);
+    const bot = {
+      coldStartMs: m(botRuns.map((r) => r.coldStartMs)),
+      idleRssMb: m(botRuns.map((r) => r.idleRssMb)),
+      afterPipelineRssMb: m(botRuns.map((r) => r.afterPipelineRssMb)),
+    };
+    const bare = {
+      coldStartMs: m(bareRuns.map((r) => r.coldStartMs)),
+      idleRssMb: m(bareRuns.map((r) => r.idleRssMb)),
+    };
+    return {
+      rows: [
+        {
+          scenario: 'footprint (own process)',
+          target: 'cloudops',
+          figures: {
+            cold_start_ms: round(bot.coldStartMs),
+            idle_rss_mb: round(bot.idleRssMb),
+            rss_after_pipeline_mb: round(bot.afterPipelineRssMb),
+          },
+        },
+        {
+          scenario: 'footprint (own process)',
+          target: 'bare bolt+bullmq',
+          figures: { cold_start_ms: round(bare.coldStartMs), idle_rss_mb: round(bare.idleRssMb) },
+        },
+      ],
+      data: {
+        pipelineRequests: cfg.pipelineRequests,
+        settleMs: cfg.settleMs,
+        cloudops: { runs: botRuns, median: bot },
+        bare: { runs: bareRuns, median: bare },
+      },
+      checks: [],
+      targets: [
+        {
+          name: 'footprint: idle memory under 150 MB',
+          ok: bot.idleRssMb < 150,
+          detail: `${round(bot.idleRssMb)} MB RSS (bare ${round(bare.idleRssMb)} MB)`,
+        },
+        {
+          name: 'footprint: SIGTERM exits 0',
+          ok: botRuns.every((r) => r.sigtermExitCode === 0),
+          detail: botRuns.map((r) => `code ${r.sigtermExitCode} in ${round(r.sigtermMs)} ms`).join(', '),
+        },
+      ],
+    };
+  } finally {
+    for (const child of children) await child.stop(3000).catch(() => undefined);
+    await sims?.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
