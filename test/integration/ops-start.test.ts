@@ -49,8 +49,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-// Each start loads the whole bot (~1.5 s on an idle machine): the cases run side by side.
-describe.concurrent('npm start without a working configuration', () => {
+// Each start loads the whole bot (~1.5 s idle, ~10 s on a loaded CI box): the cases run side by side.
+describe.concurrent('npm start without a working configuration', { timeout: 60_000 }, () => {
   it('with an empty environment: one line listing what is missing and pointing to npm run demo, exit 1', async () => {
     const run = await start({});
     expect(run.code).toBe(1);
