@@ -107,7 +107,6 @@ async function main(): Promise<number> {
     for (const prefix of prefixes.splice(0)) await deleteKeys(redis, prefix).catch(() => undefined);
   }
 
-  const rows: Row[] = outcomes.flatMap((o) => o.result?.rows ?? []);
   const checks: Check[] = outcomes.flatMap((o) => o.result?.checks ?? []);
   const targets: Check[] = outcomes.flatMap((o) => o.result?.targets ?? []);
   const failedScenarios = outcomes.filter((o) => o.error);
@@ -116,7 +115,11 @@ async function main(): Promise<number> {
   out.write(
     `\ncloudops bench${config.quick ? ' (--quick)' : ''}: median of ${config.runs} run(s) after a warm-up\n\n`,
   );
-  out.write(`${renderTable(rows)}\n\n`);
+  // One table per scenario: their figures differ.
+  for (const o of outcomes) {
+    const rows: Row[] = o.result?.rows ?? [];
+    if (rows.length > 0) out.write(`${renderTable(rows)}\n\n`);
+  }
   out.write('Correctness checks (fail the bench):\n');
   for (const c of checks) out.write(`  ${c.ok ? 'PASS' : 'FAIL'}  ${c.name}: ${c.detail}\n`);
   for (const o of failedScenarios)
