@@ -12,7 +12,10 @@ export interface PriceSource {
  * Caches the list endpoint (no auth, Shape B) for `ttlMs`. Concurrent callers share one request; a failed
  * fetch is not cached, so the next caller tries again.
  */
-export function createPriceCache(api: Pick<CloudApi, 'listClusters'>, options: { ttlMs?: number; now?: () => number } = {}): PriceSource {
+export function createPriceCache(
+  api: Pick<CloudApi, 'listClusters'>,
+  options: { ttlMs?: number; now?: () => number } = {},
+): PriceSource {
   const ttlMs = options.ttlMs ?? 5 * 60_000;
   const now = options.now ?? Date.now;
   let cached: { at: number; clusters: Cluster[] } | undefined;
