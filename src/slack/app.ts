@@ -24,13 +24,19 @@ function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
   const workspace = deps.policy.workspace;
   if (!workspace) return;
   app.use(async (args) => {
-    const body = args.body as { team_id?: string; team?: { id?: string } | null; type?: string; command?: string };
+    const body = args.body as {
+      team_id?: string;
+      team?: { id?: string } | null;
+      type?: string;
+      command?: string;
+    };
     const team = body.team_id ?? body.team?.id;
     if (team === workspace) return args.next();
     deps.logger.warn({ team }, 'request from another workspace refused');
     const ack = (args as { ack?: (response?: unknown) => Promise<void> }).ack;
     if (!ack) return;
-    if (body.command) return ack({ response_type: 'ephemeral', text: 'cloudops is not set up for this workspace.' });
+    if (body.command)
+      return ack({ response_type: 'ephemeral', text: 'cloudops is not set up for this workspace.' });
     return ack();
   });
 }
@@ -41,7 +47,10 @@ function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
  */
 export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRoute[] = []): SlackApp {
   const logger = boltLogger(deps.logger);
-  const clientOptions = { slackApiUrl: env.SLACK_API_URL, retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 } };
+  const clientOptions = {
+    slackApiUrl: env.SLACK_API_URL,
+    retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
+  };
   const socketMode = env.SLACK_APP_TOKEN !== undefined;
   const receiver = socketMode
     ? undefined

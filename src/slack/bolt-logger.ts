@@ -1,11 +1,14 @@
-import { LogLevel, type Logger as BoltLogger } from '@slack/bolt';
+import { type Logger as BoltLogger, LogLevel } from '@slack/bolt';
 import type { Logger } from '../observability/logger.ts';
 
 /** Bolt's logger interface over our pino logger, so Bolt's lines are JSON and redacted like ours. */
 export function boltLogger(logger: Logger): BoltLogger {
   const child = logger.child({ component: 'bolt' });
   let level: LogLevel = LogLevel.WARN;
-  const text = (msg: unknown[]) => msg.map((m) => (typeof m === 'string' ? m : m instanceof Error ? m.message : JSON.stringify(m))).join(' ');
+  const text = (msg: unknown[]) =>
+    msg
+      .map((m) => (typeof m === 'string' ? m : m instanceof Error ? m.message : JSON.stringify(m)))
+      .join(' ');
   return {
     debug: (...msg: unknown[]) => child.debug(text(msg)),
     info: (...msg: unknown[]) => child.info(text(msg)),

@@ -1,7 +1,7 @@
 import { approversOf, type ProjectPolicy } from '../config/policy.ts';
 import { enqueueExecution, enqueueNotify } from '../jobs/queues.ts';
 import type { CloudRequest, CostPreview, ResizeParams, RestoreParams } from '../requests/types.ts';
-import { costDifference, publicIpFor, vmCost, type CostedSize } from '../rules/cost.ts';
+import { type CostedSize, costDifference, publicIpFor, vmCost } from '../rules/cost.ts';
 import type { ResizeCheck } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { SlackDeps } from './deps.ts';
@@ -45,7 +45,8 @@ async function costPreview(deps: SlackDeps, project: ProjectPolicy, vm: VmKnown,
     deps.logger.warn({ err: error, cluster: project.cluster }, 'prices unavailable for the cost preview');
     return { note: `Cost not shown: the prices of ${project.cluster} could not be read just now.` };
   }
-  if (!prices) return { note: `Cost not shown: cluster ${project.cluster} is not in the active cluster list.` };
+  if (!prices)
+    return { note: `Cost not shown: cluster ${project.cluster} is not in the active cluster list.` };
   const cost = vmCost(prices, after);
   const preview: CostPreview = {
     cluster: project.cluster,
@@ -135,13 +136,18 @@ export interface CheckedResize {
   runAt?: Date;
 }
 
-export async function submitResize(deps: SlackDeps, origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
+export async function submitResize(
+  deps: SlackDeps,
+  origin: Origin,
+  resize: CheckedResize,
+): Promise<CloudRequest> {
   const { project, vm, check } = resize;
   const mode = check.decreases.length > 0 ? project.approval.resize_down : project.approval.resize_up;
   const cost = await costPreview(deps, project, vm, resize.target);
   const notes = [...check.notes];
   if (cost?.note && !cost.preview) notes.push(cost.note);
-  if (check.needsStoppedConfirmation) notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
+  if (check.needsStoppedConfirmation)
+    notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
   const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
   return submit(deps, origin, project, vm, {
     params: {
@@ -167,11 +173,20 @@ export interface CheckedRestore {
   reason?: string;
 }
 
-export async function submitRestore(deps: SlackDeps, origin: Origin, restore: CheckedRestore): Promise<CloudRequest> {
+export async function submitRestore(
+  deps: SlackDeps,
+  origin: Origin,
+  restore: CheckedRestore,
+): Promise<CloudRequest> {
   const notes = ['The VM must be stopped: the requester confirmed it and typed the VM id again.'];
   if (restore.vm.ha) notes.push('High-availability VM: autostart is not allowed.');
   return submit(deps, origin, restore.project, restore.vm, {
-    params: { kind: 'restore', backupSlug: restore.backupSlug, autostart: restore.autostart, confirmedStopped: true },
+    params: {
+      kind: 'restore',
+      backupSlug: restore.backupSlug,
+      autostart: restore.autostart,
+      confirmedStopped: true,
+    },
     needsApproval: restore.project.approval.restore === 'required',
     reason: restore.reason,
     notes,

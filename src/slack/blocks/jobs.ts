@@ -20,9 +20,14 @@ function actors(request: CloudRequest): string {
 /** `/cloud jobs`: one section per recent request, newest first, inside Slack's 50-block limit. */
 export function jobsBlocks(requests: CloudRequest[]): { text: string; blocks: KnownBlock[] } {
   if (requests.length === 0) {
-    return { text: 'No requests in this channel yet.', blocks: [{ type: 'section', text: mrkdwn('No requests in this channel yet.') }] };
+    return {
+      text: 'No requests in this channel yet.',
+      blocks: [{ type: 'section', text: mrkdwn('No requests in this channel yet.') }],
+    };
   }
-  const blocks: KnownBlock[] = [{ type: 'section', text: mrkdwn(`*Recent requests in this channel* (${requests.length})`) }];
+  const blocks: KnownBlock[] = [
+    { type: 'section', text: mrkdwn(`*Recent requests in this channel* (${requests.length})`) },
+  ];
   for (const request of requests.slice(0, 40)) {
     blocks.push({
       type: 'section',

@@ -36,7 +36,14 @@ const option = (value: string, label = value): PlainTextOption => ({ text: plain
 function textInput(
   blockId: string,
   label: string,
-  options: { initial?: string; placeholder?: string; optional?: boolean; hint?: string; multiline?: boolean; max?: number } = {},
+  options: {
+    initial?: string;
+    placeholder?: string;
+    optional?: boolean;
+    hint?: string;
+    multiline?: boolean;
+    max?: number;
+  } = {},
 ): KnownBlock {
   return {
     type: 'input',
@@ -86,7 +93,14 @@ export interface ResizeModalInput {
   vmid?: number;
   vm?: VmKnown;
   /** Typed on the command line; wins over what is known. */
-  typed: { cores?: number; ramGb?: number; osDiskGb?: number; cpuClass?: string; wanMode?: string; privateNetwork?: string };
+  typed: {
+    cores?: number;
+    ramGb?: number;
+    osDiskGb?: number;
+    cpuClass?: string;
+    wanMode?: string;
+    privateNetwork?: string;
+  };
   cpuClassConfigured: boolean;
   privateNetworkConfigured: boolean;
 }
@@ -125,8 +139,16 @@ export function resizeModal(input: ResizeModalInput): ModalView {
       optional: false,
       max: 12,
     }),
-    textInput(FIELDS.cores, 'Cores', { initial: initialNumber(input.typed.cores, vm?.cores), placeholder: 'unchanged', max: 6 }),
-    textInput(FIELDS.ramGb, 'RAM (GB)', { initial: initialNumber(input.typed.ramGb, vm?.ramGb), placeholder: 'unchanged', max: 6 }),
+    textInput(FIELDS.cores, 'Cores', {
+      initial: initialNumber(input.typed.cores, vm?.cores),
+      placeholder: 'unchanged',
+      max: 6,
+    }),
+    textInput(FIELDS.ramGb, 'RAM (GB)', {
+      initial: initialNumber(input.typed.ramGb, vm?.ramGb),
+      placeholder: 'unchanged',
+      max: 6,
+    }),
     textInput(FIELDS.osDiskGb, 'OS disk (GB)', {
       initial: initialNumber(input.typed.osDiskGb, vm?.osDiskGb),
       placeholder: 'unchanged',
@@ -175,7 +197,11 @@ export function resizeModal(input: ResizeModalInput): ModalView {
         ],
       },
     },
-    textInput(FIELDS.reason, 'Reason', { multiline: true, placeholder: 'Why, for the approver and the audit log', max: 1000 }),
+    textInput(FIELDS.reason, 'Reason', {
+      multiline: true,
+      placeholder: 'Why, for the approver and the audit log',
+      max: 1000,
+    }),
   );
   return {
     type: 'modal',
@@ -257,7 +283,11 @@ export function restoreModal(input: RestoreModalInput): ModalView {
       placeholder: 'the same VM id, to confirm the overwrite',
       max: 12,
     }),
-    textInput(FIELDS.reason, 'Reason', { multiline: true, placeholder: 'Why, for the approver and the audit log', max: 1000 }),
+    textInput(FIELDS.reason, 'Reason', {
+      multiline: true,
+      placeholder: 'Why, for the approver and the audit log',
+      max: 1000,
+    }),
   );
   return {
     type: 'modal',

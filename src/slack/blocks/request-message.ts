@@ -31,7 +31,11 @@ export interface RenderedMessage {
 
 export interface RequestRenderer {
   requestMessage(request: CloudRequest): RenderedMessage;
-  threadReply(request: CloudRequest, event: ReplyEvent, step?: number): { text: string; blocks?: KnownBlock[] };
+  threadReply(
+    request: CloudRequest,
+    event: ReplyEvent,
+    step?: number,
+  ): { text: string; blocks?: KnownBlock[] };
 }
 
 function title(request: CloudRequest): string {
@@ -48,7 +52,8 @@ function whatChanges(request: CloudRequest): string {
     ].join('\n');
   }
   const lines = changeLines(params).map((l) => `• ${escapeMrkdwn(l)}`);
-  if (params.steps.length > 1) lines.push('_Runs in two steps, as the API requires: WAN off first, then the new mode._');
+  if (params.steps.length > 1)
+    lines.push('_Runs in two steps, as the API requires: WAN off first, then the new mode._');
   return lines.join('\n');
 }
 
@@ -87,18 +92,37 @@ function buttons(request: CloudRequest): KnownBlock | undefined {
     const elements = [];
     if (request.needsApproval) {
       elements.push(
-        { type: 'button' as const, action_id: ACTIONS.approve, text: plain('Approve', 75), style: 'primary' as const, value },
-        { type: 'button' as const, action_id: ACTIONS.reject, text: plain('Reject', 75), style: 'danger' as const, value },
+        {
+          type: 'button' as const,
+          action_id: ACTIONS.approve,
+          text: plain('Approve', 75),
+          style: 'primary' as const,
+          value,
+        },
+        {
+          type: 'button' as const,
+          action_id: ACTIONS.reject,
+          text: plain('Reject', 75),
+          style: 'danger' as const,
+          value,
+        },
       );
     }
-    elements.push({ type: 'button' as const, action_id: ACTIONS.cancel, text: plain('Cancel request', 75), value });
+    elements.push({
+      type: 'button' as const,
+      action_id: ACTIONS.cancel,
+      text: plain('Cancel request', 75),
+      value,
+    });
     return { type: 'actions', block_id: `request:${request.id}`, elements };
   }
   if (scheduledNotStarted) {
     return {
       type: 'actions',
       block_id: `request:${request.id}`,
-      elements: [{ type: 'button', action_id: ACTIONS.cancel, text: plain('Cancel scheduled run', 75), value }],
+      elements: [
+        { type: 'button', action_id: ACTIONS.cancel, text: plain('Cancel scheduled run', 75), value },
+      ],
     };
   }
   return undefined;
@@ -119,14 +143,22 @@ function requestMessage(request: CloudRequest): RenderedMessage {
   if (request.runAt) {
     blocks.push({
       type: 'section',
-      text: mrkdwn(`:alarm_clock: Scheduled for ${slackDate(new Date(request.runAt))}, the earliest time the 24-hour rule allows.`),
+      text: mrkdwn(
+        `:alarm_clock: Scheduled for ${slackDate(new Date(request.runAt))}, the earliest time the 24-hour rule allows.`,
+      ),
     });
   }
   if (request.notes.length > 0) {
-    blocks.push({ type: 'section', text: mrkdwn(request.notes.map((n) => `• ${escapeMrkdwn(n)}`).join('\n')) });
+    blocks.push({
+      type: 'section',
+      text: mrkdwn(request.notes.map((n) => `• ${escapeMrkdwn(n)}`).join('\n')),
+    });
   }
   if (request.reason) {
-    blocks.push({ type: 'section', text: mrkdwn(`*Reason:* ${escapeMrkdwn(truncate(request.reason, 1000))}`) });
+    blocks.push({
+      type: 'section',
+      text: mrkdwn(`*Reason:* ${escapeMrkdwn(truncate(request.reason, 1000))}`),
+    });
   }
   blocks.push({ type: 'context', elements: [mrkdwn(whoActed(request).join(' · '))] });
   const actions = buttons(request);
@@ -140,7 +172,11 @@ function lastOutcome(request: CloudRequest) {
 }
 
 /** One thread reply for a state change. */
-function threadReply(request: CloudRequest, event: ReplyEvent, step?: number): { text: string; blocks?: KnownBlock[] } {
+function threadReply(
+  request: CloudRequest,
+  event: ReplyEvent,
+  step?: number,
+): { text: string; blocks?: KnownBlock[] } {
   const outcome = step === undefined ? lastOutcome(request) : request.outcomes.find((o) => o.step === step);
   const steps = request.params.kind === 'resize' ? request.params.steps : [];
   switch (event) {
@@ -153,9 +189,13 @@ function threadReply(request: CloudRequest, event: ReplyEvent, step?: number): {
         text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}${request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 1000))}”` : '.'} Nothing was sent to the API.`,
       };
     case 'expired':
-      return { text: 'Expired without an approval. Nothing was sent to the API; make a new request if it is still needed.' };
+      return {
+        text: 'Expired without an approval. Nothing was sent to the API; make a new request if it is still needed.',
+      };
     case 'cancelled':
-      return { text: `Cancelled by ${mention(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.` };
+      return {
+        text: `Cancelled by ${mention(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.`,
+      };
     case 'step_succeeded': {
       const s = steps[step ?? 0];
       return {
@@ -168,10 +208,15 @@ function threadReply(request: CloudRequest, event: ReplyEvent, step?: number): {
           text: `:white_check_mark: Restore started: ${escapeMrkdwn(outcome?.message || 'accepted')} Task id: \`${escapeMrkdwn(outcome?.taskId ?? 'not given')}\`.`,
         };
       }
-      return { text: `:white_check_mark: Done: ${escapeMrkdwn(outcome?.message || 'the API accepted the change.')}` };
+      return {
+        text: `:white_check_mark: Done: ${escapeMrkdwn(outcome?.message || 'the API accepted the change.')}`,
+      };
     }
     case 'refused': {
-      const applied = steps.length > 1 && (outcome?.step ?? 0) > 0 ? ' Step 1 (WAN off) was applied; the VM has WAN off now.' : '';
+      const applied =
+        steps.length > 1 && (outcome?.step ?? 0) > 0
+          ? ' Step 1 (WAN off) was applied; the VM has WAN off now.'
+          : '';
       return {
         text: `:x: The API refused this: ${escapeMrkdwn(outcome?.reason ?? 'no reason given.')}${applied}`,
       };
@@ -190,8 +235,19 @@ function threadReply(request: CloudRequest, event: ReplyEvent, step?: number): {
             type: 'actions',
             block_id: `resolve:${request.id}`,
             elements: [
-              { type: 'button', action_id: ACTIONS.resolveDone, text: plain('It was applied', 75), value: request.id, style: 'primary' },
-              { type: 'button', action_id: ACTIONS.resolveFailed, text: plain('It was not applied', 75), value: request.id },
+              {
+                type: 'button',
+                action_id: ACTIONS.resolveDone,
+                text: plain('It was applied', 75),
+                value: request.id,
+                style: 'primary',
+              },
+              {
+                type: 'button',
+                action_id: ACTIONS.resolveFailed,
+                text: plain('It was not applied', 75),
+                value: request.id,
+              },
             ],
           },
         ],

@@ -20,7 +20,11 @@ import { parseCloudCommand, type ResizeCommand, type RestoreCommand } from './pa
 const ephemeral = (text: string) => ({ response_type: 'ephemeral' as const, text });
 
 /** Resolves the typed project against the channel; a string is the refusal to show. */
-function resolveProject(deps: SlackDeps, channel: string, typed: string | undefined): ProjectPolicy | undefined | string {
+function resolveProject(
+  deps: SlackDeps,
+  channel: string,
+  typed: string | undefined,
+): ProjectPolicy | undefined | string {
   const here = projectsForChannel(deps.policy, channel);
   if (here.length === 0) {
     const where = deps.policy.projects.flatMap((p) => p.channels.map((c) => `<#${c}>`));
@@ -28,12 +32,17 @@ function resolveProject(deps: SlackDeps, channel: string, typed: string | undefi
   }
   if (typed === undefined) return undefined;
   const project = findProject(deps.policy, typed);
-  if (!project) return `Unknown project \`${typed}\`. Projects here: ${here.map((p) => `\`${p.name}\``).join(', ')}.`;
+  if (!project)
+    return `Unknown project \`${typed}\`. Projects here: ${here.map((p) => `\`${p.name}\``).join(', ')}.`;
   if (!project.channels.includes(channel)) return `Not from this channel: ${whereProjectLives(project)}`;
   return project;
 }
 
-async function knownOf(deps: SlackDeps, project: ProjectPolicy | undefined, vmid: number | undefined): Promise<VmKnown | undefined> {
+async function knownOf(
+  deps: SlackDeps,
+  project: ProjectPolicy | undefined,
+  vmid: number | undefined,
+): Promise<VmKnown | undefined> {
   if (!project || vmid === undefined) return undefined;
   const recorded = await deps.vmFacts.get(project.uuid, vmid);
   return knownVm(
@@ -44,7 +53,10 @@ async function knownOf(deps: SlackDeps, project: ProjectPolicy | undefined, vmid
 }
 
 const projectChoices = (deps: SlackDeps, channel: string) =>
-  projectsForChannel(deps.policy, channel).map((p) => ({ name: p.name, label: p.cluster ? `${p.name} (${p.cluster})` : p.name }));
+  projectsForChannel(deps.policy, channel).map((p) => ({
+    name: p.name,
+    label: p.cluster ? `${p.name} (${p.cluster})` : p.name,
+  }));
 
 /** Opens a modal after the ack; storage trouble becomes an ephemeral "try again". */
 async function openForm(
@@ -58,7 +70,8 @@ async function openForm(
   } catch (error) {
     deps.logger.warn({ err: error }, 'could not open a form');
     const text =
-      error instanceof StoreUnavailableError || (error as { name?: string }).name === 'MaxRetriesPerRequestError'
+      error instanceof StoreUnavailableError ||
+      (error as { name?: string }).name === 'MaxRetriesPerRequestError'
         ? TRY_AGAIN
         : ':warning: The form could not be opened. Please run the command again.';
     await slack.respond(ephemeral(text)).catch(() => undefined);
@@ -155,7 +168,9 @@ export function register(app: App, deps: SlackDeps): void {
         if (!word) {
           const known = ['resize', 'restore', 'jobs', ...words.map((w) => w.word), 'help'];
           return void (await slack.ack(
-            ephemeral(`:warning: Unknown word \`${parsed.name}\`. Try one of: ${known.map((w) => `\`${w}\``).join(', ')}.`),
+            ephemeral(
+              `:warning: Unknown word \`${parsed.name}\`. Try one of: ${known.map((w) => `\`${w}\``).join(', ')}.`,
+            ),
           ));
         }
         const ctx: CommandContext = { args: parsed.args, slack, deps };

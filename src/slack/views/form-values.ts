@@ -11,7 +11,8 @@ export function readForm(view: ViewOutput): Record<string, FormValue> {
   for (const [blockId, elements] of Object.entries(view.state.values)) {
     for (const state of Object.values(elements)) {
       if (state.type === 'checkboxes') out[blockId] = (state.selected_options ?? []).map((o) => o.value);
-      else if (state.type === 'static_select' || state.type === 'radio_buttons') out[blockId] = state.selected_option?.value ?? undefined;
+      else if (state.type === 'static_select' || state.type === 'radio_buttons')
+        out[blockId] = state.selected_option?.value ?? undefined;
       else out[blockId] = state.value?.trim() || undefined;
     }
   }
@@ -49,7 +50,11 @@ const FIELD_BLOCK: Record<Violation['field'], string> = {
  * Field errors for `response_action: errors`: one message per block (joined when a block has several), placed on
  * a block the view really has, else on the first input, so no refusal is ever lost.
  */
-export function fieldErrors(violations: Violation[], blockIds: string[], fallback: string): Record<string, string> {
+export function fieldErrors(
+  violations: Violation[],
+  blockIds: string[],
+  fallback: string,
+): Record<string, string> {
   const errors: Record<string, string> = {};
   for (const violation of violations) {
     const wanted = FIELD_BLOCK[violation.field];
@@ -61,5 +66,7 @@ export function fieldErrors(violations: Violation[], blockIds: string[], fallbac
 
 /** The input block ids a view has. */
 export function inputBlockIds(view: ViewOutput): string[] {
-  return view.blocks.filter((b) => b.type === 'input').map((b) => (b as { block_id?: string }).block_id ?? '');
+  return view.blocks
+    .filter((b) => b.type === 'input')
+    .map((b) => (b as { block_id?: string }).block_id ?? '');
 }

@@ -13,8 +13,10 @@ import { draftFor, STALE_FORM } from './resize-submit.ts';
 export function register(app: App, deps: SlackDeps): void {
   app.view(VIEWS.restore, async ({ ack, body, view, client }) => {
     const draft = await draftFor(deps, view, body.user.id).catch(() => null);
-    if (draft === null) return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
-    if (!draft) return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
+    if (draft === null)
+      return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
+    if (!draft)
+      return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
     const form = readForm(view);
     const blocks = inputBlockIds(view);
     const projectName = text(form, FIELDS.project);
@@ -27,7 +29,10 @@ export function register(app: App, deps: SlackDeps): void {
     }
     const vmid = parseVmid(text(form, FIELDS.vmid) ?? '');
     if (typeof vmid !== 'number') {
-      return void (await ack({ response_action: 'errors', errors: fieldErrors([vmid], blocks, FIELDS.vmid) }));
+      return void (await ack({
+        response_action: 'errors',
+        errors: fieldErrors([vmid], blocks, FIELDS.vmid),
+      }));
     }
     let vm: ReturnType<typeof knownVm>;
     try {
@@ -51,10 +56,14 @@ export function register(app: App, deps: SlackDeps): void {
       confirmedStopped: ticked(form, FIELDS.confirm, CONFIRM.stopped),
     });
     if (violations.length > 0) {
-      return void (await ack({ response_action: 'errors', errors: fieldErrors(violations, blocks, FIELDS.typedVmid) }));
+      return void (await ack({
+        response_action: 'errors',
+        errors: fieldErrors(violations, blocks, FIELDS.typedVmid),
+      }));
     }
     const taken = await withDeadline(deps.drafts.take(draft.id)).catch(() => false);
-    if (!taken) return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
+    if (!taken)
+      return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
     await ack({ response_action: 'clear' });
     try {
       await submitRestore(
@@ -64,7 +73,9 @@ export function register(app: App, deps: SlackDeps): void {
       );
     } catch (error) {
       deps.logger.error({ err: error }, 'restore request could not be stored');
-      await client.chat.postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN }).catch(() => undefined);
+      await client.chat
+        .postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN })
+        .catch(() => undefined);
     }
   });
 }

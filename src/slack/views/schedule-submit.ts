@@ -13,7 +13,12 @@ export function register(app: App, deps: SlackDeps): void {
     const draft = await draftFor(deps, view, body.user.id).catch(() => undefined);
     const scheduled = draft?.scheduled;
     const project = scheduled ? findProject(deps.policy, scheduled.projectName) : undefined;
-    if (!draft || !scheduled || !project || !projectsForChannel(deps.policy, draft.channel).includes(project)) {
+    if (
+      !draft ||
+      !scheduled ||
+      !project ||
+      !projectsForChannel(deps.policy, draft.channel).includes(project)
+    ) {
       return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
     }
     const runAt = new Date(scheduled.runAt);
@@ -55,11 +60,21 @@ export function register(app: App, deps: SlackDeps): void {
       await submitResize(
         deps,
         { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
-        { project, vm, target: scheduled.target, check, confirmedStopped: scheduled.confirmedStopped, reason: scheduled.reason, runAt },
+        {
+          project,
+          vm,
+          target: scheduled.target,
+          check,
+          confirmedStopped: scheduled.confirmedStopped,
+          reason: scheduled.reason,
+          runAt,
+        },
       );
     } catch (error) {
       deps.logger.error({ err: error }, 'scheduled resize could not be stored');
-      await client.chat.postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN }).catch(() => undefined);
+      await client.chat
+        .postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN })
+        .catch(() => undefined);
     }
   });
 }
