@@ -1,6 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
-import { interactionBody, slackSignature, slashCommandBody } from '../helpers/slack-request.ts';
+import {
+  blockActionsPayload,
+  interactionBody,
+  slackSignature,
+  slashCommandBody,
+} from '../helpers/slack-request.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -204,6 +209,24 @@ describe('who may talk to the bot', () => {
     const views = h.slack.views.length;
     await new Promise((r) => setTimeout(r, 100));
     expect(h.slack.views.length).toBe(views);
+
+    // A click from the other workspace on a real request of this one changes nothing.
+    await h.fillAndSubmit('resize shop-prod 102 cores=12', {});
+    const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
+    const payload = blockActionsPayload(
+      { user: USERS.lead, channel: CHANNELS.prod, teamId: 'T0OTHER' },
+      {
+        actionId: 'approve',
+        value: request.id,
+        triggerId: h.slack.triggerId(),
+        responseUrl: h.slack.responseUrl({ channel: CHANNELS.prod }),
+      },
+    );
+    const click = await h.send(interactionBody(payload));
+    expect(click.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await h.store.get(request.id)).toEqual(request);
+    expect(await h.queues.execute.getJob(request.id)).toBeUndefined();
   });
 });
 
