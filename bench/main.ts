@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { ensureRedis } from '../sim/local-redis.ts';
+import { ensureRedis, startLocalRedis } from '../sim/local-redis.ts';
 import { type BenchConfig, parseConfig, SCENARIOS, type ScenarioName } from './lib/config.ts';
 import { deleteKeys } from './lib/redis-keys.ts';
 import type { BenchContext, Check, Scenario, ScenarioResult } from './lib/scenario.ts';
@@ -75,7 +75,10 @@ async function main(): Promise<number> {
   );
   hardLimit.unref();
 
-  const found = await ensureRedis(config.redisUrl);
+  // A shared Redis also serves other people's tests; --own-redis keeps their load out of the figures.
+  const found = config.ownRedis
+    ? await startLocalRedis().then((started) => ({ url: started.url, started }))
+    : await ensureRedis(config.redisUrl);
   const redis = new Redis(found.url, { maxRetriesPerRequest: null });
   const runId = randomUUID().slice(0, 8);
   const prefixes: string[] = [];

@@ -22,14 +22,25 @@ export interface BenchConfig {
   footprint: { pipelineRequests: number; settleMs: number; readyTimeoutMs: number };
   logLevel: string;
   redisUrl: string;
+  /** Start a redis-server of the bench's own instead of using REDIS_URL (no other load on it). */
+  ownRedis: boolean;
 }
 
 export const SCENARIOS = ['ack', 'pipeline', 'fairness', 'digest', 'footprint'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
-const USAGE = `npm run bench -- [--quick] [--runs N] [--only ack,pipeline,fairness,digest,footprint]
-  [--duration MS] [--rates 100,400] [--burst N] [--connections N] [--ack-role web|all]
-  [--pipeline N] [--concurrency N] [--fairness N] [--vms N] [--latency MS] [--digest N] [--digest-clusters N] [--log-level LEVEL]
+const USAGE = `npm run bench -- [options]
+  --quick                smoke run: small sizes, 1 run
+  --runs N               measured runs per figure (median shown; default 3)
+  --only a,b             scenarios: ack, pipeline, fairness, digest, footprint
+  --duration MS          each fixed-rate ack run (default 8000)   --rates 100,400   --burst N (default 1000)
+  --connections N        load-generator sockets (default 1000)     --ack-role web|all (default web)
+  --pipeline N           approved resizes per pipeline run (default 5000)
+  --concurrency N        the bot's execute concurrency, for the bare BullMQ baseline and the fairness ideal (default 4)
+  --fairness N --vms N --latency MS   fairness requests, VMs, simulator latency per resize (1000, 10, 20)
+  --digest N             channels due at the same second (default 500)   --digest-clusters N (default 40)
+  --log-level LEVEL      bot log level (default info; logs go to a temp file)
+  --own-redis            start a private redis-server instead of REDIS_URL
 Environment: REDIS_URL (default redis://127.0.0.1:6379; a redis-server is started when none answers),
   BENCH_RUNS, BENCH_DURATION_MS, BENCH_PIPELINE, BENCH_CONCURRENCY.`;
 
@@ -98,6 +109,7 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     },
     logLevel: values['log-level'] ?? 'info',
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    ownRedis: values['own-redis'] === true,
   };
 }
 
@@ -124,6 +136,7 @@ function parse(argv: string[]) {
       digest: { type: 'string' },
       'digest-clusters': { type: 'string' },
       'log-level': { type: 'string' },
+      'own-redis': { type: 'boolean' },
     },
   });
 }
