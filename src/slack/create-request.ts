@@ -121,7 +121,12 @@ async function submit(
       return queued.request;
     }
   }
-  await enqueueNotify(deps.queues, { type: 'expire', requestId: created.id });
+  // Delayed until the request's expiry, so the message loses its buttons on time without polling.
+  await enqueueNotify(
+    deps.queues,
+    { type: 'expire', requestId: created.id },
+    { expiresAt: created.expiresAt, now: deps.now() },
+  );
   return created;
 }
 

@@ -52,6 +52,10 @@ function whatChanges(request: CloudRequest): string {
     ].join('\n');
   }
   const lines = changeLines(params).map((l) => `• ${escapeMrkdwn(l)}`);
+  // Nothing differs from what the bot knew (its facts may be stale): say what will be sent instead.
+  if (lines.length === 0) {
+    lines.push(...params.steps.map((step) => `• Sends ${escapeMrkdwn(stepSummary(step) || 'no change')}`));
+  }
   if (params.steps.length > 1)
     lines.push('_Runs in two steps, as the API requires: WAN off first, then the new mode._');
   return lines.join('\n');
