@@ -61,7 +61,9 @@ export async function freePort(): Promise<number> {
  * Starts `redis-server` on a free loopback port in a new temp dir.
  * `appendOnly` turns on AOF with fsync always, for tests that restart Redis and expect their queue back.
  */
-export async function startLocalRedis(options: { appendOnly?: boolean; port?: number } = {}): Promise<LocalRedis> {
+export async function startLocalRedis(
+  options: { appendOnly?: boolean; port?: number } = {},
+): Promise<LocalRedis> {
   const port = options.port ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'cloudops-redis-'));
   const url = `redis://127.0.0.1:${port}`;

@@ -24,7 +24,9 @@ export function parseSince(text: string, now: Date = new Date()): Date {
     const parsed = new Date(trimmed);
     if (!Number.isNaN(parsed.getTime())) return parsed;
   }
-  throw new SinceError(`--since: expected an ISO date such as 2025-01-31T08:00:00Z or a duration such as 24h or 7d, got "${text}"`);
+  throw new SinceError(
+    `--since: expected an ISO date such as 2025-01-31T08:00:00Z or a duration such as 24h or 7d, got "${text}"`,
+  );
 }
 
 /**

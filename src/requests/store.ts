@@ -210,7 +210,11 @@ export class RequestStore {
       const planned = change(current);
       if (!planned) return { ok: false, reason: 'wrong_state', request: current };
       const at = this.now();
-      const next: CloudRequest = { ...planned.next, version: current.version + 1, updatedAt: at.toISOString() };
+      const next: CloudRequest = {
+        ...planned.next,
+        version: current.version + 1,
+        updatedAt: at.toISOString(),
+      };
       const reply = (await CAS.run(
         this.redis,
         [this.keys.request(id), this.keys.audit],

@@ -61,10 +61,16 @@ export class VmFactsStore {
       if (value !== undefined && Number.isFinite(Number(value))) facts[field] = Number(value);
     }
     if (hash.cpuClass === 'regular' || hash.cpuClass === 'light') facts.cpuClass = hash.cpuClass;
-    if (hash.wanMode === 'off' || hash.wanMode === 'ipv4' || hash.wanMode === 'ipv6' || hash.wanMode === 'dual') {
+    if (
+      hash.wanMode === 'off' ||
+      hash.wanMode === 'ipv4' ||
+      hash.wanMode === 'ipv6' ||
+      hash.wanMode === 'dual'
+    ) {
       facts.wanMode = hash.wanMode;
     }
-    if (hash.privateNetwork === 'off' || hash.privateNetwork === 'on') facts.privateNetwork = hash.privateNetwork;
+    if (hash.privateNetwork === 'off' || hash.privateNetwork === 'on')
+      facts.privateNetwork = hash.privateNetwork;
     if (hash.lastIncreaseAt) facts.lastIncreaseAt = new Date(hash.lastIncreaseAt);
     if (hash.appliedAt) facts.appliedAt = new Date(hash.appliedAt);
     return facts;
