@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { ensureRedis, startLocalRedis } from '../sim/local-redis.ts';
@@ -55,6 +55,8 @@ function machine() {
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
     cpus: availableParallelism(),
+    // Other work on the machine skews every figure; the load average at the start says how much there was.
+    loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
   };
 }
 
@@ -76,6 +78,7 @@ async function main(): Promise<number> {
   hardLimit.unref();
 
   // A shared Redis also serves other people's tests; --own-redis keeps their load out of the figures.
+  const machineAtStart = machine();
   const found = config.ownRedis
     ? await startLocalRedis().then((started) => ({ url: started.url, started }))
     : await ensureRedis(config.redisUrl);
@@ -135,7 +138,7 @@ async function main(): Promise<number> {
     quick: config.quick,
     runs: config.runs,
     config,
-    machine: machine(),
+    machine: machineAtStart,
     scenarios: Object.fromEntries(
       outcomes.map((o) => [
         o.name,

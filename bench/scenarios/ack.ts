@@ -14,6 +14,8 @@ import type { Row } from '../lib/table.ts';
 
 /** One request never waits longer than this in the client (it then counts as an error). */
 const REQUEST_TIMEOUT_MS = 10_000;
+/** How long the bench waits, after the last load run, for modals still being opened. */
+const MODAL_WAIT_MS = 15_000;
 /** The VM the resize commands name. */
 const COMMAND_VMID = 101;
 
@@ -79,6 +81,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const activeLoad = load;
     const activeSims = sims;
 
+    let commandsAcked = 0;
     const send = async (target: Target, kind: Kind, shape: LoadShape): Promise<LoadResult> => {
       const n = shapeCount(shape);
       // Bare Bolt acks any click, so it gets stand-in ids; the bot gets fresh pending requests, one per click.
@@ -100,6 +103,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         connections: cfg.connections,
         timeoutMs: REQUEST_TIMEOUT_MS,
       });
+      if (target === 'cloudops' && kind === 'command') commandsAcked += result.latencies.length;
       if (result.errors > 0) {
         ctx.log(
           `ack: ${target} ${kind} ${shapeName(shape)}: ${result.errors} errors (first: ${result.firstError})`,
@@ -194,8 +198,23 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         });
       }
     }
-    const slack = await sims.slackSummary();
+    // Modals open after the ack: give the last ones time to arrive before counting.
+    let slack = await sims.slackSummary();
+    for (
+      let waited = 0;
+      (slack.callsByMethod['views.open'] ?? 0) < commandsAcked && waited < MODAL_WAIT_MS;
+      waited += 250
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      slack = await sims.slackSummary();
+    }
     data.slack = slack;
+    const opened = slack.callsByMethod['views.open'] ?? 0;
+    targets.push({
+      name: 'ack: every acked resize command opened its modal',
+      ok: opened >= commandsAcked,
+      detail: `${opened} views.open for ${commandsAcked} acked commands`,
+    });
     checks.push({
       name: 'ack: the Slack stand-in saw no invalid call',
       ok: slack.problems === 0,
