@@ -14,7 +14,7 @@ export interface BareBullmqResult {
 
 /**
  * Bare BullMQ: `count` jobs added one by one (as the bot enqueues), a Worker with `concurrency` whose processor does
- * nothing; the time from the first add to the last completion, and queue wait (processedOn - timestamp).
+ * nothing (or `work`); the time from the first add to the last completion, and queue wait (processedOn - timestamp).
  */
 export async function runBareBullmq(options: {
   connection: Redis;
@@ -24,6 +24,8 @@ export async function runBareBullmq(options: {
   /** Adds in flight at once, as concurrent approvals would. */
   addParallelism?: number;
   timeoutMs: number;
+  /** The work of job `i`; nothing by default (the no-op baseline). */
+  work?: (i: number) => Promise<void>;
 }): Promise<BareBullmqResult> {
   const { connection, prefix, count, concurrency } = options;
   const queue = new Queue('bare', { connection, prefix });
@@ -33,7 +35,8 @@ export async function runBareBullmq(options: {
   const allDone = new Promise<void>((resolve) => {
     resolveAll = resolve;
   });
-  const worker = new Worker('bare', async () => undefined, {
+  const work = options.work ?? (async () => undefined);
+  const worker = new Worker<{ i: number }>('bare', (job) => work(job.data.i), {
     connection,
     prefix,
     concurrency,

@@ -1,3 +1,5 @@
+import { Pool } from 'undici';
+import { type BareBullmqResult, runBareBullmq } from '../lib/bare-bullmq.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
 import { BOT_EXECUTE_CONCURRENCY, type PipelineResult, runPipeline } from '../lib/pipeline.ts';
@@ -24,7 +26,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       seedVms: { count: cfg.vms, firstVmid: FIRST_VMID },
     });
     // Every resize call takes latencyMs on the simulator, for all runs (retries included).
-    await sims.cloudLatency(cfg.latencyMs, cfg.requests * (ctx.config.runs + 1) * 3 + 100);
+    await sims.cloudLatency(cfg.latencyMs, cfg.requests * (ctx.config.runs * 2 + 1) * 3 + 100);
     const prefix = ctx.newPrefix('fairness');
     bot = await startBenchBot(sims, {
       redisUrl: ctx.redisUrl,
@@ -56,6 +58,39 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       );
     }
     const cloud = await sims.cloudSummary();
+
+    // Baseline: the same calls from a bare BullMQ worker (same concurrency), with no per-VM lock.
+    const api = new URL(sims.cloudUrl);
+    const pool = new Pool(api.origin, { connections: concurrency });
+    const projectUuid = sims.projectUuid;
+    const apiKey = sims.cloudApiKey;
+    const bareRuns: BareBullmqResult[] = [];
+    try {
+      for (let r = 1; r <= ctx.config.runs; r++) {
+        bareRuns.push(
+          await runBareBullmq({
+            connection: ctx.redis,
+            prefix: ctx.newPrefix('fairness-bare'),
+            count: cfg.requests,
+            concurrency,
+            timeoutMs: cfg.timeoutMs,
+            work: async (i) => {
+              const response = await pool.request({
+                method: 'POST',
+                path: `/cloud/project/${projectUuid}/vm/${FIRST_VMID + (i % cfg.vms)}/upgrade/`,
+                headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+                body: JSON.stringify({ cores: 4 }),
+              });
+              await response.body.dump();
+            },
+          }),
+        );
+      }
+    } finally {
+      await pool.close();
+    }
+    const bareOverlaps = (await sims.cloudSummary()).overlaps - cloud.overlaps;
+    const bareElapsed = median(bareRuns.map((r) => r.elapsedMs));
     const elapsed = median(runs.map((r) => r.elapsedMs));
     const ratio = elapsed / idealMs;
     return {
@@ -71,8 +106,27 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
             wait_p99_ms: round(median(runs.map((r) => r.executeWaitP99Ms))),
           },
         },
+        {
+          scenario: `fairness ${cfg.requests} over ${cfg.vms} VMs`,
+          target: 'bare bullmq, no lock',
+          figures: {
+            seconds: round(bareElapsed / 1000),
+            ideal_s: round(idealMs / 1000),
+            x_ideal: round(bareElapsed / idealMs, 2),
+            overlaps: bareOverlaps,
+            wait_p99_ms: round(median(bareRuns.map((r) => r.waitP99Ms))),
+          },
+        },
       ],
-      data: { latencyMs: cfg.latencyMs, concurrency, idealMs, runs, medianElapsedMs: elapsed, cloud },
+      data: {
+        latencyMs: cfg.latencyMs,
+        concurrency,
+        idealMs,
+        runs,
+        medianElapsedMs: elapsed,
+        cloud,
+        bareBullmqNoLock: { runs: bareRuns, medianElapsedMs: bareElapsed, overlaps: bareOverlaps },
+      },
       checks: [
         {
           name: 'fairness: no overlapping mutation on a VM',
