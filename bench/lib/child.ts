@@ -17,6 +17,12 @@ export interface ReadyChild {
 /** How often readiness is asked while a child starts. */
 const READY_POLL_MS = 20;
 
+/** Children still running; killed if the bench exits early (hard time limit, crash), so none outlives it. */
+const live = new Set<ReturnType<typeof spawn>>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
 /** Spawns `node --import tsx <script>` with `env`, output appended to `logFile`, and waits for `readyUrl` to answer 200. */
 export async function spawnReady(options: {
   script: string;
@@ -33,6 +39,8 @@ export async function spawnReady(options: {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
