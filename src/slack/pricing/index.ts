@@ -44,6 +44,8 @@ export interface Pricing {
  */
 export function createPricing(deps: PricingDeps): Pricing {
   const scheduler = new DigestScheduler({ connection: deps.connection, prefix: deps.prefix, now: deps.now });
+  // Without a listener BullMQ prints connection errors to the console, outside the redacted log.
+  scheduler.queue.on('error', (error: Error) => deps.logger.warn({ err: error }, 'digest queue problem'));
   const snapshots = new SnapshotStore(deps.connection, deps.prefix);
   const context: PricingContext = {
     policy: deps.policy,
