@@ -16,7 +16,7 @@ interface Exit {
   stderr: string;
 }
 
-function start(env: Record<string, string>, timeoutMs = 20_000): Promise<Exit> {
+function start(env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
