@@ -70,10 +70,25 @@ local function audit_append(stream, now_ms, fields)
 end
 `;
 
-/** KEYS: request, channel index, audit. ARGV: json, nowMs, id, initial state, actor, at, score, keep. */
-const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}
+/**
+ * Keeps the index of requests that must have an execute job (approved or queued) in step with the state, in the
+ * same script as the write, so a crash between the two cannot leave a request out of it.
+ */
+const AWAITING_RUN_LUA = `
+local function index_awaiting_run(key, state, now_ms, id)
+  if state == 'approved' or state == 'queued' then
+    redis.call('ZADD', key, now_ms, id)
+  elseif state ~= '' then
+    redis.call('ZREM', key, id)
+  end
+end
+`;
+
+/** KEYS: request, channel index, audit, awaiting-run index. ARGV: json, nowMs, id, initial state, actor, at, score, keep. */
+const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
+index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
 audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]})
 audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
@@ -81,15 +96,16 @@ return 1
 `);
 
 /**
- * Compare-and-set on the request's version; on success also appends the audit entry, in the same script so a
- * state change and its record cannot part. KEYS: request, audit.
- * ARGV: expected version, new json, nowMs, id, state ('' for no audit entry), actor, at, detail.
+ * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run
+ * index, in the same script so a state change and its records cannot part. KEYS: request, audit, awaiting-run.
+ * ARGV: expected version, new json, nowMs, id, state ('' for no state change), actor, at, detail.
  */
-const CAS = new LuaScript(`${AUDIT_APPEND_LUA}
+const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
 local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
 if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'conflict', current} end
 redis.call('SET', KEYS[1], ARGV[2])
+index_awaiting_run(KEYS[3], ARGV[5], ARGV[3], ARGV[4])
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
   if ARGV[8] ~= '' then
@@ -107,6 +123,8 @@ export function requestKeys(prefix: string) {
     request: (id: string) => `${prefix}:req:${id}`,
     channel: (channel: string) => `${prefix}:channel:${channel}`,
     audit: `${prefix}:audit`,
+    /** Requests that must have an execute job (approved or queued), scored by when they entered that state. */
+    awaitingRun: `${prefix}:awaiting-run`,
   };
 }
 
@@ -141,7 +159,12 @@ export class RequestStore {
       };
       const created = await CREATE.run(
         this.redis,
-        [this.keys.request(request.id), this.keys.channel(request.channel), this.keys.audit],
+        [
+          this.keys.request(request.id),
+          this.keys.channel(request.channel),
+          this.keys.audit,
+          this.keys.awaitingRun,
+        ],
         [
           JSON.stringify(request),
           at.getTime(),
@@ -198,6 +221,21 @@ export class RequestStore {
     return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as CloudRequest);
   }
 
+  /**
+   * Ids of requests that have been approved or queued since before `enteredBefore`, oldest first: each should
+   * have an execute job by then. The sweeper re-enqueues those that lost theirs.
+   */
+  async awaitingRun(enteredBefore: Date, limit = 100, offset = 0): Promise<string[]> {
+    return this.redis.zrangebyscore(
+      this.keys.awaitingRun,
+      '-inf',
+      enteredBefore.getTime(),
+      'LIMIT',
+      offset,
+      limit,
+    );
+  }
+
   private async casLoop(
     id: string,
     change: (
@@ -217,7 +255,7 @@ export class RequestStore {
       };
       const reply = (await CAS.run(
         this.redis,
-        [this.keys.request(id), this.keys.audit],
+        [this.keys.request(id), this.keys.audit, this.keys.awaitingRun],
         [
           current.version,
           JSON.stringify(next),
