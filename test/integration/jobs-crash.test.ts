@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.ts';
 import { JOBS_POLICY_YAML, type JobsEnv, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
@@ -19,16 +20,27 @@ afterEach(async () => {
 });
 
 const FINAL = ['succeeded', 'refused', 'unknown'] as const;
+/** Long enough for the calls of two VMs to overlap. */
+const SLOW_CALL_MS = 600;
 
 describe('one mutation per VM at a time', () => {
   it('serialises two requests for one VM while two VMs run in parallel', async () => {
-    env = await startJobsEnv({ name: 'jobs-serial' });
-    env.sim.fault('resize', { kind: 'latency', ms: 600, times: 4 });
+    // The injected latency must stay well under the header timeout even on a loaded machine: a late answer is
+    // rightly a timeout ("outcome unknown"), which is not what this test is about.
+    env = await startJobsEnv({
+      name: 'jobs-serial',
+      cloudTimeouts: { ...FAST_TIMEOUTS, headersMs: SLOW_CALL_MS * 8, bodyMs: SLOW_CALL_MS * 8 },
+    });
+    env.sim.fault('resize', { kind: 'latency', ms: SLOW_CALL_MS, times: 4 });
     env.startWorkers();
     const a1 = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
     const a2 = await env.queueRequest(resizeOf(env, 102, { ramGb: 16 }));
     const b = await env.queueRequest(resizeOf(env, 101, { osDiskGb: 80 }));
-    for (const r of [a1, a2, b]) expect((await env.waitForState(r.id, [...FINAL])).state).toBe('succeeded');
+    for (const r of [a1, a2, b]) {
+      const done = await env.waitForState(r.id, [...FINAL]);
+      // The outcome's reason says why a request did not succeed.
+      expect(done.state, JSON.stringify(done.outcomes)).toBe('succeeded');
+    }
 
     expect(env.sim.overlaps).toBe(0);
     const calls = env.sim.calls.filter((c) => c.route === 'resize');

@@ -2,7 +2,7 @@ import { WebClient } from '@slack/web-api';
 import { Redis } from 'ioredis';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
-import { CloudApiClient, FAST_TIMEOUTS } from '../../src/cloud/client.ts';
+import { CloudApiClient, FAST_TIMEOUTS, type TimeoutPolicy } from '../../src/cloud/client.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createExecution, type Execution, type ExecutionDeps } from '../../src/jobs/execution.ts';
 import { createQueues, enqueueExecution, enqueueNotify, type Queues } from '../../src/jobs/queues.ts';
@@ -52,14 +52,25 @@ export interface JobsEnv {
   close(): Promise<void>;
 }
 
-export async function startJobsEnv(options: { redisUrl?: string; name?: string } = {}): Promise<JobsEnv> {
+/** Options of `startJobsEnv`; `cloudTimeouts` defaults to FAST_TIMEOUTS (a hang is noticed within a second). */
+export interface JobsEnvOptions {
+  redisUrl?: string;
+  name?: string;
+  cloudTimeouts?: TimeoutPolicy;
+}
+
+export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEnv> {
   const redisUrl = options.redisUrl ?? testRedisUrl();
   const prefix = uniquePrefix(options.name ?? 'jobs');
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
   const sim = await startCloudSim();
   const slack = await startSlackStandIn();
-  const cloud = new CloudApiClient({ baseUrl: sim.url, apiKey: sim.apiKey, timeouts: FAST_TIMEOUTS });
+  const cloud = new CloudApiClient({
+    baseUrl: sim.url,
+    apiKey: sim.apiKey,
+    timeouts: options.cloudTimeouts ?? FAST_TIMEOUTS,
+  });
   const store = new RequestStore(redis, { prefix });
   const vmFacts = new VmFactsStore(redis, { prefix });
   const queues = createQueues(redis, prefix);
