@@ -1,5 +1,5 @@
 import { Decimal, DecimalError, percentChange } from './decimal.ts';
-import type { CpuClass, PriceLike, ReferenceVm, WanMode } from './types.ts';
+import type { CpuClass, PriceLike, ReferenceVm, ResizeTarget, VmKnown, WanMode } from './types.ts';
 
 /** Hours in the "monthly" figure (PRODUCT.md §5): 365 × 24 / 12. */
 export const HOURS_PER_MONTH = 730;
@@ -162,4 +162,23 @@ export function rankReferenceCosts<T extends { prices: PriceLike }>(
     cost,
     cheapest: lowest !== undefined && cost.missing.length === 0 && cost.hourly.equals(lowest),
   }));
+}
+
+/**
+ * The size a VM has after `target` is applied to what is known of it (the known size itself for an empty target),
+ * or undefined when cores, RAM or disk are not known: a cost needs all three.
+ */
+export function sizeAfter(vm: VmKnown, target: ResizeTarget): CostedSize | undefined {
+  const cores = target.cores ?? vm.cores;
+  const ramGb = target.ramGb ?? vm.ramGb;
+  const osDiskGb = target.osDiskGb ?? vm.osDiskGb;
+  if (cores === undefined || ramGb === undefined || osDiskGb === undefined) return undefined;
+  return {
+    cores,
+    ramGb,
+    osDiskGb,
+    cpuClass: target.cpuClass ?? vm.cpuClass ?? 'regular',
+    publicIp: publicIpFor(target.wanMode ?? vm.wanMode ?? 'off'),
+    privateNetwork: (target.privateNetwork ?? vm.privateNetwork) === 'on',
+  };
 }

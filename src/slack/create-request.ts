@@ -1,7 +1,7 @@
 import { approversOf, type ProjectPolicy } from '../config/policy.ts';
 import { enqueueExecution, enqueueNotify } from '../jobs/queues.ts';
 import type { CloudRequest, CostPreview, ResizeParams, RestoreParams } from '../requests/types.ts';
-import { type CostedSize, costDifference, publicIpFor, vmCost } from '../rules/cost.ts';
+import { costDifference, sizeAfter, vmCost } from '../rules/cost.ts';
 import type { ResizeCheck } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { SlackDeps } from './deps.ts';
@@ -13,26 +13,11 @@ export interface Origin {
   channel: string;
 }
 
-function costedSize(vm: VmKnown, target: ResizeTarget): CostedSize | undefined {
-  const cores = target.cores ?? vm.cores;
-  const ramGb = target.ramGb ?? vm.ramGb;
-  const osDiskGb = target.osDiskGb ?? vm.osDiskGb;
-  if (cores === undefined || ramGb === undefined || osDiskGb === undefined) return undefined;
-  return {
-    cores,
-    ramGb,
-    osDiskGb,
-    cpuClass: target.cpuClass ?? vm.cpuClass ?? 'regular',
-    publicIp: publicIpFor(target.wanMode ?? vm.wanMode ?? 'off'),
-    privateNetwork: (target.privateNetwork ?? vm.privateNetwork) === 'on',
-  };
-}
-
 /** The hourly and monthly cost after the change and the difference, or why it cannot be shown. */
 async function costPreview(deps: SlackDeps, project: ProjectPolicy, vm: VmKnown, target: ResizeTarget) {
   const currency = deps.policy.currency;
   if (!project.cluster) return undefined;
-  const after = costedSize(vm, target);
+  const after = sizeAfter(vm, target);
   if (!after) {
     return {
       note: 'Cost not shown: the VM’s current cores, RAM or disk are not known to the bot (add them to the policy file).',
@@ -54,7 +39,7 @@ async function costPreview(deps: SlackDeps, project: ProjectPolicy, vm: VmKnown,
     hourly: cost.hourly.toFixed(4),
     monthly: cost.monthly.toFixed(2),
   };
-  const before = costedSize(vm, {});
+  const before = sizeAfter(vm, {});
   if (before) {
     const diff = costDifference(prices, before, after);
     preview.diffHourly = diff.hourly.toFixed(4);

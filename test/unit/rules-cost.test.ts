@@ -8,6 +8,7 @@ import {
   publicIpFor,
   rankReferenceCosts,
   referenceVmCost,
+  sizeAfter,
   vmCost,
 } from '../../src/rules/cost.ts';
 import { Decimal, DecimalError, percentChange } from '../../src/rules/decimal.ts';
@@ -251,5 +252,28 @@ describe('reference VM', () => {
       ['zone-4', '0.0002', false],
     ]);
     expect(rankReferenceCosts([], reference)).toEqual([]);
+  });
+});
+
+describe('sizeAfter', () => {
+  const vm = { vmid: 101, ha: false, cores: 2, ramGb: 4, osDiskGb: 50, wanMode: 'ipv4' as const };
+
+  it('applies the target over what is known, keeping the rest', () => {
+    expect(sizeAfter(vm, { cores: 4, wanMode: 'off' })).toEqual({
+      cores: 4,
+      ramGb: 4,
+      osDiskGb: 50,
+      cpuClass: 'regular',
+      publicIp: 0,
+      privateNetwork: false,
+    });
+    expect(sizeAfter(vm, {})).toMatchObject({ cores: 2, publicIp: 1 });
+  });
+
+  it('is undefined while cores, RAM or disk stay unknown', () => {
+    expect(sizeAfter({ vmid: 101, ha: false, cores: 2 }, { ramGb: 8 })).toBeUndefined();
+    expect(sizeAfter({ vmid: 101, ha: false }, { cores: 2, ramGb: 8, osDiskGb: 20 })).toMatchObject({
+      osDiskGb: 20,
+    });
   });
 });

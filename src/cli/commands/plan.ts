@@ -3,7 +3,7 @@ import type { Cluster } from '../../cloud/types.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
 import { resizeBody } from '../../jobs/resize-body.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
-import { type CostedSize, costDifference, publicIpFor, vmCost } from '../../rules/cost.ts';
+import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';
 import {
   isViolation,
   parseCpuClass,
@@ -69,21 +69,6 @@ export function parseTarget(words: string[], policy: Policy): ResizeTarget {
   return target;
 }
 
-function costedSize(vm: VmKnown, target: ResizeTarget): CostedSize | undefined {
-  const cores = target.cores ?? vm.cores;
-  const ramGb = target.ramGb ?? vm.ramGb;
-  const osDiskGb = target.osDiskGb ?? vm.osDiskGb;
-  if (cores === undefined || ramGb === undefined || osDiskGb === undefined) return undefined;
-  return {
-    cores,
-    ramGb,
-    osDiskGb,
-    cpuClass: target.cpuClass ?? vm.cpuClass ?? 'regular',
-    publicIp: publicIpFor(target.wanMode ?? vm.wanMode ?? 'off'),
-    privateNetwork: (target.privateNetwork ?? vm.privateNetwork) === 'on',
-  };
-}
-
 interface CostPlan {
   cluster: string;
   currency: string;
@@ -105,7 +90,7 @@ async function costPlan(
 ): Promise<CostPlan | string> {
   const cluster = project.cluster;
   if (!cluster) return `project ${project.name} names no cluster in the policy`;
-  const after = costedSize(vm, target);
+  const after = sizeAfter(vm, target);
   if (!after) return 'the VM’s current cores, RAM or disk are not in the policy file';
   if (!io.env.CLOUD_API_URL) return 'CLOUD_API_URL is not set';
   let clusters: Cluster[];
@@ -126,7 +111,7 @@ async function costPlan(
     monthly: cost.monthly.toFixed(2),
     missing: cost.missing,
   };
-  const before = costedSize(vm, {});
+  const before = sizeAfter(vm, {});
   if (before) {
     const diff = costDifference(prices, before, after);
     plan.diffHourly = diff.hourly.toFixed(4);
