@@ -34,6 +34,16 @@ const envSchema = z.object({
     .min(0, { message: 'expected a port from 0 to 65535' })
     .max(65535, { message: 'expected a port from 0 to 65535' })
     .default(3000),
+  /**
+   * Address the HTTP receiver binds to (not used in Socket Mode). Default `0.0.0.0`: every IPv4 interface, as a
+   * container needs; `127.0.0.1` keeps the bot on loopback behind a local proxy; `::` listens on IPv6 too.
+   */
+  HOST: z
+    .string()
+    .regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/, {
+      message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
+    })
+    .default('0.0.0.0'),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z

@@ -20,6 +20,7 @@ describe('loadEnv', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_PREFIX: 'cloudops',
       PORT: 3000,
+      HOST: '0.0.0.0',
       POLICY_FILE: './policy.yml',
       ROLE: 'all',
       LOG_LEVEL: 'info',
@@ -59,6 +60,7 @@ describe('loadEnv', () => {
     ['ROLE', 'SECRETVALUE', /all, web, worker, scheduler/],
     ['LOG_LEVEL', 'SECRETVALUE', /pino level/],
     ['REDIS_PREFIX', 'SECRET VALUE', /letters, digits/],
+    ['HOST', 'http://SECRETVALUE', /IP address or host name/],
   ])(
     'stops on a bad %s with one line naming it and what is expected, without its value',
     (name, value, expected) => {
@@ -70,6 +72,13 @@ describe('loadEnv', () => {
       expect(error.message).not.toContain('SECRET VALUE');
       expect(String(error.stack)).not.toContain('SECRETVALUE');
       expect(error.cause).toBeUndefined();
+    },
+  );
+
+  it.each(['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost', 'bot.internal'])(
+    'takes HOST %s as the address to bind',
+    (host) => {
+      expect(loadEnv({ HOST: ` ${host} ` }).HOST).toBe(host);
     },
   );
 });
