@@ -8,16 +8,23 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import { createViewOpener, type ViewOpener } from './view-opener.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
 import { register as registerSchedule } from './views/schedule-submit.ts';
 
 export interface SlackApp {
   app: App;
-  /** Starts listening: HTTP on `port` (0 picks a free one), or the Socket Mode connection. */
-  start(port: number): Promise<{ port?: number }>;
+  /**
+   * Starts listening: HTTP on `port` (0 picks a free one) at `host` (default `0.0.0.0`, every interface; `127.0.0.1`
+   * keeps it on loopback), or the Socket Mode connection (both ignored).
+   */
+  start(port: number, host?: string): Promise<{ port?: number }>;
   stop(): Promise<void>;
 }
+
+/** Where the HTTP receiver listens when no host is given: every interface, as before HOST existed. */
+export const DEFAULT_HOST = '0.0.0.0';
 
 /** Refuses requests from any other workspace than the policy's `workspace`. */
 function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
@@ -63,6 +70,8 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
       });
   const app = new App({
     token: env.SLACK_BOT_TOKEN,
+    // Bolt's default conversation store costs a rejected promise and an Error per event; nothing here reads it.
+    convoStore: false,
     ...(socketMode ? { appToken: env.SLACK_APP_TOKEN, socketMode: true } : { receiver }),
     logger,
     logLevel: LogLevel.WARN,
@@ -71,7 +80,11 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
     deferInitialization: true,
   });
   registerWorkspaceGuard(app, deps);
-  registerCloud(app, deps);
+  // Modals open on the command path at the rate commands arrive: one lean POST each instead of the Web API client.
+  const opener: ViewOpener | undefined = env.SLACK_BOT_TOKEN
+    ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
+    : undefined;
+  registerCloud(app, deps, opener);
   registerResize(app, deps);
   registerSchedule(app, deps);
   registerRestore(app, deps);
@@ -85,14 +98,15 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
 
   return {
     app,
-    async start(port) {
+    async start(port, host = DEFAULT_HOST) {
       await app.init();
-      const server = (await app.start(port)) as Server | undefined;
+      const server = (await (socketMode ? app.start() : app.start({ port, host }))) as Server | undefined;
       const address = server?.address?.();
       return { port: typeof address === 'object' && address ? address.port : undefined };
     },
     async stop() {
       await app.stop();
+      await opener?.close();
     },
   };
 }

@@ -9,9 +9,14 @@ export function boltLogger(logger: Logger): BoltLogger {
     msg
       .map((m) => (typeof m === 'string' ? m : m instanceof Error ? m.message : JSON.stringify(m)))
       .join(' ');
+  // Bolt and the Web API client log debug lines per request; join them only when that level is on.
   return {
-    debug: (...msg: unknown[]) => child.debug(text(msg)),
-    info: (...msg: unknown[]) => child.info(text(msg)),
+    debug: (...msg: unknown[]) => {
+      if (child.isLevelEnabled('debug')) child.debug(text(msg));
+    },
+    info: (...msg: unknown[]) => {
+      if (child.isLevelEnabled('info')) child.info(text(msg));
+    },
     warn: (...msg: unknown[]) => child.warn(text(msg)),
     error: (...msg: unknown[]) => child.error(text(msg)),
     setLevel: (next: LogLevel) => {

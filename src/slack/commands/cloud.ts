@@ -1,4 +1,5 @@
 import type { App } from '@slack/bolt';
+import type { ModalView } from '@slack/types';
 import { findProject, type ProjectPolicy } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import type { VmKnown } from '../../rules/types.ts';
@@ -14,6 +15,7 @@ import {
   whereProjectLives,
   withDeadline,
 } from '../deps.ts';
+import type { ViewOpener } from '../view-opener.ts';
 import { helpText } from './help.ts';
 import { parseCloudCommand, type ResizeCommand, type RestoreCommand } from './parse.ts';
 
@@ -58,15 +60,17 @@ const projectChoices = (deps: SlackDeps, channel: string) =>
     label: p.cluster ? `${p.name} (${p.cluster})` : p.name,
   }));
 
-/** Opens a modal after the ack; storage trouble becomes an ephemeral "try again". */
+/** Opens a modal after the ack (through the lean opener when there is one); storage trouble becomes "try again". */
 async function openForm(
   slack: CommandArgs,
   deps: SlackDeps,
-  build: () => Promise<Parameters<CommandArgs['client']['views']['open']>[0]['view']>,
+  opener: ViewOpener | undefined,
+  build: () => Promise<ModalView>,
 ): Promise<void> {
   try {
     const view = await build();
-    await slack.client.views.open({ trigger_id: slack.command.trigger_id, view });
+    if (opener) await opener.open(slack.command.trigger_id, view);
+    else await slack.client.views.open({ trigger_id: slack.command.trigger_id, view });
   } catch (error) {
     deps.logger.warn({ err: error }, 'could not open a form');
     const text =
@@ -78,23 +82,42 @@ async function openForm(
   }
 }
 
-async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand): Promise<void> {
+/** The VM's known facts and a new draft, read and written together under one deadline. */
+function factsAndDraft(
+  slack: CommandArgs,
+  deps: SlackDeps,
+  kind: 'resize' | 'restore',
+  project: ProjectPolicy | undefined,
+  vmid: number | undefined,
+): Promise<[VmKnown | undefined, { id: string }]> {
   const { command } = slack;
-  const project = resolveProject(deps, command.channel_id, parsed.project);
-  if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
-  await slack.ack();
-  const fields = deps.policy.resize_fields;
-  await openForm(slack, deps, async () => {
-    const vm = await withDeadline(knownOf(deps, project, parsed.vmid));
-    const draft = await withDeadline(
+  return withDeadline(
+    Promise.all([
+      knownOf(deps, project, vmid),
       deps.drafts.create({
-        kind: 'resize',
+        kind,
         user: command.user_id,
         teamId: command.team_id,
         channel: command.channel_id,
         createdAt: deps.now().toISOString(),
       }),
-    );
+    ]),
+  );
+}
+
+async function resize(
+  slack: CommandArgs,
+  deps: SlackDeps,
+  opener: ViewOpener | undefined,
+  parsed: ResizeCommand,
+): Promise<void> {
+  const { command } = slack;
+  const project = resolveProject(deps, command.channel_id, parsed.project);
+  if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
+  await slack.ack();
+  const fields = deps.policy.resize_fields;
+  await openForm(slack, deps, opener, async () => {
+    const [vm, draft] = await factsAndDraft(slack, deps, 'resize', project, parsed.vmid);
     return resizeModal({
       draftId: draft.id,
       projects: projectChoices(deps, command.channel_id),
@@ -108,22 +131,18 @@ async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand
   });
 }
 
-async function restore(slack: CommandArgs, deps: SlackDeps, parsed: RestoreCommand): Promise<void> {
+async function restore(
+  slack: CommandArgs,
+  deps: SlackDeps,
+  opener: ViewOpener | undefined,
+  parsed: RestoreCommand,
+): Promise<void> {
   const { command } = slack;
   const project = resolveProject(deps, command.channel_id, parsed.project);
   if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
   await slack.ack();
-  await openForm(slack, deps, async () => {
-    const vm = await withDeadline(knownOf(deps, project, parsed.vmid));
-    const draft = await withDeadline(
-      deps.drafts.create({
-        kind: 'restore',
-        user: command.user_id,
-        teamId: command.team_id,
-        channel: command.channel_id,
-        createdAt: deps.now().toISOString(),
-      }),
-    );
+  await openForm(slack, deps, opener, async () => {
+    const [vm, draft] = await factsAndDraft(slack, deps, 'restore', project, parsed.vmid);
     return restoreModal({
       draftId: draft.id,
       projects: projectChoices(deps, command.channel_id),
@@ -146,8 +165,11 @@ async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
   }
 }
 
-/** Registers `/cloud`: parses the text, checks the channel's projects, and answers within Slack's 3 s. */
-export function register(app: App, deps: SlackDeps): void {
+/**
+ * Registers `/cloud`: parses the text, checks the channel's projects, and answers within Slack's 3 s. Modals open
+ * through `opener` when given (the app's lean views.open), else through Bolt's Web API client.
+ */
+export function register(app: App, deps: SlackDeps, opener?: ViewOpener): void {
   const words = deps.words ?? [];
   app.command('/cloud', async (slack) => {
     const parsed = parseCloudCommand(slack.command.text ?? '');
@@ -158,9 +180,9 @@ export function register(app: App, deps: SlackDeps): void {
       case 'error':
         return void (await slack.ack(ephemeral(`:warning: ${parsed.message}`)));
       case 'resize':
-        return resize(slack, deps, parsed);
+        return resize(slack, deps, opener, parsed);
       case 'restore':
-        return restore(slack, deps, parsed);
+        return restore(slack, deps, opener, parsed);
       case 'jobs':
         return jobs(slack, deps);
       case 'other': {
