@@ -49,6 +49,14 @@ export function whereProjectLives(project: ProjectPolicy): string {
   return `${project.name} can be operated in ${project.channels.map((c) => `<#${c}>`).join(', ')}.`;
 }
 
+/**
+ * Resolves after the event loop has read every request already waiting: work after an `ack()` awaits this first,
+ * so under load the acks of queued requests go out before the slower work of earlier ones (Redis, views.open).
+ */
+export function afterWaitingAcks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** A Redis call that must not hold up Slack's 3-second answer. */
 export async function withDeadline<T>(promise: Promise<T>, ms = 1500): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -2,7 +2,7 @@ import type { App } from '@slack/bolt';
 import { enqueueExecution } from '../../jobs/queues.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
-import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import { afterWaitingAcks, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import {
   alreadyText,
   announce,
@@ -21,6 +21,7 @@ export function register(app: App, deps: SlackDeps): void {
   app.action(ACTIONS.approve, async (args) => {
     const button = args as ButtonArgs;
     await button.ack();
+    await afterWaitingAcks();
     const click = clickOf(button);
     const request = await requestForClick(button, deps, click);
     if (!request) return;

@@ -1,7 +1,7 @@
 import type { App } from '@slack/bolt';
 import { cancelExecution } from '../../jobs/queues.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
-import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import { afterWaitingAcks, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import { alreadyText, announce, type ButtonArgs, clickOf, requestForClick, tellClicker } from './common.ts';
 
 /**
@@ -12,6 +12,7 @@ export function register(app: App, deps: SlackDeps): void {
   app.action(ACTIONS.cancel, async (args) => {
     const button = args as ButtonArgs;
     await button.ack();
+    await afterWaitingAcks();
     const click = clickOf(button);
     const request = await requestForClick(button, deps, click);
     if (!request) return;

@@ -3,7 +3,7 @@ import { vmLabel } from '../blocks/describe.ts';
 import { FIELDS, rejectModal, VIEWS } from '../blocks/modals.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
-import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import { readForm, text } from '../views/form-values.ts';
 import {
   alreadyText,
@@ -20,6 +20,7 @@ export function register(app: App, deps: SlackDeps): void {
   app.action(ACTIONS.reject, async (args) => {
     const button = args as ButtonArgs;
     await button.ack();
+    await afterWaitingAcks();
     const click = clickOf(button);
     const request = await requestForClick(button, deps, click);
     if (!request) return;

@@ -1,6 +1,6 @@
 import type { App } from '@slack/bolt';
 import { ACTIONS } from '../blocks/request-message.ts';
-import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import { afterWaitingAcks, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import { alreadyText, announce, type ButtonArgs, clickOf, requestForClick, tellClicker } from './common.ts';
 
 /** After an unknown outcome, the requester or an approver records what the portal showed. Nothing is resent. */
@@ -12,6 +12,7 @@ export function register(app: App, deps: SlackDeps): void {
     app.action(actionId, async (args) => {
       const button = args as ButtonArgs;
       await button.ack();
+      await afterWaitingAcks();
       const click = clickOf(button);
       const request = await requestForClick(button, deps, click);
       if (!request) return;

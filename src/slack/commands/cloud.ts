@@ -6,6 +6,7 @@ import type { VmKnown } from '../../rules/types.ts';
 import { jobsBlocks } from '../blocks/jobs.ts';
 import { resizeModal, restoreModal } from '../blocks/modals.ts';
 import {
+  afterWaitingAcks,
   type CommandArgs,
   type CommandContext,
   projectsForChannel,
@@ -68,6 +69,7 @@ async function openForm(
   build: () => Promise<ModalView>,
 ): Promise<void> {
   try {
+    await afterWaitingAcks();
     const view = await build();
     if (opener) await opener.open(slack.command.trigger_id, view);
     else await slack.client.views.open({ trigger_id: slack.command.trigger_id, view });
@@ -157,6 +159,7 @@ async function restore(
 async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
   await slack.ack();
   try {
+    await afterWaitingAcks();
     const requests = await withDeadline(deps.store.listByChannel(slack.command.channel_id, 15));
     await slack.respond({ response_type: 'ephemeral', ...jobsBlocks(requests) });
   } catch (error) {
