@@ -8,6 +8,7 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import { createRouter } from './router.ts';
 import { createViewOpener, type ViewOpener } from './view-opener.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
@@ -85,13 +86,15 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
     ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
     : undefined;
   registerCloud(app, deps, opener);
-  registerResize(app, deps);
-  registerSchedule(app, deps);
-  registerRestore(app, deps);
-  registerApprove(app, deps);
-  registerReject(app, deps);
-  registerCancel(app, deps);
-  registerResolve(app, deps);
+  const router = createRouter();
+  registerResize(router, deps);
+  registerSchedule(router, deps);
+  registerRestore(router, deps);
+  registerApprove(router, deps);
+  registerReject(router, deps);
+  registerCancel(router, deps);
+  registerResolve(router, deps);
+  router.attach(app);
   app.error(async (error) => {
     deps.logger.error({ err: error }, 'unhandled error in a Slack handler');
   });

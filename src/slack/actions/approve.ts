@@ -1,8 +1,8 @@
-import type { App } from '@slack/bolt';
 import { enqueueExecution } from '../../jobs/queues.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 import {
   alreadyText,
   announce,
@@ -17,7 +17,7 @@ import {
  * Approve: only the request's approvers, never its requester, only while pending and not expired.
  * The store's compare-and-set makes the first click win; a second click, a second approver or a replay changes nothing.
  */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   app.action(ACTIONS.approve, async (args) => {
     const button = args as ButtonArgs;
     await button.ack();

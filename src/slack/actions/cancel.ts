@@ -1,14 +1,14 @@
-import type { App } from '@slack/bolt';
 import { cancelExecution } from '../../jobs/queues.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 import { alreadyText, announce, type ButtonArgs, clickOf, requestForClick, tellClicker } from './common.ts';
 
 /**
  * Cancel: the requester, while the request waits for approval; the requester or an approver, while a scheduled
  * run has not started. A run that already started cannot be cancelled (the store's state check decides).
  */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   app.action(ACTIONS.cancel, async (args) => {
     const button = args as ButtonArgs;
     await button.ack();

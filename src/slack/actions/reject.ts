@@ -1,9 +1,9 @@
-import type { App } from '@slack/bolt';
 import { vmLabel } from '../blocks/describe.ts';
 import { FIELDS, rejectModal, VIEWS } from '../blocks/modals.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 import { readForm, text } from '../views/form-values.ts';
 import {
   alreadyText,
@@ -16,7 +16,7 @@ import {
 } from './common.ts';
 
 /** Reject: an approver clicks, a small modal asks for an optional reason, the submission decides. */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   app.action(ACTIONS.reject, async (args) => {
     const button = args as ButtonArgs;
     await button.ack();

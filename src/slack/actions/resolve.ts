@@ -1,10 +1,10 @@
-import type { App } from '@slack/bolt';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 import { alreadyText, announce, type ButtonArgs, clickOf, requestForClick, tellClicker } from './common.ts';
 
 /** After an unknown outcome, the requester or an approver records what the portal showed. Nothing is resent. */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   for (const [actionId, to] of [
     [ACTIONS.resolveDone, 'resolved_done'],
     [ACTIONS.resolveFailed, 'resolved_failed'],

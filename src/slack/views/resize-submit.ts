@@ -1,4 +1,4 @@
-import type { App, ViewOutput } from '@slack/bolt';
+import type { ViewOutput } from '@slack/bolt';
 import { findProject } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
@@ -8,6 +8,7 @@ import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
 import { submitResize } from '../create-request.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { Draft } from '../drafts.ts';
+import type { SlackRouter } from '../router.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
 
 /**
@@ -44,7 +45,7 @@ function optionalNumber(
 }
 
 /** Handles the resize modal: rules as field errors, the 24-hour offer as a pushed view, else a request. */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.resize, async ({ ack, body, view, client }) => {
     let draft: Draft | undefined;
     try {

@@ -1,4 +1,3 @@
-import type { App } from '@slack/bolt';
 import { findProject } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';
@@ -6,11 +5,12 @@ import { checkRestore } from '../../rules/restore.ts';
 import { CONFIRM, FIELDS, VIEWS } from '../blocks/modals.ts';
 import { submitRestore } from '../create-request.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
 import { draftFor, STALE_FORM } from './resize-submit.ts';
 
 /** Handles the restore modal: typed VM id, stopped confirmation, slug shape and HA autostart as field errors. */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.restore, async ({ ack, body, view, client }) => {
     const draft = await draftFor(deps, view, body.user.id).catch(() => null);
     if (draft === null)

@@ -1,14 +1,14 @@
-import type { App } from '@slack/bolt';
 import { findProject } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { checkResize } from '../../rules/resize.ts';
 import { VIEWS } from '../blocks/modals.ts';
 import { submitResize } from '../create-request.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 import { draftFor, STALE_FORM } from './resize-submit.ts';
 
 /** The requester accepted the earliest allowed time: re-check as of then and store a scheduled request. */
-export function register(app: App, deps: SlackDeps): void {
+export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.schedule, async ({ ack, body, view, client }) => {
     const draft = await draftFor(deps, view, body.user.id).catch(() => undefined);
     const scheduled = draft?.scheduled;
