@@ -1,4 +1,4 @@
-import { DelayedError, type Job } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
 import type { CloudRequest, StepOutcome } from '../requests/types.ts';
@@ -37,21 +37,17 @@ export class ExecuteProcessor {
 
   /** The BullMQ processor. */
   async process(job: Job<ExecuteJobData>, token?: string): Promise<ExecuteOutcome> {
-    const request = await this.deps.store.get(job.data.requestId);
-    if (!request) return 'missing';
-    if (request.state !== 'queued' && request.state !== 'sending') {
-      // A replay after a crash between the final transition and the report: report again (ids make it a no-op).
-      await this.reannounce(request);
-      return 'skipped';
-    }
-    const held = await this.lock.acquire(request.projectUuid, request.vmid);
+    // The lock comes first; the request is read once, under it (jobs without `vm` in their data read it for the VM).
+    const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
+    if (!vm) return 'missing';
+    const held = await this.lock.acquire(vm.projectUuid, vm.vmid);
     if (!held) {
       // Another job is changing this VM: come back later without using up an attempt.
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
       throw new DelayedError();
     }
     try {
-      return await this.run(job, request.id, held);
+      return await this.run(job, job.data.requestId, vm, held);
     } catch (error) {
       if (!(error instanceof LockLostError)) throw error;
       // Nothing was sent and no marker set: the next run continues from the same step.
@@ -64,12 +60,24 @@ export class ExecuteProcessor {
     }
   }
 
-  private async run(job: Job<ExecuteJobData>, id: string, held: HeldLock): Promise<ExecuteOutcome> {
+  private async run(
+    job: Job<ExecuteJobData>,
+    id: string,
+    locked: { projectUuid: string; vmid: number },
+    held: HeldLock,
+  ): Promise<ExecuteOutcome> {
     const { store } = this.deps;
     let request = await store.get(id);
     if (!request) return 'missing';
+    if (
+      request.projectUuid.toLowerCase() !== locked.projectUuid.toLowerCase() ||
+      request.vmid !== locked.vmid
+    ) {
+      // The job names another VM than its request: never change a VM whose lock is not held.
+      throw new UnrecoverableError(`execute job ${job.id} does not name the VM of request ${id}`);
+    }
     if (request.state === 'queued') {
-      const stillAllowed = this.recheckScheduled(request, await this.vmBefore(request));
+      const stillAllowed = await this.recheckScheduled(request);
       const sending = await store.transition(id, {
         from: ['queued'],
         to: 'sending',
@@ -238,11 +246,11 @@ export class ExecuteProcessor {
    * A scheduled downsize is checked against the rules again when it runs: true, or the reason it is not allowed.
    * Requests without `runAt` were checked when made and approved.
    */
-  private recheckScheduled(request: CloudRequest, vm: ReturnType<typeof knownVm>): true | string {
+  private async recheckScheduled(request: CloudRequest): Promise<true | string> {
     if (!request.runAt || request.params.kind !== 'resize') return true;
     const { limits, resize_fields } = this.deps.policy;
     const check = checkResize({
-      vm,
+      vm: await this.vmBefore(request),
       target: request.params.target,
       limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
       configured: {
@@ -270,11 +278,9 @@ export class ExecuteProcessor {
     );
   }
 
-  /** Message sync and thread reply, as notify jobs. */
+  /** Message sync and thread reply, as one notify job (its reply is posted at most once). */
   private async announce(request: CloudRequest, event: ReplyEvent, step?: number): Promise<void> {
-    const { queues } = this.deps;
-    await enqueueNotify(queues, { type: 'sync-message', requestId: request.id });
-    await enqueueNotify(queues, { type: 'thread-reply', requestId: request.id, event, step });
+    await enqueueNotify(this.deps.queues, { type: 'report', requestId: request.id, event, step });
   }
 
   private async reannounce(request: CloudRequest): Promise<void> {

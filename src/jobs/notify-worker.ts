@@ -1,8 +1,9 @@
 import { ErrorCode, type WebAPICallError } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { CloudRequest } from '../requests/types.ts';
+import type { ReplyEvent } from '../slack/blocks/request-message.ts';
 import type { ExecutionDeps } from './deps.ts';
-import { enqueueNotify, type NotifyJob, notifyJobId } from './queues.ts';
+import { enqueueNotify, type NotifyJob, replyId } from './queues.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
 const EXPIRE_RECHECK_MAX_MS = 60_000;
@@ -78,7 +79,10 @@ export class NotifyProcessor {
         await this.update(request, request.messageTs);
         return 'updated';
       case 'thread-reply':
-        return this.threadReply(request, data);
+        if (!request.messageTs) return this.waitForMessage(request);
+        return this.threadReply(request, request.messageTs, data);
+      case 'report':
+        return this.report(request, data);
       case 'expire':
         return this.expire(job, request, token);
     }
@@ -118,22 +122,42 @@ export class NotifyProcessor {
     );
   }
 
+  /**
+   * Posts the event's reply in the request's thread once, then syncs the request message: one job for what used to
+   * be a `thread-reply` and a `sync-message`. The reply goes first so a retry (after a rate limit) repeats only the
+   * step that failed: the reply is skipped by its "posted" record. A message Slack refuses to update does not fail
+   * the report.
+   */
+  private async report(
+    request: CloudRequest,
+    data: Extract<NotifyJob, { type: 'report' }>,
+  ): Promise<NotifyOutcome> {
+    if (!request.messageTs) return this.waitForMessage(request);
+    const replied = await this.threadReply(request, request.messageTs, data);
+    try {
+      await this.update(request, request.messageTs);
+    } catch (error) {
+      if (!(error instanceof UnrecoverableError)) throw error;
+      this.deps.logger.warn({ requestId: request.id }, 'request message not updated after its reply');
+    }
+    return replied;
+  }
+
   /** Posts the reply in the request's thread unless a record says it was posted already. */
   private async threadReply(
     request: CloudRequest,
-    data: Extract<NotifyJob, { type: 'thread-reply' }>,
+    thread_ts: string,
+    reply: { requestId: string; event: ReplyEvent; step?: number },
   ): Promise<NotifyOutcome> {
-    if (!request.messageTs) return this.waitForMessage(request);
-    const key = this.repliedKey(notifyJobId(data) ?? `${request.id}.${data.event}`);
+    const key = this.repliedKey(replyId(reply));
     if (await this.deps.connection.exists(key)) return 'duplicate';
-    const reply = this.deps.renderer.threadReply(request, data.event, data.step);
-    const thread_ts = request.messageTs;
+    const message = this.deps.renderer.threadReply(request, reply.event, reply.step);
     const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
         channel: request.channel,
         thread_ts,
-        text: reply.text,
-        blocks: withBlocks ? reply.blocks : undefined,
+        text: message.text,
+        blocks: withBlocks ? message.blocks : undefined,
       }),
     );
     await this.deps.connection.set(key, result.ts ?? 'posted', 'EX', REPLIED_TTL_S);
@@ -156,8 +180,7 @@ export class NotifyProcessor {
     });
     if (!expired.ok) return 'skipped';
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'expired' });
-    await enqueueNotify(this.deps.queues, { type: 'sync-message', requestId: request.id });
-    await enqueueNotify(this.deps.queues, { type: 'thread-reply', requestId: request.id, event: 'expired' });
+    await enqueueNotify(this.deps.queues, { type: 'report', requestId: request.id, event: 'expired' });
     return 'expired';
   }
 

@@ -38,15 +38,24 @@ export interface Queues {
   close(): Promise<void>;
 }
 
-/** Data of an execute job: only the request id; the request itself is read from the store when it runs. */
+/**
+ * Data of an execute job: the request id, and the VM it changes so the worker takes the VM lock before reading the
+ * request (jobs enqueued before `vm` existed have none: the worker reads the request for it). The request itself is
+ * read from the store when it runs.
+ */
 export interface ExecuteJobData {
   requestId: string;
+  vm?: { projectUuid: string; vmid: number };
 }
 
-/** What the notify worker does: post or sync the request message, post a thread reply, expire a pending request. */
+/**
+ * What the notify worker does: post or sync the request message, post a thread reply, expire a pending request,
+ * or `report` (sync the message, then post the event's thread reply once: what the workers announce).
+ */
 export type NotifyJob =
   | { type: 'post-request' | 'sync-message' | 'expire'; requestId: string }
-  | { type: 'thread-reply'; requestId: string; event: ReplyEvent; step?: number };
+  | { type: 'thread-reply'; requestId: string; event: ReplyEvent; step?: number }
+  | { type: 'report'; requestId: string; event: ReplyEvent; step?: number };
 
 /** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
 export function createQueues(connection: Redis, prefix: string): Queues {
@@ -72,13 +81,24 @@ export function createQueues(connection: Redis, prefix: string): Queues {
 export async function enqueueExecution(queues: Queues, request: CloudRequest, now: Date): Promise<void> {
   const runAt = request.runAt ? new Date(request.runAt).getTime() : undefined;
   const delay = runAt !== undefined && Number.isFinite(runAt) ? Math.max(0, runAt - now.getTime()) : 0;
-  const data: ExecuteJobData = { requestId: request.id };
+  const data: ExecuteJobData = {
+    requestId: request.id,
+    vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+  };
   await queues.execute.add('execute', data, { jobId: request.id, delay });
 }
 
 /** Removes a request's execution job if it has not started; a started one is stopped by the store's state check. */
 export async function cancelExecution(queues: Queues, requestId: string): Promise<void> {
   await queues.execute.remove(requestId);
+}
+
+/**
+ * The identity of one thread reply (request, event, step): the id of its `thread-reply` job and the key of its
+ * "posted" record, shared by `report` jobs so the same reply is never posted by both kinds.
+ */
+export function replyId(job: { requestId: string; event: ReplyEvent; step?: number }): string {
+  return ['reply', job.requestId, job.event, String(job.step ?? 0)].join(ID_SEPARATOR);
 }
 
 /** The deterministic job id of a notify job, or undefined where duplicates are harmless (message syncs). */
@@ -88,7 +108,9 @@ export function notifyJobId(job: NotifyJob): string | undefined {
     case 'expire':
       return [job.type, job.requestId].join(ID_SEPARATOR);
     case 'thread-reply':
-      return ['reply', job.requestId, job.event, String(job.step ?? 0)].join(ID_SEPARATOR);
+      return replyId(job);
+    case 'report':
+      return ['report', job.requestId, job.event, String(job.step ?? 0)].join(ID_SEPARATOR);
     case 'sync-message':
       return undefined;
   }

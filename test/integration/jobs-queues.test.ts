@@ -38,7 +38,11 @@ describe('queues', () => {
     await Promise.all([1, 2, 3].map(() => enqueueExecution(queues, request, now)));
     expect(await queues.execute.getJobCounts('wait', 'delayed')).toEqual({ wait: 1, delayed: 0 });
     const job = await queues.execute.getJob(request.id);
-    expect(job?.data).toEqual({ requestId: request.id });
+    // The VM rides along so the worker takes its lock before reading the request.
+    expect(job?.data).toEqual({
+      requestId: request.id,
+      vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+    });
   });
 
   it('delays a scheduled request until its runAt, and cancel removes it', async () => {
