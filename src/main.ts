@@ -6,8 +6,9 @@ import { CloudApiClient } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
-import { createExecution } from './jobs/execution.ts';
+import { createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createQueues } from './jobs/queues.ts';
+import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
 import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
@@ -34,6 +35,8 @@ export interface StartOptions {
   shutdownTimeoutMs?: number;
   /** Test knobs for BullMQ (short stall detection). */
   stalledIntervalMs?: number;
+  /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
+  concurrency?: ExecutionConcurrency;
 }
 
 /**
@@ -62,7 +65,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     lazyConnect: false,
   });
   // Queues and workers wait for Redis to come back: BullMQ needs maxRetriesPerRequest null.
-  const queueRedis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
+  const queueRedis = new Redis(env.REDIS_URL, QUEUE_REDIS_OPTIONS);
   for (const client of [fastRedis, queueRedis]) {
     client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
   }
@@ -151,6 +154,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       slack: slackClient,
       renderer: createRequestRenderer(),
       stalledIntervalMs: options.stalledIntervalMs,
+      concurrency: options.concurrency,
     });
     stoppers.push(() => execution.close(options.shutdownTimeoutMs ?? 20_000));
     const digestWorker = pricing.startWorker();

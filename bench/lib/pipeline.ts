@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { DEFAULT_CONCURRENCY } from '../../src/jobs/execution.ts';
 import { createQueues, enqueueExecution, QUEUE_NAMES } from '../../src/jobs/queues.ts';
 import { RequestStore, requestKeys } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
@@ -10,8 +11,8 @@ import { benchResize, createMany } from './requests.ts';
 import type { Sims } from './sims.ts';
 import { percentile } from './stats.ts';
 
-/** The bot's execute-worker concurrency (src/jobs/execution.ts DEFAULT_CONCURRENCY.execute, not exported). */
-export const BOT_EXECUTE_CONCURRENCY = 4;
+/** The bot's execute-worker concurrency: the bare BullMQ baseline runs with the same. */
+export const BOT_EXECUTE_CONCURRENCY = DEFAULT_CONCURRENCY.execute;
 /** How often the bench looks at the stand-in while the pipeline runs. */
 const POLL_MS = 250;
 

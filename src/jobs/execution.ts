@@ -9,8 +9,17 @@ import { VmLock } from './vm-lock.ts';
 
 export type { ExecutionDeps } from './deps.ts';
 
-/** Default jobs at once per process: several VMs change in parallel, each VM one at a time (the VM lock). */
-const DEFAULT_CONCURRENCY = { execute: 4, notify: 4 };
+/** Jobs at once per process, per queue. */
+export interface ExecutionConcurrency {
+  execute: number;
+  notify: number;
+}
+
+/**
+ * Default jobs at once per process: several VMs change in parallel, each VM one at a time (the VM lock). The jobs
+ * mostly wait on the API, Slack and Redis, so more slots overlap those waits (and let auto-pipelining batch).
+ */
+export const DEFAULT_CONCURRENCY: Readonly<ExecutionConcurrency> = Object.freeze({ execute: 16, notify: 16 });
 /** BullMQ's default stall check; a crashed worker's job is picked up again after about this long. */
 const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 /** A stalled execute job runs again (and finds its marker) rather than failing silently with the request in 'sending'. */

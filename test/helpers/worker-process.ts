@@ -78,7 +78,8 @@ async function runChild(): Promise<void> {
   const { createRequestRenderer } = await import('../../src/slack/blocks/request-message.ts');
 
   const config = JSON.parse(process.env.CLOUDOPS_WORKER_CONFIG ?? '{}') as WorkerProcessConfig;
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  const { QUEUE_REDIS_OPTIONS } = await import('../../src/jobs/redis-options.ts');
+  const redis = new Redis(config.redisUrl, QUEUE_REDIS_OPTIONS);
   const cloud = new CloudApiClient({
     baseUrl: config.cloudUrl,
     apiKey: config.cloudApiKey,

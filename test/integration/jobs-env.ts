@@ -6,6 +6,7 @@ import { CloudApiClient, FAST_TIMEOUTS, type TimeoutPolicy } from '../../src/clo
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createExecution, type Execution, type ExecutionDeps } from '../../src/jobs/execution.ts';
 import { createQueues, enqueueExecution, enqueueNotify, type Queues } from '../../src/jobs/queues.ts';
+import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { FAST_RETRY, FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.ts';
@@ -62,7 +63,8 @@ export interface JobsEnvOptions {
 export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEnv> {
   const redisUrl = options.redisUrl ?? testRedisUrl();
   const prefix = uniquePrefix(options.name ?? 'jobs');
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  // The same client options as the bot's workers (auto-pipelining on), so every jobs test runs with them.
+  const redis = new Redis(redisUrl, QUEUE_REDIS_OPTIONS);
   redis.on('error', () => undefined);
   const sim = await startCloudSim();
   const slack = await startSlackStandIn();
