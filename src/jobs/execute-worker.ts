@@ -1,6 +1,7 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
+import { requestKeys } from '../requests/store.ts';
 import type { CloudRequest, StepOutcome } from '../requests/types.ts';
 import { knownVm } from '../requests/vm-facts.ts';
 import { checkResize } from '../rules/resize.ts';
@@ -37,17 +38,20 @@ export class ExecuteProcessor {
 
   /** The BullMQ processor. */
   async process(job: Job<ExecuteJobData>, token?: string): Promise<ExecuteOutcome> {
-    // The lock comes first; the request is read once, under it (jobs without `vm` in their data read it for the VM).
+    // The lock comes first; the request is read once, by the same script, under it (jobs without `vm` in their
+    // data read the request for the VM).
     const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
     if (!vm) return 'missing';
-    const held = await this.lock.acquire(vm.projectUuid, vm.vmid);
-    if (!held) {
+    const taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, this.requestKey(job.data.requestId));
+    if (!taken) {
       // Another job is changing this VM: come back later without using up an attempt.
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
       throw new DelayedError();
     }
+    const held = taken.lock;
     try {
-      return await this.run(job, job.data.requestId, vm, held);
+      const request = taken.value === null ? undefined : (JSON.parse(taken.value) as CloudRequest);
+      return await this.run(job, request, vm, held);
     } catch (error) {
       if (!(error instanceof LockLostError)) throw error;
       // Nothing was sent and no marker set: the next run continues from the same step.
@@ -62,13 +66,14 @@ export class ExecuteProcessor {
 
   private async run(
     job: Job<ExecuteJobData>,
-    id: string,
+    read: CloudRequest | undefined,
     locked: { projectUuid: string; vmid: number },
     held: HeldLock,
   ): Promise<ExecuteOutcome> {
     const { store } = this.deps;
-    let request = await store.get(id);
-    if (!request) return 'missing';
+    if (!read) return 'missing';
+    let request = read;
+    const id = request.id;
     if (
       request.projectUuid.toLowerCase() !== locked.projectUuid.toLowerCase() ||
       request.vmid !== locked.vmid
@@ -109,10 +114,10 @@ export class ExecuteProcessor {
         }
       }
       const before = target ? await this.vmBefore(request) : undefined;
-      // The lock may have expired while this process stalled: never send without it.
-      if (!(await held.confirm())) throw new LockLostError(`lost the lock of VM ${request.vmid}`);
-      if (!(await this.markers.mark(id, step, this.deps.now())))
-        return this.unknown(request, step, INTERRUPTED_REASON);
+      // The lock may have expired while this process stalled: never send without it (checked with the marker).
+      const marked = await this.markers.markHolding(held, id, step, this.deps.now());
+      if (marked === 'lost') throw new LockLostError(`lost the lock of VM ${request.vmid}`);
+      if (marked === 'exists') return this.unknown(request, step, INTERRUPTED_REASON);
 
       let outcome: StepOutcome;
       try {
@@ -287,6 +292,11 @@ export class ExecuteProcessor {
     if (request.state === 'succeeded' || request.state === 'refused' || request.state === 'unknown') {
       await this.announce(request, request.state);
     }
+  }
+
+  /** The store's key of a request, read by the lock script. */
+  private requestKey(id: string): string {
+    return requestKeys(this.deps.prefix).request(id);
   }
 
   private at(): string {

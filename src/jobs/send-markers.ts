@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { ConfirmAndSet, HeldLock } from './vm-lock.ts';
 
 /** Markers outlive any retry or restart of the job they guard. */
 const MARKER_TTL_S = 30 * 24 * 3600;
@@ -21,6 +22,14 @@ export class SendMarkers {
   async mark(requestId: string, step: number, at: Date): Promise<boolean> {
     const ok = await this.redis.set(this.key(requestId, step), at.toISOString(), 'EX', MARKER_TTL_S, 'NX');
     return ok === 'OK';
+  }
+
+  /**
+   * Sets the marker only while `lock` is still held, in one round trip: 'lost' (nothing set: do not send), 'set',
+   * or 'exists' (someone may have sent this step).
+   */
+  markHolding(lock: HeldLock, requestId: string, step: number, at: Date): Promise<ConfirmAndSet> {
+    return lock.confirmAndSetNx(this.key(requestId, step), at.toISOString(), MARKER_TTL_S);
   }
 
   /** Clears the marker after a call that surely did not take effect, so a retry may send. */

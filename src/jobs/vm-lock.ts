@@ -15,12 +15,34 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `);
 
+/** Takes the lock, and only then reads a key, in one round trip. KEYS: lock, key to read. ARGV: token, ttl ms. */
+const ACQUIRE_AND_GET = new LuaScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, redis.call('GET', KEYS[2])} end
+return {0}
+`);
+
+/**
+ * Extends the lock if it still holds our token and then sets a key unless it exists, in one round trip.
+ * KEYS: lock, key. ARGV: token, ttl ms, value, key ttl s. Returns 0 (lock lost, nothing set), 1 (set), 2 (existed).
+ */
+const CONFIRM_AND_SET_NX = new LuaScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4], 'NX') then return 1 end
+return 2
+`);
+
+/** What `HeldLock.confirmAndSetNx` found: the lock gone (nothing set), the key set, or the key already there. */
+export type ConfirmAndSet = 'lost' | 'set' | 'exists';
+
 /** A lock this process holds; `release` is safe to call twice. */
 export interface HeldLock {
   /** False once a renewal found the lock gone (expired and maybe taken by another worker). */
   readonly held: boolean;
   /** Extends the lock now; false when it is no longer ours. */
   confirm(): Promise<boolean>;
+  /** Extends the lock and, only if it is still ours, sets `key` unless it exists (atomically). */
+  confirmAndSetNx(key: string, value: string, ttlS: number): Promise<ConfirmAndSet>;
   release(): Promise<void>;
 }
 
@@ -50,7 +72,30 @@ export class VmLock {
     const key = this.key(projectUuid, vmid);
     const token = randomUUID();
     const ok = await this.redis.set(key, token, 'PX', this.policy.ttlMs, 'NX');
-    if (ok !== 'OK') return undefined;
+    return ok === 'OK' ? this.hold(key, token) : undefined;
+  }
+
+  /**
+   * Takes the VM's lock and reads `readKey` after it in the same script, so the value is what it was once the lock
+   * was held; undefined when another job holds the lock.
+   */
+  async acquireAndGet(
+    projectUuid: string,
+    vmid: number,
+    readKey: string,
+  ): Promise<{ lock: HeldLock; value: string | null } | undefined> {
+    const key = this.key(projectUuid, vmid);
+    const token = randomUUID();
+    const reply = (await ACQUIRE_AND_GET.run(this.redis, [key, readKey], [token, this.policy.ttlMs])) as [
+      number,
+      (string | null)?,
+    ];
+    if (Number(reply[0]) !== 1) return undefined;
+    return { lock: this.hold(key, token), value: reply[1] ?? null };
+  }
+
+  /** The handle of a lock just taken: renewed on a timer until released. */
+  private hold(key: string, token: string): HeldLock {
     let held = true;
     const timer = setInterval(() => {
       RENEW.run(this.redis, [key], [token, this.policy.ttlMs]).then(
@@ -71,6 +116,14 @@ export class VmLock {
         if (released) return false;
         held = Number(await RENEW.run(this.redis, [key], [token, this.policy.ttlMs])) === 1;
         return held;
+      },
+      confirmAndSetNx: async (setKey, value, ttlS) => {
+        if (released) return 'lost';
+        const reply = Number(
+          await CONFIRM_AND_SET_NX.run(this.redis, [key, setKey], [token, this.policy.ttlMs, value, ttlS]),
+        );
+        held = reply !== 0;
+        return reply === 0 ? 'lost' : reply === 1 ? 'set' : 'exists';
       },
       release: async () => {
         if (released) return;

@@ -8,6 +8,7 @@ import {
   type Queues,
 } from '../../src/jobs/queues.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
+import { SendMarkers } from '../../src/jobs/send-markers.ts';
 import { VmLock } from '../../src/jobs/vm-lock.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
@@ -97,6 +98,35 @@ describe('VmLock', () => {
     expect(await lock.acquire('P', 1)).toBeUndefined();
     await second?.release();
     await other?.release();
+  });
+
+  it('reads a key in the same script that takes the lock, and reads nothing when the lock is taken', async () => {
+    const lock = new VmLock(redis, prefix, FAST_VM_LOCK);
+    await redis.set(`${prefix}:probe`, 'value');
+    const taken = await lock.acquireAndGet('P', 4, `${prefix}:probe`);
+    expect(taken?.value).toBe('value');
+    expect(await lock.acquireAndGet('P', 4, `${prefix}:probe`)).toBeUndefined();
+    expect(await lock.acquire('P', 4)).toBeUndefined();
+    await taken?.lock.release();
+    const again = await lock.acquireAndGet('P', 4, `${prefix}:absent`);
+    expect(again?.value).toBeNull();
+    await again?.lock.release();
+  });
+
+  it('sets a send marker only while the lock is held, once', async () => {
+    const lock = new VmLock(redis, prefix, FAST_VM_LOCK);
+    const markers = new SendMarkers(redis, prefix);
+    const held = await lock.acquire('P', 5);
+    if (!held) throw new Error('lock not taken');
+    expect(await markers.markHolding(held, 'R1', 0, new Date())).toBe('set');
+    expect(await markers.markHolding(held, 'R1', 0, new Date())).toBe('exists');
+    // Another holder took the lock after ours expired: nothing is set and the lock is reported lost.
+    await redis.set(`${prefix}:vmlock:p:5`, 'someone-else');
+    expect(await markers.markHolding(held, 'R1', 1, new Date())).toBe('lost');
+    expect(held.held).toBe(false);
+    expect(await redis.exists(`${prefix}:sending:R1:1`)).toBe(0);
+    await held.release();
+    expect(await redis.get(`${prefix}:vmlock:p:5`)).toBe('someone-else');
   });
 
   it('keeps a held lock alive past its TTL by renewing it', async () => {
