@@ -113,9 +113,12 @@ export class ExecuteProcessor {
           throw error;
         }
       }
-      const before = target ? await this.vmBefore(request) : undefined;
       // The lock may have expired while this process stalled: never send without it (checked with the marker).
-      const marked = await this.markers.markHolding(held, id, step, this.deps.now());
+      // The VM's facts are read in the same round trip; they change only under the lock.
+      const [before, marked] = await Promise.all([
+        target ? this.vmBefore(request) : undefined,
+        this.markers.markHolding(held, id, step, this.deps.now()),
+      ]);
       if (marked === 'lost') throw new LockLostError(`lost the lock of VM ${request.vmid}`);
       if (marked === 'exists') return this.unknown(request, step, INTERRUPTED_REASON);
 

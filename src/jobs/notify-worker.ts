@@ -69,7 +69,13 @@ export class NotifyProcessor {
   /** The BullMQ processor. */
   async process(job: Job<NotifyJob>, token?: string): Promise<NotifyOutcome> {
     const data = job.data;
-    const request = await this.deps.store.get(data.requestId);
+    // A reply's "posted" record is looked up with the request, in the same round trip.
+    const [request, replied] = await Promise.all([
+      this.deps.store.get(data.requestId),
+      data.type === 'report' || data.type === 'thread-reply'
+        ? this.deps.connection.exists(this.repliedKey(replyId(data)))
+        : 0,
+    ]);
     if (!request) return 'missing';
     switch (data.type) {
       case 'post-request':
@@ -80,9 +86,9 @@ export class NotifyProcessor {
         return 'updated';
       case 'thread-reply':
         if (!request.messageTs) return this.waitForMessage(request);
-        return this.threadReply(request, request.messageTs, data);
+        return this.threadReply(request, request.messageTs, data, replied > 0);
       case 'report':
-        return this.report(request, data);
+        return this.report(request, data, replied > 0);
       case 'expire':
         return this.expire(job, request, token);
     }
@@ -131,9 +137,10 @@ export class NotifyProcessor {
   private async report(
     request: CloudRequest,
     data: Extract<NotifyJob, { type: 'report' }>,
+    alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
     if (!request.messageTs) return this.waitForMessage(request);
-    const replied = await this.threadReply(request, request.messageTs, data);
+    const replied = await this.threadReply(request, request.messageTs, data, alreadyReplied);
     try {
       await this.update(request, request.messageTs);
     } catch (error) {
@@ -143,14 +150,15 @@ export class NotifyProcessor {
     return replied;
   }
 
-  /** Posts the reply in the request's thread unless a record says it was posted already. */
+  /** Posts the reply in the request's thread unless its record (looked up by the caller) says it was posted. */
   private async threadReply(
     request: CloudRequest,
     thread_ts: string,
     reply: { requestId: string; event: ReplyEvent; step?: number },
+    alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
+    if (alreadyReplied) return 'duplicate';
     const key = this.repliedKey(replyId(reply));
-    if (await this.deps.connection.exists(key)) return 'duplicate';
     const message = this.deps.renderer.threadReply(request, reply.event, reply.step);
     const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
