@@ -39,7 +39,12 @@ const submit = (callbackId: string) => ({
 /** Sends one event through Bolt and says which handler ran and whether it was acked. */
 async function deliver(app: App, body: Record<string, unknown>): Promise<boolean> {
   let acked = false;
-  await app.processEvent({ body, ack: async () => void (acked = true) });
+  await app.processEvent({
+    body,
+    ack: async () => {
+      acked = true;
+    },
+  });
   return acked;
 }
 

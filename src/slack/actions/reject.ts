@@ -52,7 +52,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
     } catch {
       return void (await errors(TRY_AGAIN));
     }
-    if (!request || !request.approvers.includes(user) || user === request.requester) {
+    if (!request?.approvers.includes(user) || user === request.requester) {
       return void (await errors('You cannot reject this request.'));
     }
     // The modal may have stayed open past the request's expiry: then it expires instead of being rejected.
