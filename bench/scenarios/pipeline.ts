@@ -36,6 +36,15 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       logLevel: ctx.config.logLevel,
       logFile: ctx.logFile,
     });
+    // CPU time of this process (the bot, in-process) per request: far less swayed by other load than rates are.
+    const cpuMs: { bot: number[]; bare: number[] } = { bot: [], bare: [] };
+    const timed = async <T>(into: number[], count: number, work: () => Promise<T>): Promise<T> => {
+      const before = process.cpuUsage();
+      const result = await work();
+      const used = process.cpuUsage(before);
+      into.push((used.user + used.system) / 1000 / count);
+      return result;
+    };
     const push = (count: number) =>
       runPipeline({
         redis: ctx.redis,
@@ -62,8 +71,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const botRuns: PipelineResult[] = [];
     const bareRuns: Awaited<ReturnType<typeof bare>>[] = [];
     for (let r = 1; r <= ctx.config.runs; r++) {
-      botRuns.push(await push(cfg.requests));
-      bareRuns.push(await bare(cfg.requests));
+      botRuns.push(await timed(cpuMs.bot, cfg.requests, () => push(cfg.requests)));
+      bareRuns.push(await timed(cpuMs.bare, cfg.requests, () => bare(cfg.requests)));
       ctx.log(
         `pipeline: run ${r}: cloudops ${round(botRuns.at(-1)?.perSecond ?? 0)}/s, bare BullMQ ${round(bareRuns.at(-1)?.perSecond ?? 0)}/s`,
       );
@@ -73,6 +82,9 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const cloud = await sims.cloudSummary();
     const slack = await sims.slackSummary();
     const ratio = botMedian.perSecond / bareMedian.perSecond;
+    const medianMs = (values: number[]) =>
+      [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+    const cpu = { bot: medianMs(cpuMs.bot), bare: medianMs(cpuMs.bare) };
     const allSucceeded = botRuns.every((r) => (r.states.succeeded ?? 0) === r.requests);
     return {
       rows: [
@@ -85,6 +97,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
             wait_p50_ms: round(botMedian.executeWaitP50Ms),
             wait_p99_ms: round(botMedian.executeWaitP99Ms),
             notify_wait_p99_ms: round(botMedian.notifyWaitP99Ms),
+            cpu_ms_per_req: round(cpu.bot, 2),
           },
         },
         {
@@ -95,11 +108,13 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
             seconds: round(bareMedian.elapsedMs / 1000),
             wait_p50_ms: round(bareMedian.waitP50Ms),
             wait_p99_ms: round(bareMedian.waitP99Ms),
+            cpu_ms_per_req: round(cpu.bare, 2),
           },
         },
       ],
       data: {
         concurrency,
+        cpuMsPerRequest: cpuMs,
         cloudops: { runs: botRuns, median: botMedian },
         bareBullmq: { runs: bareRuns, median: bareMedian },
         cloud,
