@@ -40,7 +40,11 @@ describe('approve', () => {
     expect(queued.approvedBy).toBe(USERS.lead);
     const job = await h.queues.execute.getJob(request.id);
     expect(job?.id).toBe(request.id);
-    expect(job?.data).toEqual({ requestId: request.id });
+    // The job carries the VM too, so the worker takes the VM's lock before reading the request.
+    expect(job?.data).toEqual({
+      requestId: request.id,
+      vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+    });
     // The message refresh and the thread reply go through the notify queue.
     await expect.poll(() => h.queues.notify.getJob(`reply.${request.id}.approved.0`)).toBeDefined();
   });

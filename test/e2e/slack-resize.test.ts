@@ -169,6 +169,10 @@ describe('no approval needed', () => {
     const request = await h.waitForRequest(created.id, (r) => r.state !== 'pending');
     expect(request).toMatchObject({ state: 'queued', needsApproval: false });
     const job = await h.queues.execute.getJob(request.id);
-    expect(job?.data).toEqual({ requestId: request.id });
+    // The job carries the VM too, so the worker takes the VM's lock before reading the request.
+    expect(job?.data).toEqual({
+      requestId: request.id,
+      vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+    });
   });
 });
