@@ -9,6 +9,7 @@ import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
+import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
 import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
@@ -37,6 +38,8 @@ export interface StartOptions {
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
   concurrency?: ExecutionConcurrency;
+  /** How often workers look for requests stranded between two writes; tests use a fast one. */
+  sweepPolicy?: SweepPolicy;
 }
 
 /**
@@ -156,6 +159,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       stalledIntervalMs: options.stalledIntervalMs,
       concurrency: options.concurrency,
     });
+    // Stopped first: it would otherwise enqueue into queues that are closing.
+    const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
+    stoppers.push(() => sweeper.stop());
     stoppers.push(() => execution.close(options.shutdownTimeoutMs ?? 20_000));
     const digestWorker = pricing.startWorker();
     stoppers.push(() => digestWorker.close());
@@ -180,12 +186,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       },
       env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness, metrics),
     );
-    const started = await slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT);
+    const started = await slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT, env.HOST);
     port = started.port;
   }
   // Health and metrics live on PORT in every mode; Bolt serves them in HTTP mode.
   if (!port) {
-    healthServer = await startHealthServer(env.PORT, readiness, metrics);
+    healthServer = await startHealthServer(env.PORT, readiness, metrics, env.HOST);
     const address = healthServer.address();
     port = typeof address === 'object' && address ? address.port : env.PORT;
   }

@@ -5,7 +5,7 @@ import { type SlackStandIn, type SlackView, startSlackStandIn } from '../../sim/
 import { loadEnv, type Role } from '../../src/config/env.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
-import { type Running, startCloudops } from '../../src/main.ts';
+import { type Running, type StartOptions, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
@@ -81,6 +81,8 @@ export interface HarnessOptions {
   now?: Date;
   /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
   role?: Role;
+  /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
+  startOptions?: Pick<StartOptions, 'sweepPolicy'>;
 }
 
 /** A clock the test moves; the bot and the cloud sim read it. */
@@ -213,6 +215,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger,
       stalledIntervalMs: 2000,
       shutdownTimeoutMs: 5000,
+      ...options.startOptions,
     });
   } catch (error) {
     await Promise.all([sim.close(), slack.close()]);
