@@ -17,6 +17,7 @@ const VARIABLES = [
   'REDIS_URL',
   'REDIS_PREFIX',
   'PORT',
+  'HOST',
   'POLICY_FILE',
   'ROLE',
   'LOG_LEVEL',
