@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
@@ -42,9 +43,17 @@ export class ExecuteProcessor {
     // data read the request for the VM).
     const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
     if (!vm) return 'missing';
-    const taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, this.requestKey(job.data.requestId));
+    const requestKey = this.requestKey(job.data.requestId);
+    let taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey);
+    // A VM's mutations are short: polling a moment takes the lock as soon as it frees, where putting the job back
+    // (several Redis writes, then a long wait) made busy VMs sit idle between their jobs.
+    const holdOnUntil = Date.now() + this.lockPolicy.holdOnMs;
+    while (!taken && Date.now() < holdOnUntil) {
+      await sleep(this.lockPolicy.pollMs);
+      taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey);
+    }
     if (!taken) {
-      // Another job is changing this VM: come back later without using up an attempt.
+      // Another job is still changing this VM: come back later without using up an attempt.
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
       throw new DelayedError();
     }

@@ -15,17 +15,35 @@ export const NOTIFY_RETRY: RetryPolicy = { baseMs: 1_000, maxMs: 5 * 60_000, max
 /** For tests: the same shape, in milliseconds. */
 export const FAST_RETRY: RetryPolicy = { baseMs: 50, maxMs: 500, maxRetryAfterMs: 5_000 };
 
-/** The per-VM mutation lock: how long it lives unrenewed, how often it is renewed, how soon a waiter looks again. */
+/**
+ * The per-VM mutation lock: how long it lives unrenewed, how often it is renewed, how long a job whose VM is busy
+ * keeps its worker slot polling for the lock (`holdOnMs`, every `pollMs`), and how long it is put back after that.
+ */
 export interface LockPolicy {
   ttlMs: number;
   renewEveryMs: number;
+  /** Bounded so a slot waiting on one busy VM soon goes back to jobs for other VMs. */
+  holdOnMs: number;
+  pollMs: number;
   waitMs: number;
 }
 
 /** A crashed worker's lock frees itself after `ttlMs`; a live one renews it well before. */
-export const VM_LOCK: LockPolicy = { ttlMs: 60_000, renewEveryMs: 15_000, waitMs: 2_000 };
+export const VM_LOCK: LockPolicy = {
+  ttlMs: 60_000,
+  renewEveryMs: 15_000,
+  holdOnMs: 1_000,
+  pollMs: 20,
+  waitMs: 2_000,
+};
 /** For tests: a killed worker's lock is gone within seconds. */
-export const FAST_VM_LOCK: LockPolicy = { ttlMs: 3_000, renewEveryMs: 500, waitMs: 100 };
+export const FAST_VM_LOCK: LockPolicy = {
+  ttlMs: 3_000,
+  renewEveryMs: 500,
+  holdOnMs: 200,
+  pollMs: 10,
+  waitMs: 100,
+};
 
 /** An error that says when to try again, e.g. from `Retry-After`. */
 interface WithRetryAfter {
