@@ -221,42 +221,43 @@ export class ExecuteProcessor {
     return this.unknown(request, step, reason, error instanceof CloudApiError ? error.status : undefined);
   }
 
-  private async refuse(
+  private refuse(
     request: CloudRequest,
     step: number,
     reason: string,
     status?: number,
   ): Promise<ExecuteOutcome> {
-    const outcome: StepOutcome = { step, status, reason, at: this.at() };
-    const refused = await this.deps.store.transition(request.id, {
-      from: ['sending'],
-      to: 'refused',
-      actor: 'cloudops',
-      patch: { outcomes: [...request.outcomes, outcome] },
-      detail: truncateDetail(reason),
-    });
-    if (!refused.ok) return 'skipped';
-    await this.announce(refused.request, 'refused');
-    return 'refused';
+    return this.finishStep(request, step, 'refused', reason, status);
   }
 
-  private async unknown(
+  private unknown(
     request: CloudRequest,
     step: number,
     reason: string,
     status?: number,
   ): Promise<ExecuteOutcome> {
+    return this.finishStep(request, step, 'unknown', reason, status);
+  }
+
+  /** Ends a sending request without success: the step's outcome, the state, its audit entry and the report. */
+  private async finishStep(
+    request: CloudRequest,
+    step: number,
+    to: 'refused' | 'unknown',
+    reason: string,
+    status?: number,
+  ): Promise<ExecuteOutcome> {
     const outcome: StepOutcome = { step, status, reason, at: this.at() };
-    const unknown = await this.deps.store.transition(request.id, {
+    const finished = await this.deps.store.transition(request.id, {
       from: ['sending'],
-      to: 'unknown',
+      to,
       actor: 'cloudops',
       patch: { outcomes: [...request.outcomes, outcome] },
       detail: truncateDetail(reason),
     });
-    if (!unknown.ok) return 'skipped';
-    await this.announce(unknown.request, 'unknown');
-    return 'unknown';
+    if (!finished.ok) return 'skipped';
+    await this.announce(finished.request, to);
+    return to;
   }
 
   /**
