@@ -72,20 +72,24 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   for (const client of [fastRedis, queueRedis]) {
     client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
   }
+  let redisDeadline: NodeJS.Timeout | undefined;
   await Promise.race([
     new Promise<void>((resolve) => fastRedis.once('ready', () => resolve())),
-    new Promise<void>((_, reject) =>
-      setTimeout(
+    new Promise<void>((_, reject) => {
+      redisDeadline = setTimeout(
         () =>
           reject(new ConfigError(`REDIS_URL: no Redis answered at ${redactUrl(env.REDIS_URL)} within 5 s`)),
         5000,
-      ),
-    ),
-  ]).catch(async (error) => {
-    fastRedis.disconnect();
-    queueRedis.disconnect();
-    throw error;
-  });
+      );
+    }),
+  ])
+    .catch(async (error) => {
+      fastRedis.disconnect();
+      queueRedis.disconnect();
+      throw error;
+    })
+    // A pending deadline would keep a stopping process alive for up to 5 s.
+    .finally(() => clearTimeout(redisDeadline));
 
   const cloud = new CloudApiClient({
     baseUrl: env.CLOUD_API_URL ?? '',
