@@ -2,7 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.ts';
+import {
+  startWorkerProcess,
+  type WorkerProcess,
+  type WorkerProcessConfig,
+} from '../helpers/worker-process.ts';
 import { JOBS_POLICY_YAML, type JobsEnv, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
 
 let env: JobsEnv | undefined;
@@ -18,6 +22,19 @@ afterEach(async () => {
   child = undefined;
   ownRedis = undefined;
 });
+
+/** A worker process on the same Redis prefix, simulator and Slack stand-in as the test's env. */
+function childConfig(current: JobsEnv): WorkerProcessConfig {
+  return {
+    redisUrl: current.redisUrl,
+    prefix: current.prefix,
+    cloudUrl: current.sim.url,
+    cloudApiKey: current.sim.apiKey,
+    slackApiUrl: current.slack.apiUrl,
+    slackToken: current.slack.botToken,
+    policyYaml: JOBS_POLICY_YAML,
+  };
+}
 
 const FINAL = ['succeeded', 'refused', 'unknown'] as const;
 /** Long enough for the calls of two VMs to overlap. */
@@ -63,16 +80,7 @@ describe('a worker killed mid-call', () => {
     env = await startJobsEnv({ name: 'jobs-kill' });
     const current = env;
     current.sim.fault('resize', { kind: 'latency', ms: 3_000 });
-    child = await startWorkerProcess({
-      redisUrl: current.redisUrl,
-      prefix: current.prefix,
-      cloudUrl: current.sim.url,
-      cloudApiKey: current.sim.apiKey,
-      slackApiUrl: current.slack.apiUrl,
-      slackToken: current.slack.botToken,
-      policyYaml: JOBS_POLICY_YAML,
-      cloudHeadersTimeoutMs: 20_000,
-    });
+    child = await startWorkerProcess({ ...childConfig(current), cloudHeadersTimeoutMs: 20_000 });
     const request = await current.queueRequest(resizeOf(current, 102, { cores: 6 }));
     // Wait until the child's POST is in flight, then kill it as a crash would.
     await until(() => current.sim.calls.some((c) => c.route === 'resize'), 'the POST in flight');
@@ -96,15 +104,7 @@ describe('a worker killed mid-call', () => {
     env = await startJobsEnv({ name: 'jobs-term' });
     const current = env;
     current.sim.fault('resize', { kind: 'latency', ms: 1_000 });
-    child = await startWorkerProcess({
-      redisUrl: current.redisUrl,
-      prefix: current.prefix,
-      cloudUrl: current.sim.url,
-      cloudApiKey: current.sim.apiKey,
-      slackApiUrl: current.slack.apiUrl,
-      slackToken: current.slack.botToken,
-      policyYaml: JOBS_POLICY_YAML,
-    });
+    child = await startWorkerProcess(childConfig(current));
     const request = await current.queueRequest(resizeOf(current, 102, { cores: 6 }));
     await until(() => current.sim.calls.some((c) => c.route === 'resize'), 'the POST in flight');
     expect(await child.kill('SIGTERM')).toBe(0);
