@@ -109,9 +109,9 @@ export class NotifyProcessor {
       }),
     );
     if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');
-    await this.deps.store.update(request.id, { messageTs: result.ts });
-    // The state may have moved while the post was under way: render the stored request once more.
-    const latest = await this.deps.store.get(request.id);
+    // The compare-and-set write returns the stored request: if its state moved while the post was under way
+    // (more than this one write since), render it once more.
+    const latest = await this.deps.store.update(request.id, { messageTs: result.ts });
     if (latest && latest.version !== request.version + 1) await this.update(latest, result.ts);
     return 'posted';
   }
