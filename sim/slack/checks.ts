@@ -5,13 +5,12 @@ import type { ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 
-/** Where the third-party Slack reference files live (see its README). */
+/** Where the third-party Slack reference files live, in the repository (see vendor/README.md). */
 export const SLACK_REFERENCE_DIR = join(
   dirname(fileURLToPath(import.meta.url)),
   '..',
   '..',
-  '..',
-  'shared',
+  'vendor',
   'slack-reference',
 );
 

@@ -6,9 +6,9 @@ import addFormatsPlugin from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 
-// The shared reference data sits beside the clone (`<clone>/../shared`), in CI as on the dev machine.
+// The Slack reference data is kept in the repository (vendor/README.md says where it came from).
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const reference = fileURLToPath(new URL('../../../shared/slack-reference/', import.meta.url));
+const reference = fileURLToPath(new URL('../../vendor/slack-reference/', import.meta.url));
 const SCHEMA_URL = 'https://raw.githubusercontent.com/slackapi/manifest-schema/v0.5.0/schemas/';
 
 interface Manifest {
