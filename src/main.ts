@@ -9,6 +9,7 @@ import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
+import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
 import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
@@ -40,6 +41,8 @@ export interface StartOptions {
   concurrency?: ExecutionConcurrency;
   /** How often workers look for requests stranded between two writes; tests use a fast one. */
   sweepPolicy?: SweepPolicy;
+  /** How often workers remove what retention let go; tests use a fast one. */
+  retentionPolicy?: RetentionPolicy;
 }
 
 /**
@@ -100,8 +103,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         call.durationMs / 1000,
       ),
   });
-  const store = new RequestStore(fastRedis, { prefix, now });
-  const workerStore = new RequestStore(queueRedis, { prefix, now });
+  const retentionDays = policy.retention_days;
+  const store = new RequestStore(fastRedis, { prefix, now, retentionDays });
+  const workerStore = new RequestStore(queueRedis, { prefix, now, retentionDays });
   const vmFacts = new VmFactsStore(fastRedis, { prefix });
   const queues = createQueues(queueRedis, prefix);
   // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
@@ -166,6 +170,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     // Stopped first: it would otherwise enqueue into queues that are closing.
     const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
     stoppers.push(() => sweeper.stop());
+    const retention = startRetentionSweeper({ store: workerStore, queues, logger }, options.retentionPolicy);
+    stoppers.push(() => retention.stop());
     stoppers.push(() => execution.close(options.shutdownTimeoutMs ?? 20_000));
     const digestWorker = pricing.startWorker();
     stoppers.push(() => digestWorker.close());

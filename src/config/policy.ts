@@ -77,6 +77,13 @@ const policySchema = z
       .positive()
       .max(24 * 30)
       .default(24),
+    /** Days an ended request and its audit entries are kept before removal (never while a lease is open). */
+    retention_days: z
+      .number({ message: 'expected a number of days from 1 to 3650' })
+      .int({ message: 'expected a whole number of days' })
+      .min(1, { message: 'expected a number of days from 1 to 3650' })
+      .max(3650, { message: 'expected a number of days from 1 to 3650' })
+      .default(90),
     /** Upper bounds for what a requester may type; the API documents none. */
     limits: z
       .object({

@@ -7,8 +7,8 @@ import { enqueueNotify, type NotifyJob, replyId } from './queues.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
 const EXPIRE_RECHECK_MAX_MS = 60_000;
-/** "Posted" records for thread replies outlive every retry of their job. */
-const REPLIED_TTL_S = 30 * 24 * 3600;
+/** "Posted" records for thread replies outlive every retry of their job (40 attempts of at most 15 min: hours). */
+export const REPLIED_TTL_S = 3 * 24 * 3600;
 /** Slack platform errors that say "try again later" rather than "this will never work". */
 const TRANSIENT_PLATFORM_ERRORS = new Set([
   'internal_error',

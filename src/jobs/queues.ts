@@ -12,23 +12,26 @@ export const QUEUE_NAMES = { execute: 'execute', notify: 'notify' } as const;
  */
 const ID_SEPARATOR = '.';
 
-/** How long finished jobs are kept, so a second enqueue with the same id within this time is a no-op. */
-const KEEP_FINISHED_S = 7 * 24 * 3600;
+/**
+ * Finished jobs are kept a day at most (a second enqueue with the same id within it is a no-op; later ones are
+ * stopped by the request's state and the "posted" records), and at most this many per queue and outcome.
+ */
+export const KEEP_FINISHED = { ageS: 24 * 3600, completed: 1000, failed: 5000 } as const;
 
 /** Execute jobs retry only errors the worker judged "surely not sent"; the delay comes from `retry-policy.ts`. */
 const EXECUTE_JOB_OPTIONS: JobsOptions = {
   attempts: 12,
   backoff: { type: 'cloudops' },
-  removeOnComplete: { age: KEEP_FINISHED_S },
-  removeOnFail: { age: KEEP_FINISHED_S },
+  removeOnComplete: { age: KEEP_FINISHED.ageS, count: KEEP_FINISHED.completed },
+  removeOnFail: { age: KEEP_FINISHED.ageS, count: KEEP_FINISHED.failed },
 };
 
 /** Reports wait out Slack outages and rate limits: many attempts, growing delays. */
 const NOTIFY_JOB_OPTIONS: JobsOptions = {
   attempts: 40,
   backoff: { type: 'cloudops' },
-  removeOnComplete: { age: KEEP_FINISHED_S },
-  removeOnFail: { age: KEEP_FINISHED_S },
+  removeOnComplete: { age: KEEP_FINISHED.ageS, count: KEEP_FINISHED.completed },
+  removeOnFail: { age: KEEP_FINISHED.ageS, count: KEEP_FINISHED.failed },
 };
 
 /** The two queues of the bot. */
@@ -91,6 +94,15 @@ export async function enqueueExecution(queues: Queues, request: CloudRequest, no
 /** Removes a request's execution job if it has not started; a started one is stopped by the store's state check. */
 export async function cancelExecution(queues: Queues, requestId: string): Promise<void> {
   await queues.execute.remove(requestId);
+}
+
+/**
+ * Removes a request's delayed expire job once the request is decided, so it does not sit in Redis until
+ * `expiresAt`. A job that is running right now cannot be removed; it finds the request decided and skips.
+ */
+export async function removeExpireJob(queues: Queues, requestId: string): Promise<void> {
+  const jobId = notifyJobId({ type: 'expire', requestId });
+  if (jobId) await queues.notify.remove(jobId).catch(() => undefined);
 }
 
 /**

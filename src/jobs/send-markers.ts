@@ -1,8 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { ConfirmAndSet, HeldLock } from './vm-lock.ts';
 
-/** Markers outlive any retry or restart of the job they guard. */
-const MARKER_TTL_S = 30 * 24 * 3600;
+/**
+ * Markers outlive any retry or restart of the job they guard (12 attempts of at most 15 min, plus stall recovery:
+ * hours), then go: a request that has moved on is guarded by its state.
+ */
+export const MARKER_TTL_S = 3 * 24 * 3600;
 
 /**
  * "This step's POST may have left": set before sending, cleared only when the call surely did not reach the API.

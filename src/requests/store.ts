@@ -1,7 +1,13 @@
 import { randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LuaScript } from './lua.ts';
-import { ALLOWED_TRANSITIONS, type CloudRequest, type NewRequest, type RequestState } from './types.ts';
+import {
+  ALLOWED_TRANSITIONS,
+  type CloudRequest,
+  FINAL_STATES,
+  type NewRequest,
+  type RequestState,
+} from './types.ts';
 
 /** Crockford base32: no I, L, O or U, so an id read aloud or retyped is unambiguous. */
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -10,6 +16,9 @@ const CROCKFORD_LETTERS = CROCKFORD.slice(10);
 const CHANNEL_INDEX_KEEP = 1000;
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
+/** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
+export const DEFAULT_RETENTION_DAYS = 90;
+const DAY_MS = 86_400_000;
 
 /**
  * A new request id such as 'R7K2M9QX': 8 Crockford base32 characters from a CSPRNG. The first is a letter so an
@@ -84,10 +93,28 @@ local function index_awaiting_run(key, state, now_ms, id)
 end
 `;
 
-/** KEYS: request, channel index, audit, awaiting-run index. ARGV: json, nowMs, id, initial state, actor, at, score, keep. */
+/**
+ * Keeps the retention index in step: a request that has ended and holds no open lease is scored by when that
+ * began (the first such write counts: NX); any other request is not in it.
+ */
+const RETENTION_LUA = `
+local function index_retention(key, ended_at, id)
+  if ended_at ~= '' then
+    redis.call('ZADD', key, 'NX', ended_at, id)
+  else
+    redis.call('ZREM', key, id)
+  end
+end
+`;
+
+/**
+ * KEYS: request, channel index, audit, awaiting-run index, created index. ARGV: json, nowMs, id, initial state,
+ * actor, at, score, keep.
+ */
 const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
+redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
 index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
 audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]})
@@ -97,15 +124,17 @@ return 1
 
 /**
  * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run
- * index, in the same script so a state change and its records cannot part. KEYS: request, audit, awaiting-run.
- * ARGV: expected version, new json, nowMs, id, state ('' for no state change), actor, at, detail.
+ * and retention indexes, in the same script so a state change and its records cannot part. KEYS: request, audit,
+ * awaiting-run, retention. ARGV: expected version, new json, nowMs, id, state ('' for no state change), actor, at,
+ * detail, ended-at ms ('' while the request is live or holds a lease).
  */
-const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
+const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}
 local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
 if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'conflict', current} end
 redis.call('SET', KEYS[1], ARGV[2])
 index_awaiting_run(KEYS[3], ARGV[5], ARGV[3], ARGV[4])
+index_retention(KEYS[4], ARGV[9], ARGV[4])
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
   if ARGV[8] ~= '' then
@@ -117,6 +146,29 @@ end
 return {'ok'}
 `);
 
+/**
+ * Removes one request that ended before the cutoff, unless a later write opened a lease (then it only leaves the
+ * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix. Returns 1 when
+ * the request was removed.
+ */
+const REMOVE_EXPIRED = new LuaScript(`
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local json = redis.call('GET', KEYS[1])
+if not json then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  return 0
+end
+local request = cjson.decode(json)
+if request.leaseOpen == true then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', ARGV[3] .. request.channel, ARGV[1])
+return 1
+`);
+
 /** Key names under one prefix, shared by the store, the audit log and the workers. */
 export function requestKeys(prefix: string) {
   return {
@@ -125,6 +177,10 @@ export function requestKeys(prefix: string) {
     audit: `${prefix}:audit`,
     /** Requests that must have an execute job (approved or queued), scored by when they entered that state. */
     awaitingRun: `${prefix}:awaiting-run`,
+    /** Ended requests without an open lease, scored by when they ended (or their lease closed). */
+    retention: `${prefix}:retention`,
+    /** Every stored request, scored by creation: the oldest bounds how much audit history must stay. */
+    created: `${prefix}:created`,
   };
 }
 
@@ -135,13 +191,17 @@ export function requestKeys(prefix: string) {
 export class RequestStore {
   private readonly keys: ReturnType<typeof requestKeys>;
   private readonly now: () => Date;
+  private readonly retentionMs: number;
+  private readonly channelPrefix: string;
 
   constructor(
     private readonly redis: Redis,
-    options: { prefix: string; now?: () => Date },
+    options: { prefix: string; now?: () => Date; retentionDays?: number },
   ) {
     this.keys = requestKeys(options.prefix);
     this.now = options.now ?? (() => new Date());
+    this.retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS;
+    this.channelPrefix = this.keys.channel('');
   }
 
   /** Stores a new request with a fresh id; audits 'created' and its initial state. */
@@ -164,6 +224,7 @@ export class RequestStore {
           this.keys.channel(request.channel),
           this.keys.audit,
           this.keys.awaitingRun,
+          this.keys.created,
         ],
         [
           JSON.stringify(request),
@@ -236,6 +297,30 @@ export class RequestStore {
     );
   }
 
+  /**
+   * Removes up to `limit` requests whose retention (`retention_days` after they ended, never while a lease is open)
+   * has passed, then trims the audit stream to what the oldest request still stored and the retention window need.
+   * Reads only the retention index, never all requests. Returns how many requests were removed.
+   */
+  async removeExpired(limit = 500): Promise<number> {
+    const cutoff = this.now().getTime() - this.retentionMs;
+    const ids = await this.redis.zrangebyscore(this.keys.retention, '-inf', cutoff, 'LIMIT', 0, limit);
+    const results = await Promise.all(
+      ids.map((id) =>
+        REMOVE_EXPIRED.run(
+          this.redis,
+          [this.keys.request(id), this.keys.retention, this.keys.created, this.keys.awaitingRun],
+          [id, cutoff, this.channelPrefix],
+        ),
+      ),
+    );
+    const removed = results.reduce<number>((sum, result) => sum + Number(result), 0);
+    const [, oldest] = await this.redis.zrange(this.keys.created, 0, 0, 'WITHSCORES');
+    const keepFrom = Math.min(cutoff, oldest === undefined ? Infinity : Number(oldest));
+    await this.redis.xtrim(this.keys.audit, 'MINID', keepFrom);
+    return removed;
+  }
+
   private async casLoop(
     id: string,
     change: (
@@ -255,7 +340,7 @@ export class RequestStore {
       };
       const reply = (await CAS.run(
         this.redis,
-        [this.keys.request(id), this.keys.audit, this.keys.awaitingRun],
+        [this.keys.request(id), this.keys.audit, this.keys.awaitingRun, this.keys.retention],
         [
           current.version,
           JSON.stringify(next),
@@ -265,6 +350,7 @@ export class RequestStore {
           planned.audit?.actor ?? '',
           next.updatedAt,
           planned.audit?.detail ?? '',
+          FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
         ],
       )) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };

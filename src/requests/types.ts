@@ -116,6 +116,8 @@ export interface CloudRequest {
   cost?: CostPreview;
   /** The rules that apply, one line each, shown on the request message. */
   notes: string[];
+  /** A temporary change whose return is still open: retention never removes the request meanwhile. */
+  leaseOpen?: boolean;
 }
 
 /** One line of the audit log. */

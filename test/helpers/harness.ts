@@ -82,7 +82,7 @@ export interface HarnessOptions {
   /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
   role?: Role;
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
-  startOptions?: Pick<StartOptions, 'sweepPolicy'>;
+  startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy'>;
 }
 
 /** A clock the test moves; the bot and the cloud sim read it. */

@@ -78,6 +78,23 @@ describe('parsePolicy', () => {
     expect(failure(withLine(line, text))).toContain(expected);
   });
 
+  it('keeps ended requests retention_days (1 to 3650, default 90) and names the line of a bad value', () => {
+    expect(parsePolicy(GOOD).retention_days).toBe(90);
+    expect(parsePolicy(withLine(4, 'retention_days: 30')).retention_days).toBe(30);
+    expect(failure(withLine(4, 'retention_days: 0'))).toBe(
+      'policy.yml:4: retention_days: expected a number of days from 1 to 3650',
+    );
+    expect(failure(withLine(4, 'retention_days: 3651'))).toBe(
+      'policy.yml:4: retention_days: expected a number of days from 1 to 3650',
+    );
+    expect(failure(withLine(4, 'retention_days: 1.5'))).toBe(
+      'policy.yml:4: retention_days: expected a whole number of days',
+    );
+    expect(failure(withLine(4, 'retention_days: soon'))).toBe(
+      'policy.yml:4: retention_days: expected a number of days from 1 to 3650',
+    );
+  });
+
   it('names an unknown key itself, on its own line (fixed: it used to say "(top level)" at line 1)', () => {
     expect(failure(`${GOOD}colour: blue\n`)).toBe('policy.yml:17: colour: Unrecognized key: "colour"');
     expect(failure(withLine(11, '    clutser: zone-1'))).toMatch(

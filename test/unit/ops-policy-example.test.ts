@@ -36,6 +36,7 @@ describe('policy.example.yml', () => {
         'projects',
         'reference_vm',
         'resize_fields',
+        'retention_days',
         'workspace',
       ].sort(),
     );

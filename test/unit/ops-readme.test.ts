@@ -41,6 +41,7 @@ describe('README.md', () => {
       'currency',
       'approvers',
       'approval_ttl_hours',
+      'retention_days',
       'limits',
       'resize_fields',
       'reference_vm',

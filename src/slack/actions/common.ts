@@ -1,5 +1,5 @@
 import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import { enqueueNotify } from '../../jobs/queues.ts';
+import { enqueueNotify, removeExpireJob } from '../../jobs/queues.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL } from '../blocks/describe.ts';
 import type { ReplyEvent } from '../blocks/request-message.ts';
@@ -65,6 +65,8 @@ export function alreadyText(request: CloudRequest): string {
 
 /** Refreshes the request message and, when given, posts a thread reply; both through the notify queue. */
 export async function announce(deps: SlackDeps, request: CloudRequest, reply?: ReplyEvent): Promise<void> {
+  // A decided request's expire job has nothing left to do.
+  if (request.state !== 'pending') await removeExpireJob(deps.queues, request.id);
   await enqueueNotify(deps.queues, { type: 'sync-message', requestId: request.id });
   if (reply) await enqueueNotify(deps.queues, { type: 'thread-reply', requestId: request.id, event: reply });
 }

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditLog } from '../../src/requests/audit.ts';
+import { requestKeys } from '../../src/requests/store.ts';
+import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+
+const DAY = 86_400_000;
+
+// The whole bot (ROLE=all) with retention_days: 30 and a retention sweep every 100 ms; the test moves the clock.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    role: 'all',
+    policyYaml: (start) => `retention_days: 30\n${defaultPolicyYaml(start)}`,
+    startOptions: { retentionPolicy: { intervalMs: 100, batch: 500, finishedJobAgeMs: DAY } },
+  });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** Polls `check` until it holds, for up to 5 s. */
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`still not so after 5 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Waits until the bot's retention sweep has run at least once more. */
+const aFewSweeps = () => new Promise((resolve) => setTimeout(resolve, 400));
+
+describe('retention in the running bot', () => {
+  it('removes requests and their audit retention_days after they end, never while a lease is open', async () => {
+    const audit = new AuditLog(h.redis, h.prefix);
+
+    // One request runs to success; one is cancelled by its requester (its expire job goes with the decision).
+    await h.fillAndSubmit('resize shop-prod 102 cores=6', {});
+    const done = await h.nextRequest();
+    const doneMessage = await h.requestMessage(done.id);
+    await h.click('approve', done.id, USERS.lead, CHANNELS.prod, doneMessage);
+    await h.waitForRequest(done.id, (r) => r.state === 'succeeded', 10_000);
+
+    await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
+    const cancelled = await h.nextRequest();
+    const cancelMessage = await h.requestMessage(cancelled.id);
+    expect(await h.queues.notify.getJob(`expire.${cancelled.id}`)).toBeDefined();
+    await h.click('cancel', cancelled.id, USERS.dev, CHANNELS.prod, cancelMessage);
+    await h.waitForRequest(cancelled.id, (r) => r.state === 'cancelled');
+    expect(await h.queues.notify.getJob(`expire.${cancelled.id}`)).toBeUndefined();
+    expect(await h.queues.notify.getJob(`expire.${done.id}`)).toBeUndefined();
+
+    // A lease (set as the lease feature will) holds the succeeded request.
+    await h.store.update(done.id, { leaseOpen: true });
+
+    h.clock.advance(29 * DAY);
+    await aFewSweeps();
+    expect(await h.store.get(cancelled.id)).toBeDefined();
+
+    h.clock.advance(2 * DAY);
+    await until(async () => (await h.store.get(cancelled.id)) === undefined, 'cancelled request removed');
+    expect((await h.requests()).map((r) => r.id)).toEqual([done.id]);
+    expect(await h.store.get(done.id)).toBeDefined();
+    expect(await audit.read({ requestId: done.id })).not.toEqual([]);
+
+    // The lease ends: retention counts from then.
+    await h.store.update(done.id, { leaseOpen: false });
+    h.clock.advance(29 * DAY);
+    await aFewSweeps();
+    expect(await h.store.get(done.id)).toBeDefined();
+    h.clock.advance(2 * DAY);
+    await until(async () => (await h.store.get(done.id)) === undefined, 'succeeded request removed');
+    await until(async () => (await h.redis.xlen(requestKeys(h.prefix).audit)) === 0, 'audit trimmed');
+    expect(await h.requests()).toEqual([]);
+    expect(await audit.read({ requestId: cancelled.id })).toEqual([]);
+  });
+});
