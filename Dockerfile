@@ -4,7 +4,7 @@
 # `node` user. TypeScript runs through tsx, a production dependency, so the image starts with the same
 # command as `npm start` and has no compile step to drift from the tests.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -12,7 +12,7 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npx tsc --noEmit -p .
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     PORT=3000 \
     POLICY_FILE=/etc/cloudops/policy.yml

@@ -31,9 +31,13 @@ const compose = parse(read('docker-compose.yml'), { merge: true }) as {
   volumes?: Record<string, unknown>;
 };
 const pkg = JSON.parse(read('package.json')) as {
+  engines: { node: string };
   scripts: Record<string, string>;
   dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  allowScripts?: Record<string, boolean>;
 };
+const major = (range: string) => Number(/(\d+)/.exec(range)?.[1]);
 
 /** Dockerfile instructions, with `\` continuations joined, split into stages at each FROM. */
 function dockerStages(): { from: string; lines: string[] }[] {
@@ -94,6 +98,20 @@ describe('Dockerfile', () => {
       expect(existsSync(join(repo, source)), `COPY ${source}`).toBe(true);
       expect(ignored, `COPY ${source} is excluded by .dockerignore`).not.toContain(source);
     }
+  });
+});
+
+describe('Node.js', () => {
+  it('the suite runs on the LTS that engines, the node devDependency, @types/node and the image name', () => {
+    const lts = major(pkg.engines.node);
+    expect(lts).toBe(24);
+    // npm scripts put node_modules/.bin first on the PATH, so `npm test` runs on the `node` package's binary.
+    expect(major(process.versions.node)).toBe(lts);
+    expect(major(pkg.devDependencies.node!)).toBe(lts);
+    expect(major(pkg.devDependencies['@types/node']!)).toBe(lts);
+    expect(pkg.allowScripts?.node).toBe(true);
+    for (const stage of stages) expect(stage.from).toMatch(new RegExp(`^FROM node:${lts}-`));
+    expect(read('README.md')).toMatch(new RegExp(`Node\\.js ${lts}\\b`));
   });
 });
 
