@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
-# Two stages. "build" installs every dependency (npm ci) and type-checks, so a broken tree never becomes an
-# image. "runtime" installs production dependencies only (npm ci --omit=dev) and runs as the unprivileged
-# `node` user. TypeScript runs through tsx, a production dependency, so the image starts with the same
-# command as `npm start` and has no compile step to drift from the tests.
+# Two stages. "build" installs every dependency (npm ci) and compiles the TypeScript to dist/ (tsc type-checks
+# as it compiles, and emits nothing on an error), so a broken tree never becomes an image. "runtime" installs
+# production dependencies only (npm ci --omit=dev: no TypeScript, no tsx), copies dist/ and the CLI, and runs
+# the compiled JavaScript as the unprivileged `node` user. Nothing is written at run time: the container runs
+# with a read-only root filesystem (`docker run --read-only`, `read_only: true` in docker-compose.yml).
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -10,7 +11,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 # .dockerignore keeps node_modules, .git, .env and local output out of the context.
 COPY . .
-RUN npx tsc --noEmit -p .
+RUN npm run build
 
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -19,9 +20,11 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY --from=build /app/src ./src
-# The cloud simulator ships too, for the compose "sim" profile (`npm run sim`).
-COPY --from=build /app/sim ./sim
+COPY --from=build /app/dist ./dist
+# The operator CLI (`docker compose exec bot cloudops audit --since 24h`); it runs dist/.
+COPY bin ./bin
+COPY scripts/dist.mjs ./scripts/dist.mjs
+RUN ln -s /app/bin/cloudops.mjs /usr/local/bin/cloudops && cloudops --version
 # A placeholder policy so the image starts; mount your own at /etc/cloudops/policy.yml.
 COPY policy.example.yml /etc/cloudops/policy.yml
 USER node
@@ -30,4 +33,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The same command as `npm start`, without npm in between, so SIGTERM reaches the bot directly.
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "dist/src/main.js"]

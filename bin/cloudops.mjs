@@ -1,8 +1,16 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx's ESM loader, registered for this process only.
-import { fileURLToPath } from 'node:url';
-import { register } from 'tsx/esm/api';
+// The operator CLI. Runs the compiled dist/ (the image, or a checkout after `npm run build`); in a checkout whose
+// dist/ is missing or older than the sources, runs the TypeScript through tsx's loader (a devDependency) instead.
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { distState } from '../scripts/dist.mjs';
 
-register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) });
-const { main } = await import('../src/cli/main.ts');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+let entry = join(root, 'dist', 'src', 'cli', 'main.js');
+if (distState(root) !== 'current') {
+  const { register } = await import('tsx/esm/api');
+  register({ tsconfig: join(root, 'tsconfig.json') });
+  entry = join(root, 'src', 'cli', 'main.ts');
+}
+const { main } = await import(pathToFileURL(entry).href);
 await main();

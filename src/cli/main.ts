@@ -10,6 +10,7 @@ import { ConfigError, loadEnv } from '../config/env.ts';
 import { PolicyError } from '../config/policy.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
 import { PLAN_USAGE } from './usage.ts';
+import { packageVersion } from './version.ts';
 
 export const USAGE = `Usage: cloudops <command> [options]
 
@@ -21,6 +22,7 @@ Commands:
                                              the rules and cost of a resize; sends nothing
   audit --since <ISO|30m|24h|7d> [--json]    the audit log (JSON lines with --json)
   help                                       this text
+  --version                                  the version of cloudops
 
 Environment: CLOUD_API_URL, CLOUD_API_KEY, POLICY_FILE, REDIS_URL, REDIS_PREFIX.
 Exit codes: 0 ok, 1 error, 2 usage, 3 plan refused by the rules.
@@ -34,6 +36,7 @@ const OPTIONS = {
   'two-step': { type: 'boolean' },
   at: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const;
 
 /** Where a command's options and its allowed flags are checked, so a flag meant for another command is refused. */
@@ -55,6 +58,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
+  if (values.version && command === undefined) {
+    await write(io.stdout, `cloudops ${packageVersion()}\n`);
+    return 0;
+  }
   if (command === undefined || command === 'help' || values.help) {
     await write(io.stdout, USAGE);
     return command === undefined && !values.help ? 2 : 0;

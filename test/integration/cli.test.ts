@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,9 @@ import type { AuditEntry } from '../../src/requests/types.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/cloudops.mjs', import.meta.url));
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+// The shipped binary: it runs dist/ (built by the global setup, as `npm start` builds it), as in the image.
+const BIN = join(repo, 'bin', 'cloudops.mjs');
 
 interface Run {
   code: number | null;
@@ -319,5 +321,15 @@ describe.concurrent('cloudops usage and environment', () => {
     const help = await cloudops(['help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('plan resize <project> <vmid>');
+  });
+
+  it('--version prints the package version, with no configuration at all', async () => {
+    const { version } = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const run = await cloudops([flag], {});
+      expect(run.code, flag).toBe(0);
+      expect(run.stdout).toBe(`cloudops ${version}\n`);
+      expect(run.stderr).toBe('');
+    }
   });
 });

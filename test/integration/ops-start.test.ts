@@ -1,14 +1,20 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../sim/local-redis.ts';
 
-// `npm start` as an operator runs it: a child process with only the environment given (PATH kept for node).
+// `npm start` as an operator runs it: a child process with only the environment given (PATH kept for node),
+// running the compiled dist/ (the global setup builds it when stale, as npm start's prestart does).
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const START = ['--import', 'tsx', 'src/main.ts'];
+const pkg = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as { scripts: { start: string } };
+// The start script's node arguments, with the entry made absolute: the child runs in a temp dir, not the clone.
+const START = pkg.scripts.start
+  .split(' ')
+  .slice(1)
+  .map((arg) => (arg.endsWith('.js') ? join(repo, arg) : arg));
 
 interface Exit {
   code: number | null;
@@ -21,7 +27,7 @@ function start(env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
     execFile(
       process.execPath,
       START,
-      { cwd: repo, env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs },
+      { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
         resolve({ code, stdout, stderr });

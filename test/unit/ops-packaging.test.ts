@@ -63,18 +63,33 @@ const instruction = (name: string) =>
 const execForm = (text: string): string[] => JSON.parse(text.replace(/^CMD\s+/i, '')) as string[];
 
 describe('Dockerfile', () => {
-  it('installs all dependencies to check the build, then production dependencies only for the image', () => {
+  it('installs all dependencies and compiles, then installs production dependencies only for the image', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     expect(stages[0]!.lines.some((line) => /^RUN npm ci\b(?!.*--omit=dev)/.test(line))).toBe(true);
+    expect(stages[0]!.lines).toContain('RUN npm run build');
     expect(runtime.lines.some((line) => /^RUN npm ci\b.*--omit=dev/.test(line))).toBe(true);
-    // tsx runs the TypeScript in the image, so it must survive --omit=dev.
-    expect(pkg.dependencies.tsx).toBeDefined();
+    expect(runtime.lines).toContain('COPY --from=build /app/dist ./dist');
+    // Compiled at build time: neither the compiler nor tsx is a production dependency.
+    for (const tool of ['tsx', 'typescript']) expect(pkg.dependencies[tool], tool).toBeUndefined();
   });
 
-  it('runs the same command as `npm start`, as a non-root user', () => {
+  it('ships the cloudops CLI on the PATH, running dist/', () => {
+    expect(runtime.lines).toContain('COPY bin ./bin');
+    expect(
+      runtime.lines.some((line) => /ln -s \/app\/bin\/cloudops\.mjs \/usr\/local\/bin\/cloudops/.test(line)),
+    ).toBe(true);
+    // What bin/cloudops.mjs imports at run time must be in the image too.
+    for (const match of read('bin/cloudops.mjs').matchAll(/from '\.\.\/([^']+)'/g)) {
+      expect(runtime.lines.some((line) => line.startsWith('COPY ') && line.includes(match[1]!))).toBe(true);
+    }
+  });
+
+  it('runs the same command as `npm start`, compiled JavaScript, as a non-root user', () => {
     const [cmd] = instruction('CMD');
     expect(cmd).toBeDefined();
     expect(execForm(cmd!).join(' ')).toBe(pkg.scripts.start);
+    expect(pkg.scripts.start).toBe('node dist/src/main.js');
+    expect(pkg.scripts.prestart).toBe('node scripts/build.mjs --if-stale');
     const [user] = instruction('USER');
     expect(user).toBeDefined();
     expect(['root', '0']).not.toContain(user);
@@ -126,6 +141,21 @@ describe('docker-compose.yml', () => {
     expect(compose.volumes).toHaveProperty(volume);
   });
 
+  it('runs every bot container with a read-only root filesystem, stopped within its 20 s plus a margin', () => {
+    for (const name of ['bot', 'worker', 'scheduler', 'cloud-sim']) {
+      expect((compose.services[name] as { read_only?: boolean }).read_only, name).toBe(true);
+    }
+    const grace = /stop_grace_period: (\d+)s/.exec(read('docker-compose.yml'));
+    expect(Number(grace?.[1])).toBeGreaterThan(20);
+    expect(Number(grace?.[1])).toBeLessThanOrEqual(30);
+  });
+
+  it('says it needs Compose 2.24+ (env_file with required: false), as the README does', () => {
+    expect(compose.services.bot!.env_file?.[0]?.required).toBe(false);
+    expect(read('docker-compose.yml')).toMatch(/Compose 2\.24 or later/);
+    expect(read('README.md')).toMatch(/Compose 2\.24 or later/);
+  });
+
   it('runs the bot (web), workers that can scale, and the scheduler against that Redis, env from .env', () => {
     const roles = Object.fromEntries(
       Object.entries(compose.services)
@@ -155,8 +185,8 @@ describe('docker-compose.yml', () => {
     const sim = compose.services['cloud-sim']!;
     expect(sim.profiles).toEqual(['sim']);
     const command = (sim.command ?? []).join(' ');
-    expect(command).toMatch(/^npm run sim -- --port 8080\b/);
-    expect(pkg.scripts.sim).toBeDefined();
+    // The image has dist/ and no tsx: the compiled simulator.
+    expect(command).toMatch(/^node dist\/sim\/cloud\/main\.js --port 8080\b/);
     // Compose interpolation: the shell's or .env's CLOUD_API_URL, else the simulator on its port.
     expect(compose.services.bot!.environment?.CLOUD_API_URL).toMatch(
       /^\$\{CLOUD_API_URL:-http:\/\/cloud-sim:8080\}$/,
@@ -167,14 +197,14 @@ describe('docker-compose.yml', () => {
 describe('the sim profile command, run for real', () => {
   it('starts the cloud simulator with the key compose gives it, answering the list endpoint', async () => {
     const sim = compose.services['cloud-sim']!;
-    const [npm, ...args] = sim.command ?? [];
-    expect(npm).toBe('npm');
+    const [node, ...args] = sim.command ?? [];
+    expect(node).toBe('node');
     // Same arguments, but loopback and a free port, as tests must listen.
     const local = args.map((arg, i) =>
       args[i - 1] === '--port' ? '0' : args[i - 1] === '--host' ? '127.0.0.1' : arg,
     );
-    expect(local).toEqual(['run', 'sim', '--', '--port', '0', '--host', '127.0.0.1']);
-    const child = spawn('npm', local, {
+    expect(local).toEqual(['dist/sim/cloud/main.js', '--port', '0', '--host', '127.0.0.1']);
+    const child = spawn(process.execPath, local, {
       cwd: repo,
       env: { PATH: process.env.PATH ?? '', SIM_API_KEY: 'compose-test-key' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -201,7 +231,7 @@ describe('the sim profile command, run for real', () => {
       expect(list.status).toBe(200);
       expect(((await list.json()) as { name: string }[]).map((c) => c.name)).toContain('zone-1');
     } finally {
-      // npm runs node in the same process group: end the group we started.
+      // End the process group we started.
       if (child.pid) process.kill(-child.pid, 'SIGTERM');
     }
   });
