@@ -6,7 +6,7 @@ import { CloudApiClient } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
-import { createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
@@ -21,20 +21,41 @@ import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { boltLogger } from './slack/bolt-logger.ts';
 import { DraftStore } from './slack/drafts.ts';
 import { createPricing } from './slack/pricing/index.ts';
+import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
 export interface Running {
   port?: number;
   metrics: Metrics;
+  /** Stops taking work, finishes or hands back what runs, closes every connection: within the shutdown deadline. */
   stop(): Promise<void>;
 }
+
+/** PRODUCT.md §6: SIGTERM ends the bot within 20 s, an API call in flight included. */
+export const SHUTDOWN_DEADLINE_MS = 20_000;
+/**
+ * PRODUCT.md §7: a start-up that cannot finish exits within 10 s. Counted from the process's start, so loading the
+ * code counts too, and leaving time to close what was opened.
+ */
+export const STARTUP_DEADLINE_MS = 8_500;
+/** How long start-up waits for Redis, within the start-up deadline. */
+const REDIS_STARTUP_MS = 5_000;
+/** How long start-up waits for Slack's auth.test, within the start-up deadline. */
+const SLACK_STARTUP_MS = 4_000;
+/** The end of a shutdown kept for closing connections, after the workers had their time. */
+const CLOSE_RESERVE_MS = 1_500;
 
 export interface StartOptions {
   /** Injected clock for tests and the demo; defaults to the wall clock. */
   now?: () => Date;
   logger?: Logger;
-  /** How long SIGTERM waits for running API calls. */
+  /** The whole shutdown's deadline, a running API call included (default SHUTDOWN_DEADLINE_MS). */
   shutdownTimeoutMs?: number;
+  /**
+   * Ends the start-up early (a signal, or main's start-up deadline): what was opened is closed, and the start
+   * rejects with the signal's reason (a `TimeoutError` becomes a StartupError naming what was awaited).
+   */
+  signal?: AbortSignal;
   /** Test knobs for BullMQ (short stall detection). */
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
@@ -45,12 +66,17 @@ export interface StartOptions {
   retentionPolicy?: RetentionPolicy;
 }
 
+/** Something start-up opened, closed in its stage of the shutdown, given the time left. */
+type Closer = (budgetMs: number) => Promise<void>;
+
 /**
  * Wires config → clients → Slack app → workers → scheduler, per ROLE. Nothing else in the codebase wires.
+ * Whatever fails or is aborted during start-up closes everything opened so far before the start rejects.
  */
 export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
   const startedAt = performance.now();
   const now = options.now ?? (() => new Date());
+  const signal = options.signal;
   const secrets = [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,
@@ -62,238 +88,308 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   const prefix = env.REDIS_PREFIX;
   const role = env.ROLE;
   const runs = (part: 'web' | 'worker' | 'scheduler') => role === 'all' || role === part;
+  logger.info({ role }, 'cloudops starting');
 
-  // Web handlers must answer Slack within 3 s: their Redis client fails fast instead of queueing while Redis is down.
-  const fastRedis = new Redis(env.REDIS_URL, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    lazyConnect: false,
-  });
-  // Queues and workers wait for Redis to come back: BullMQ needs maxRetriesPerRequest null.
-  const queueRedis = new Redis(env.REDIS_URL, QUEUE_REDIS_OPTIONS);
-  for (const client of [fastRedis, queueRedis]) {
-    client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
-  }
-  let redisDeadline: NodeJS.Timeout | undefined;
-  await Promise.race([
-    new Promise<void>((resolve) => fastRedis.once('ready', () => resolve())),
-    new Promise<void>((_, reject) => {
-      redisDeadline = setTimeout(
-        () =>
-          reject(new ConfigError(`REDIS_URL: no Redis answered at ${redactUrl(env.REDIS_URL)} within 5 s`)),
-        5000,
-      );
-    }),
-  ])
-    .catch(async (error) => {
-      fastRedis.disconnect();
-      queueRedis.disconnect();
-      throw error;
-    })
-    // A pending deadline would keep a stopping process alive for up to 5 s.
-    .finally(() => clearTimeout(redisDeadline));
-
-  const cloud = new CloudApiClient({
-    baseUrl: env.CLOUD_API_URL ?? '',
-    apiKey: env.CLOUD_API_KEY,
-    onCall: (call) =>
-      metrics.apiLatency.observe(
-        { operation: call.operation, status: String(call.status ?? 'none'), outcome: call.outcome },
-        call.durationMs / 1000,
-      ),
-  });
-  const retentionDays = policy.retention_days;
-  const store = new RequestStore(fastRedis, { prefix, now, retentionDays });
-  const workerStore = new RequestStore(queueRedis, { prefix, now, retentionDays });
-  const vmFacts = new VmFactsStore(fastRedis, { prefix });
-  const queues = createQueues(queueRedis, prefix);
-  // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
-  for (const queue of [queues.execute, queues.notify]) {
-    queue.on('error', (error: Error) =>
-      logger.warn({ err: error, queue: queue.name }, 'queue connection problem'),
-    );
-  }
-  const prices = createPriceCache(cloud);
-  const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
-    slackApiUrl: env.SLACK_API_URL,
-    // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-    // Its warnings go to the redacted JSON log, not the console.
-    logger: boltLogger(logger),
-  });
-
-  const readiness: Readiness = {
-    redisPing: async () => (await fastRedis.ping()) === 'PONG',
-    policyLoaded: () => policy.projects !== undefined,
-    beforeScrape: async () => {
-      for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
-        metrics.queueDepth.set({ queue: name }, await queue.count());
-      }
-    },
+  // Shutdown stages, in order: stop taking work, let work finish (or abandon it), close connections.
+  const intake: Closer[] = [];
+  const work: Closer[] = [];
+  const connections: Closer[] = [];
+  const shutdown = async (deadlineMs: number) => {
+    const end = performance.now() + deadlineMs;
+    const left = () => Math.max(0, end - performance.now());
+    const warn = (error: unknown) => logger.warn({ err: error }, 'a part did not stop cleanly');
+    await Promise.all(intake.map((close) => within(close(0), Math.min(2_000, left() / 4)).catch(warn)));
+    // Workers drain until only the time to abandon the calls in flight and to close connections is left.
+    const drain = Math.max(0, left() - ABANDON_GRACE_MS - CLOSE_RESERVE_MS);
+    await Promise.all(work.map((close) => within(close(drain), drain + ABANDON_GRACE_MS).catch(warn)));
+    // One after another, last opened first: the queues before the Redis connection they use.
+    for (const close of connections.toReversed())
+      await within(close(left()), Math.max(250, left())).catch(warn);
+  };
+  /** What start-up is waiting for, named in the error when its deadline passes. */
+  let waitingFor = 'the configuration';
+  const step = <T>(what: string, promise: Promise<T>): Promise<T> => {
+    waitingFor = what;
+    return abortable(promise, signal);
   };
 
-  const pricing = createPricing({
-    policy,
-    cloud,
-    prices,
-    connection: queueRedis,
-    prefix,
-    slack: slackClient,
-    now,
-    logger,
-  });
+  try {
+    if (signal?.aborted) throw signal.reason;
+    // Web handlers must answer Slack within 3 s: their Redis client fails fast instead of queueing while Redis is down.
+    const fastRedis = new Redis(env.REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      lazyConnect: false,
+    });
+    // Queues and workers wait for Redis to come back: BullMQ needs maxRetriesPerRequest null.
+    const queueRedis = new Redis(env.REDIS_URL, QUEUE_REDIS_OPTIONS);
+    for (const client of [fastRedis, queueRedis]) {
+      client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
+    }
+    connections.push(async (budget) => {
+      fastRedis.disconnect();
+      // QUIT lets BullMQ's last writes land; a Redis that does not answer is simply dropped.
+      await within(queueRedis.quit(), budget).catch(() => undefined);
+      queueRedis.disconnect();
+    });
+    waitingFor = 'Redis (REDIS_URL)';
+    await waitForRedis(fastRedis, env.REDIS_URL, REDIS_STARTUP_MS, signal);
 
-  const stoppers: (() => Promise<void>)[] = [];
-  let port: number | undefined;
-  let slackApp: SlackApp | undefined;
-  let healthServer: Server | undefined;
+    // A token Slack refuses stops every role; Slack not answering stops the web role only (PRODUCT.md §7).
+    if (env.SLACK_BOT_TOKEN) {
+      const slack = await step(
+        'Slack (auth.test at SLACK_API_URL)',
+        checkSlackToken(env.SLACK_BOT_TOKEN, env.SLACK_API_URL, SLACK_STARTUP_MS, signal),
+      );
+      if (!slack.ok && runs('web')) throw new StartupError(slack.why);
+      if (!slack.ok)
+        logger.warn({ why: slack.why }, 'Slack did not answer at start-up; replies wait until it does');
+    }
 
-  if (runs('worker')) {
-    const execution = createExecution({
+    const cloud = new CloudApiClient({
+      baseUrl: env.CLOUD_API_URL ?? '',
+      apiKey: env.CLOUD_API_KEY,
+      onCall: (call) =>
+        metrics.apiLatency.observe(
+          { operation: call.operation, status: String(call.status ?? 'none'), outcome: call.outcome },
+          call.durationMs / 1000,
+        ),
+    });
+    connections.push((budget) => within(cloud.close(), budget));
+    const retentionDays = policy.retention_days;
+    const store = new RequestStore(fastRedis, { prefix, now, retentionDays });
+    const workerStore = new RequestStore(queueRedis, { prefix, now, retentionDays });
+    const vmFacts = new VmFactsStore(fastRedis, { prefix });
+    const queues = createQueues(queueRedis, prefix);
+    connections.push(() => queues.close());
+    // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
+    for (const queue of [queues.execute, queues.notify]) {
+      queue.on('error', (error: Error) =>
+        logger.warn({ err: error, queue: queue.name }, 'queue connection problem'),
+      );
+    }
+    const prices = createPriceCache(cloud);
+    const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
+      slackApiUrl: env.SLACK_API_URL,
+      // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      // Its warnings go to the redacted JSON log, not the console.
+      logger: boltLogger(logger),
+    });
+
+    const readiness: Readiness = {
+      redisPing: async () => (await fastRedis.ping()) === 'PONG',
+      policyLoaded: () => policy.projects !== undefined,
+      beforeScrape: async () => {
+        for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
+          metrics.queueDepth.set({ queue: name }, await queue.count());
+        }
+      },
+    };
+
+    const pricing = createPricing({
+      policy,
+      cloud,
+      prices,
       connection: queueRedis,
       prefix,
-      store: workerStore,
-      vmFacts: new VmFactsStore(queueRedis, { prefix }),
-      cloud,
-      policy,
-      queues,
+      slack: slackClient,
       now,
       logger,
-      metrics,
-      slack: slackClient,
-      renderer: createRequestRenderer(),
-      stalledIntervalMs: options.stalledIntervalMs,
-      concurrency: options.concurrency,
     });
-    // Stopped first: it would otherwise enqueue into queues that are closing.
-    const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
-    stoppers.push(() => sweeper.stop());
-    const retention = startRetentionSweeper({ store: workerStore, queues, logger }, options.retentionPolicy);
-    stoppers.push(() => retention.stop());
-    stoppers.push(() => execution.close(options.shutdownTimeoutMs ?? 20_000));
-    const digestWorker = pricing.startWorker();
-    stoppers.push(() => digestWorker.close());
-  }
-  if (runs('scheduler')) {
-    await pricing.startScheduler();
-  }
-  if (runs('web')) {
-    slackApp = createSlackApp(
-      env,
-      {
+    connections.push(() => pricing.close());
+
+    let port: number | undefined;
+    // The web part first: when Slack or the port fails it, no worker has started yet.
+    if (runs('web')) {
+      const slackApp: SlackApp = createSlackApp(
+        env,
+        {
+          policy,
+          store,
+          vmFacts,
+          drafts: new DraftStore(fastRedis, prefix),
+          queues,
+          prices,
+          now,
+          logger,
+          metrics,
+          words: pricing.words,
+        },
+        env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness, metrics),
+      );
+      intake.push(() => slackApp.stop());
+      const started = await step(
+        env.SLACK_APP_TOKEN ? 'the Socket Mode connection to Slack' : `the Slack app listening on PORT`,
+        slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT, env.HOST),
+      );
+      port = started.port;
+    }
+    if (runs('worker')) {
+      const execution = createExecution({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        vmFacts: new VmFactsStore(queueRedis, { prefix }),
+        cloud,
         policy,
-        store,
-        vmFacts,
-        drafts: new DraftStore(fastRedis, prefix),
         queues,
-        prices,
         now,
         logger,
         metrics,
-        words: pricing.words,
-      },
-      env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness, metrics),
-    );
-    const started = await slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT, env.HOST);
-    port = started.port;
-  }
-  // Health and metrics live on PORT in every mode; Bolt serves them in HTTP mode.
-  if (!port) {
-    healthServer = await startHealthServer(env.PORT, readiness, metrics, env.HOST);
-    const address = healthServer.address();
-    port = typeof address === 'object' && address ? address.port : env.PORT;
-  }
-  logger.info(
-    {
-      role,
-      port,
-      mode: env.SLACK_APP_TOKEN ? 'socket' : 'http',
-      startupMs: Math.round(performance.now() - startedAt),
-    },
-    'cloudops ready',
-  );
-
-  let stopping: Promise<void> | undefined;
-  return {
-    port,
-    metrics,
-    stop() {
-      stopping ??= (async () => {
-        // Stop taking work first (Slack, then workers), then close connections.
-        await slackApp
-          ?.stop()
-          .catch((error: unknown) => logger.warn({ err: error }, 'slack app did not stop cleanly'));
-        await new Promise<void>((resolve) =>
-          healthServer ? healthServer.close(() => resolve()) : resolve(),
-        );
-        for (const stop of stoppers)
-          await stop().catch((error: unknown) => logger.warn({ err: error }, 'worker did not stop cleanly'));
-        await pricing.close().catch(() => undefined);
-        await queues.close().catch(() => undefined);
-        await cloud.close().catch(() => undefined);
-        fastRedis.disconnect();
-        await queueRedis.quit().catch(() => queueRedis.disconnect());
-        logger.info('cloudops stopped');
-      })();
-      return stopping;
-    },
-  };
-}
-
-/** `redis://user:secret@host` → `redis://host`, for messages. */
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return 'the configured URL';
-  }
-}
-
-/** `npm start`: load config, start per ROLE, stop cleanly on SIGTERM/SIGINT. */
-export async function main(rawEnv: Record<string, string | undefined> = process.env): Promise<void> {
-  let env: Env;
-  let policy: Policy;
-  try {
-    env = loadEnv(rawEnv);
-    const missing = missingForRole(env);
-    if (missing.length > 0) {
-      process.stderr.write(
-        `cloudops: missing ${missing.join(', ')}. Set them (see README “Environment”), or try everything locally with no account: npm run demo\n`,
+        slack: slackClient,
+        renderer: createRequestRenderer(),
+        stalledIntervalMs: options.stalledIntervalMs,
+        concurrency: options.concurrency,
+      });
+      // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
+      const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
+      intake.push(() => sweeper.stop());
+      const retention = startRetentionSweeper(
+        { store: workerStore, queues, logger },
+        options.retentionPolicy,
       );
-      process.exitCode = 1;
-      return;
+      intake.push(() => retention.stop());
+      work.push((budget) => execution.close(budget));
+      const digestWorker = pricing.startWorker();
+      work.push(() => digestWorker.close());
     }
-    policy = await loadPolicy(env.POLICY_FILE);
+    if (runs('scheduler')) {
+      await step('Redis (the digest scheduler)', pricing.startScheduler());
+    }
+    // Health and metrics live on PORT in every mode; Bolt serves them in HTTP mode.
+    if (!port) {
+      const healthServer: Server = await step(
+        'the health server on PORT',
+        startHealthServer(env.PORT, readiness, metrics, env.HOST),
+      );
+      intake.push(() => new Promise<void>((resolve) => healthServer.close(() => resolve())));
+      const address = healthServer.address();
+      port = typeof address === 'object' && address ? address.port : env.PORT;
+    }
+    logger.info(
+      {
+        role,
+        port,
+        mode: env.SLACK_APP_TOKEN ? 'socket' : 'http',
+        startupMs: Math.round(performance.now() - startedAt),
+      },
+      'cloudops ready',
+    );
+
+    let stopping: Promise<void> | undefined;
+    return {
+      port,
+      metrics,
+      stop() {
+        stopping ??= shutdown(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS).then(() =>
+          logger.info('cloudops stopped'),
+        );
+        return stopping;
+      },
+    };
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof PolicyError) {
-      process.stderr.write(`cloudops: ${error.message}\n`);
-      process.exitCode = 1;
-      return;
-    }
+    // Close what was opened, quickly: nothing has taken work yet, or only just.
+    await shutdown(1_000);
+    if ((error as Error)?.name === 'TimeoutError')
+      throw new StartupError(`still waiting for ${waitingFor} when the start-up deadline passed`);
     throw error;
   }
-  let running: Running;
-  try {
-    running = await startCloudops(env, policy);
-  } catch (error) {
-    process.stderr.write(`cloudops: could not start: ${(error as Error).message}\n`);
-    process.exitCode = 1;
-    return;
-  }
-  const shutdown = (signal: string) => {
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** `promise`, or rejects when it takes longer than `ms`; the timer never keeps a stopping process alive. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not finish within ${Math.round(ms)} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** A stop asked for by a signal while the bot was still starting: not a failure. */
+class StopRequested extends Error {
+  override readonly name = 'StopRequested';
+}
+
+/**
+ * `npm start`: load config, start per ROLE, stop cleanly on SIGTERM/SIGINT at any moment. A start-up that cannot
+ * finish prints one line naming the cause and exits 1 within 10 s (PRODUCT.md §7); a stop ends within 20 s.
+ */
+export async function main(rawEnv: Record<string, string | undefined> = process.env): Promise<void> {
+  const stopRequested = new AbortController();
+  let running: Running | undefined;
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) return;
+    signalled = true;
+    // One deadline for the whole stop; the timer does not keep the process alive by itself.
+    setTimeout(() => {
+      process.stderr.write(`cloudops: did not stop within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting\n`);
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS - 250).unref();
+    if (!running) {
+      process.stderr.write(`cloudops: ${signal} received while starting, stopping\n`);
+      stopRequested.abort(new StopRequested(signal));
+      return;
+    }
     process.stderr.write(`cloudops: ${signal} received, finishing running work\n`);
     void running.stop().then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  /** One line, exit 1. What start-up opened is closed by then; timers a Redis client left behind do not delay the exit. */
+  const fail = (line: string) => {
+    process.exitCode = 1;
+    process.stderr.write(`cloudops: ${line}\n`, () => process.exit(1));
+  };
+
+  let env: Env;
+  let policy: Policy;
+  try {
+    env = loadEnv(rawEnv);
+    const missing = missingForRole(env);
+    if (missing.length > 0) {
+      return fail(
+        `missing ${missing.join(', ')}. Set them (see README “Environment”), or try everything locally with no account: npm run demo`,
+      );
+    }
+    policy = await loadPolicy(env.POLICY_FILE);
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof PolicyError) return fail(error.message);
+    throw error;
+  }
+  // The deadline counts from the process's start: loading the code is part of starting.
+  const startupLeft = Math.max(1_000, Math.round(STARTUP_DEADLINE_MS - process.uptime() * 1000));
+  try {
+    running = await startCloudops(env, policy, {
+      signal: AbortSignal.any([stopRequested.signal, AbortSignal.timeout(startupLeft)]),
+    });
+  } catch (error) {
+    // Stopped while starting: what was opened is closed; a call still pending (Slack's auth.test) is dropped.
+    if (error instanceof StopRequested) process.exit(0);
+    return fail(`could not start: ${(error as Error).message}`);
+  }
+  if (signalled) {
+    // A signal arrived in the moment between the start finishing and `running` being set.
+    await running.stop();
+    process.exit(0);
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

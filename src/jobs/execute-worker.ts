@@ -21,6 +21,9 @@ export type ExecuteOutcome = 'succeeded' | 'refused' | 'unknown' | 'skipped' | '
 /** Said when a retried or restarted job finds its step marked as possibly sent. */
 const INTERRUPTED_REASON =
   'The worker stopped while this call was in flight (a restart or crash), so whether the API applied it is not known.';
+/** Said when a shutdown could not wait for the API's answer any longer (PRODUCT.md §6: SIGTERM ends within 20 s). */
+export const SHUTDOWN_REASON =
+  'The bot was stopping and could not wait any longer for the API to answer this call, so whether the API applied it is not known.';
 /** Said when the API is unreachable or busy for longer than the job's attempts. */
 const GAVE_UP_REASON = (reason: string) =>
   `The API could not take the call after several tries (${reason}). Nothing was applied; make a new request to try again.`;
@@ -35,6 +38,8 @@ export class ExecuteProcessor {
     private readonly lock: VmLock,
     private readonly lockPolicy: LockPolicy,
     private readonly markers: SendMarkers,
+    /** Aborted when a shutdown abandons the calls still in flight; each then ends as 'unknown'. */
+    private readonly abandon?: AbortSignal,
   ) {}
 
   /** The BullMQ processor. */
@@ -180,13 +185,18 @@ export class ExecuteProcessor {
     body: Record<string, string | number> | undefined,
   ): Promise<StepOutcome> {
     const { cloud } = this.deps;
+    const options = { signal: this.abandon };
     if (request.params.kind === 'restore') {
-      const result = await cloud.restore(request.projectUuid, request.vmid, request.params.backupSlug, {
-        autostart: request.params.autostart,
-      });
+      const result = await cloud.restore(
+        request.projectUuid,
+        request.vmid,
+        request.params.backupSlug,
+        { autostart: request.params.autostart },
+        options,
+      );
       return { step, status: result.status, message: result.message, taskId: result.taskId, at: this.at() };
     }
-    const result = await cloud.resize(request.projectUuid, request.vmid, body ?? {});
+    const result = await cloud.resize(request.projectUuid, request.vmid, body ?? {}, options);
     return { step, status: result.status, message: result.message, at: this.at() };
   }
 
@@ -212,8 +222,9 @@ export class ExecuteProcessor {
       throw error;
     }
     if (error instanceof CloudRefusedError) return this.refuse(request, step, error.reason, error.status);
-    const reason =
-      error instanceof CloudApiError
+    const reason = this.abandon?.aborted
+      ? SHUTDOWN_REASON
+      : error instanceof CloudApiError
         ? error.reason
         : 'An unexpected error happened while the call was being made.';
     if (!(error instanceof CloudApiError))

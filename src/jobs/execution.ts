@@ -25,9 +25,16 @@ const DEFAULT_STALLED_INTERVAL_MS = 30_000;
 /** A stalled execute job runs again (and finds its marker) rather than failing silently with the request in 'sending'. */
 const MAX_STALLED_COUNT = 10;
 
+/** After a shutdown abandons the calls in flight, how long their jobs get to record 'unknown' and queue the reply. */
+export const ABANDON_GRACE_MS = 2_000;
+
 /** The running workers. */
 export interface Execution {
-  /** Stops taking jobs, waits up to `timeoutMs` for running ones, then closes; an unfinished call becomes 'unknown' on the next run. */
+  /**
+   * Stops taking jobs and lets running ones finish for up to `timeoutMs`. Then the API calls still in flight are
+   * abandoned: each ends as 'outcome unknown' (said in its thread, its VM lock released) within
+   * {@link ABANDON_GRACE_MS}, and the workers close; a job stuck elsewhere is handed to the next worker.
+   */
   close(timeoutMs: number): Promise<void>;
 }
 
@@ -39,11 +46,13 @@ export function createExecution(deps: ExecutionDeps): Execution {
   const lockPolicy = deps.vmLock ?? VM_LOCK;
   const concurrency = deps.concurrency ?? DEFAULT_CONCURRENCY;
   const stalledInterval = deps.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS;
+  const abandon = new AbortController();
   const execute = new ExecuteProcessor(
     deps,
     new VmLock(deps.connection, deps.prefix, lockPolicy),
     lockPolicy,
     new SendMarkers(deps.connection, deps.prefix),
+    abandon.signal,
   );
   const notify = new NotifyProcessor(deps);
   const common = {
@@ -97,19 +106,27 @@ export function createExecution(deps: ExecutionDeps): Execution {
     async close(timeoutMs: number) {
       const workers = [executeWorker, notifyWorker];
       const graceful = Promise.all(workers.map((w) => w.close())).then(() => true);
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), timeoutMs);
-      });
-      const finished = await Promise.race([graceful, timedOut]);
-      clearTimeout(timer);
-      if (!finished) {
-        deps.logger.warn(
-          { timeoutMs },
-          'running jobs did not finish in time; they will be handed to the next worker',
-        );
-        await Promise.all(workers.map((w) => w.close(true)));
-      }
+      if (await settlesWithin(graceful, timeoutMs)) return;
+      deps.logger.warn({ timeoutMs }, 'running jobs did not finish in time; abandoning the calls in flight');
+      abandon.abort();
+      if (await settlesWithin(graceful, ABANDON_GRACE_MS)) return;
+      deps.logger.warn(
+        'jobs still running after their calls were abandoned; handing them to the next worker',
+      );
+      await Promise.all(workers.map((w) => w.close(true)));
     },
   };
+}
+
+/** Whether `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

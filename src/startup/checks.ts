@@ -1,0 +1,154 @@
+/**
+ * What start-up checks before the bot takes work (PRODUCT.md §7): that Redis answers and takes the password, and
+ * that Slack accepts the bot token. Each failure is one line naming the cause, never a secret.
+ */
+import { ErrorCode, WebClient } from '@slack/web-api';
+import type { Redis } from 'ioredis';
+
+/** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+/** `redis://user:secret@host` → `redis://host`, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return 'the configured URL';
+  }
+}
+
+/** The line for a Redis refusal that no reconnect will cure, or undefined for a passing problem. */
+export function redisRefusal(error: Error, url: string): string | undefined {
+  const where = redactUrl(url);
+  if (error.message.startsWith('NOAUTH'))
+    return `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
+  if (error.message.startsWith('WRONGPASS'))
+    return `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`;
+  return undefined;
+}
+
+/**
+ * Resolves once `client` is ready. Rejects with a {@link StartupError} when Redis refuses the credentials (at
+ * once) or nothing answers within `timeoutMs`; `signal` ends the wait early with its reason.
+ */
+export function waitForRedis(
+  client: Redis,
+  url: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const done = (error?: unknown) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onError);
+      signal?.removeEventListener('abort', onAbort);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onReady = () => done();
+    const onError = (error: Error) => {
+      const refusal = redisRefusal(error, url);
+      if (refusal) done(new StartupError(refusal));
+    };
+    const onAbort = () => done(signal?.reason);
+    const timer = setTimeout(
+      () =>
+        done(
+          new StartupError(
+            `REDIS_URL: no Redis answered at ${redactUrl(url)} within ${Math.round(timeoutMs / 100) / 10} s`,
+          ),
+        ),
+      timeoutMs,
+    );
+    client.on('ready', onReady);
+    client.on('error', onError);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Slack's answers to auth.test that mean the token itself is refused: no retry or restart will help. */
+const TOKEN_REFUSED = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'team_disabled',
+  'ekm_access_denied',
+]);
+
+/** What auth.test said: the token works, or Slack could not be asked (down, slow, 5xx). */
+export type SlackCheck = { ok: true } | { ok: false; why: string };
+
+/**
+ * Calls auth.test with its own deadline. Rejects with a {@link StartupError} when Slack refuses the token
+ * (`invalid_auth`…); resolves `{ ok: false, why }` when Slack did not answer, for the caller to decide by role.
+ */
+export async function checkSlackToken(
+  token: string,
+  apiUrl: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<SlackCheck> {
+  // A client of its own: a deadline (axios aborts the request) and no retries, and nothing left open afterwards.
+  const client = new WebClient(token, {
+    slackApiUrl: apiUrl,
+    timeout: timeoutMs,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    logger: silentLogger,
+  });
+  const where = redactUrl(apiUrl);
+  const call = client.auth.test().then(
+    (): SlackCheck => ({ ok: true }),
+    (error: unknown): SlackCheck => {
+      const { code, data, statusCode } = error as {
+        code?: string;
+        data?: { error?: string };
+        statusCode?: number;
+      };
+      if (code === ErrorCode.PlatformError && data?.error && TOKEN_REFUSED.has(data.error))
+        throw new StartupError(`SLACK_BOT_TOKEN: Slack refused the token (${data.error})`);
+      if (code === ErrorCode.PlatformError)
+        return { ok: false, why: `Slack answered auth.test with ${data?.error}` };
+      if (code === ErrorCode.HTTPError)
+        return { ok: false, why: `Slack at ${where} answered HTTP ${statusCode}` };
+      if (code === ErrorCode.RateLimitedError)
+        return { ok: false, why: `Slack at ${where} is rate limiting` };
+      // The client's fetch failed: its own deadline (TimeoutError), or the connection (the cause's code).
+      const original = (error as { original?: { name?: string; cause?: { code?: string } } }).original;
+      if (original?.name !== 'TimeoutError')
+        return {
+          ok: false,
+          why: `Slack at ${where} could not be reached (${original?.cause?.code ?? original?.name ?? code})`,
+        };
+      return { ok: false, why: `Slack did not answer auth.test at ${where} within ${timeoutMs / 1000} s` };
+    },
+  );
+  if (!signal) return call;
+  return new Promise<SlackCheck>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** The Web API client logs nothing of the check: its outcome is reported by the caller. */
+const silentLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  setLevel: () => undefined,
+  getLevel: () => 'error' as never,
+  setName: () => undefined,
+};

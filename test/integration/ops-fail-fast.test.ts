@@ -1,0 +1,252 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
+import { SHUTDOWN_REASON } from '../../src/jobs/execute-worker.ts';
+import { spawnBot } from '../helpers/bot-process.ts';
+import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { JOBS_POLICY_YAML, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
+
+// PRODUCT.md §7: a start-up that cannot finish prints one line naming the cause and exits non-zero within 10 s,
+// having closed what it opened; SIGTERM and SIGINT work at any moment and end within 20 s. Each case is the
+// compiled bot (dist/, as `npm start` runs it) in its own process, measured from spawn or signal to exit.
+const STARTUP_LIMIT_MS = 10_000;
+const SHUTDOWN_LIMIT_MS = 20_000;
+const TOKEN = 'xoxb-0000-0000-failfasttest';
+const SIGNING_SECRET = 'fail-fast-test-signing-secret';
+const API_KEY = 'fail-fast-test-api-key';
+
+let dir: string;
+let policyFile: string;
+let slack: SlackStandIn;
+let hanging: Server;
+let hangingUrl: string;
+let redis: Redis;
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cloudops-failfast-'));
+  policyFile = join(dir, 'policy.yml');
+  await writeFile(policyFile, 'approvers: [U0ADMIN]\n');
+  slack = await startSlackStandIn({ botToken: TOKEN });
+  // A Slack that accepts connections and never answers.
+  hanging = createServer(() => undefined);
+  await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+  const address = hanging.address();
+  hangingUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/`;
+  redis = testRedis();
+});
+
+afterAll(async () => {
+  hanging.closeAllConnections();
+  await new Promise<void>((resolve) => hanging.close(() => resolve()));
+  await slack.close();
+  for (const prefix of prefixes) await deleteKeys(redis, prefix);
+  await redis.quit();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A complete environment for `role` on the test Redis under a fresh prefix, Slack at the stand-in. */
+function botEnv(role: string, overrides: Record<string, string> = {}): Record<string, string> {
+  const prefix = uniquePrefix(`failfast-${role}`);
+  prefixes.push(prefix);
+  return {
+    ROLE: role,
+    SLACK_BOT_TOKEN: TOKEN,
+    SLACK_SIGNING_SECRET: SIGNING_SECRET,
+    SLACK_API_URL: slack.apiUrl,
+    CLOUD_API_URL: 'http://127.0.0.1:9/',
+    CLOUD_API_KEY: API_KEY,
+    POLICY_FILE: policyFile,
+    REDIS_URL: testRedisUrl(),
+    REDIS_PREFIX: prefix,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...overrides,
+  };
+}
+
+/** Runs the bot until it exits by itself: one stderr line, exit 1, within 10 s; returns the line. */
+async function failsFast(env: Record<string, string>): Promise<string> {
+  const bot = spawnBot(env, dir);
+  const exit = await Promise.race([
+    bot.exited,
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STARTUP_LIMIT_MS + 5_000)),
+  ]);
+  bot.kill('SIGKILL');
+  expect(
+    exit,
+    `still running after ${STARTUP_LIMIT_MS + 5_000} ms: ${bot.stderrLines().join('\n')}`,
+  ).toBeDefined();
+  expect(exit!.code).toBe(1);
+  expect(exit!.atMs).toBeLessThan(STARTUP_LIMIT_MS);
+  expect(bot.stderrLines()).toHaveLength(1);
+  const output = bot.stderrLines().join('\n') + bot.stdout();
+  for (const secret of [TOKEN, SIGNING_SECRET, API_KEY, 'redis-password-xyz'])
+    expect(output).not.toContain(secret);
+  return bot.stderrLines()[0]!;
+}
+
+describe.concurrent('a start-up that cannot finish exits 1 within 10 s with one line naming the cause', {
+  timeout: 40_000,
+}, () => {
+  it.each(['web', 'worker', 'scheduler', 'all'])(
+    'Slack refuses the token (invalid_auth), ROLE=%s',
+    async (role) => {
+      const line = await failsFast(botEnv(role, { SLACK_BOT_TOKEN: 'xoxb-0000-0000-refusedbyslack' }));
+      expect(line).toBe('cloudops: could not start: SLACK_BOT_TOKEN: Slack refused the token (invalid_auth)');
+    },
+  );
+
+  it('Slack not answering, in the web role (HTTP mode)', async () => {
+    const line = await failsFast(botEnv('web', { SLACK_API_URL: hangingUrl }));
+    expect(line).toMatch(
+      /^cloudops: could not start: Slack did not answer auth\.test at http:\/\/127\.0\.0\.1:\d+\/api\//,
+    );
+  });
+
+  it('Slack refusing connections, in the web role', async () => {
+    const line = await failsFast(
+      botEnv('web', { SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/` }),
+    );
+    expect(line).toMatch(
+      /^cloudops: could not start: Slack at http:\/\/127\.0\.0\.1:\d+\/api\/ could not be reached \(ECONNREFUSED\)$/,
+    );
+  });
+
+  it('the HTTP port already taken, in the web role', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = taken.address();
+      const port = String(typeof address === 'object' && address ? address.port : 0);
+      const line = await failsFast(botEnv('web', { PORT: port }));
+      expect(line).toMatch(/^cloudops: could not start: .*EADDRINUSE/);
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
+  });
+});
+
+describe('Redis that wants a password', { timeout: 40_000 }, () => {
+  let own: LocalRedis;
+  beforeAll(async () => {
+    own = await startLocalRedis();
+    const admin = new Redis(own.url);
+    await admin.config('SET', 'requirepass', 'redis-password-xyz');
+    await admin.quit();
+  });
+  afterAll(async () => {
+    await own.stop();
+  });
+
+  it('no password in REDIS_URL: says Redis wants one (NOAUTH), not that no Redis answered', async () => {
+    const line = await failsFast(botEnv('worker', { REDIS_URL: own.url }));
+    expect(line).toBe(
+      `cloudops: could not start: REDIS_URL: Redis at ${own.url} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`,
+    );
+  });
+
+  it('a wrong password: says Redis refused it (WRONGPASS), without echoing it', async () => {
+    const url = own.url.replace('redis://', 'redis://:not-the-password@');
+    const line = await failsFast(botEnv('web', { REDIS_URL: url }));
+    expect(line).toBe(
+      `cloudops: could not start: REDIS_URL: Redis at ${own.url} refused the user name or password (WRONGPASS)`,
+    );
+    expect(line).not.toContain('not-the-password');
+  });
+});
+
+describe.concurrent('a worker or scheduler started while Slack is down keeps running', {
+  timeout: 40_000,
+}, () => {
+  it.each(['worker', 'scheduler'])(
+    'ROLE=%s: ready, /readyz 200, and SIGTERM still ends it with 0',
+    async (role) => {
+      const bot = spawnBot(botEnv(role, { SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/` }), dir);
+      try {
+        const port = await bot.ready();
+        expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+        expect(bot.stdout()).toMatch(/Slack did not answer at start-up; replies wait until it does/);
+        const sentAt = bot.kill('SIGTERM');
+        const exit = await bot.exited;
+        expect(exit.code).toBe(0);
+        expect(exit.atMs - sentAt).toBeLessThan(5_000);
+      } finally {
+        bot.kill('SIGKILL');
+      }
+    },
+  );
+});
+
+describe.concurrent('SIGTERM and SIGINT before the bot is ready', { timeout: 40_000 }, () => {
+  it.each([
+    ['SIGTERM', 'waiting for Redis', async () => ({ REDIS_URL: `redis://127.0.0.1:${await freePort()}` })],
+    ['SIGINT', 'waiting for Slack', async () => ({ SLACK_API_URL: hangingUrl })],
+  ] as const)('%s while %s: stops at once, exit 0', async (signal, _what, overrides) => {
+    const bot = spawnBot(botEnv('web', await overrides()), dir);
+    try {
+      // Sent once the process has loaded its code and is waiting.
+      await until(() => bot.stdout().includes('"msg":"cloudops starting"'), 'the start-up under way', 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const sentAt = bot.kill(signal);
+      const exit = await bot.exited;
+      expect(exit.code).toBe(0);
+      expect(exit.atMs - sentAt).toBeLessThan(3_000);
+      expect(bot.stderrLines()).toEqual([`cloudops: ${signal} received while starting, stopping`]);
+    } finally {
+      bot.kill('SIGKILL');
+    }
+  });
+});
+
+describe('SIGTERM while an API call hangs (issue 17 item 6)', { timeout: 60_000 }, () => {
+  it('ends within one 20 s deadline, exit 0; the call becomes "outcome unknown", said in its thread', async () => {
+    const env = await startJobsEnv({ name: 'failfast-hang' });
+    const policy = join(dir, 'jobs-policy.yml');
+    await writeFile(policy, JOBS_POLICY_YAML);
+    // The API applies the resize and never answers.
+    env.sim.fault('resize', { kind: 'hang' });
+    const bot = spawnBot(
+      {
+        ...botEnv('worker'),
+        REDIS_URL: env.redisUrl,
+        REDIS_PREFIX: env.prefix,
+        SLACK_API_URL: env.slack.apiUrl,
+        SLACK_BOT_TOKEN: env.slack.botToken,
+        CLOUD_API_URL: env.sim.url,
+        CLOUD_API_KEY: env.sim.apiKey,
+        POLICY_FILE: policy,
+      },
+      dir,
+    );
+    try {
+      await bot.ready();
+      const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+      await until(() => env.sim.calls.some((c) => c.route === 'resize'), 'the POST in flight', 15_000);
+      const sentAt = bot.kill('SIGTERM');
+      const exit = await bot.exited;
+      expect(exit.code).toBe(0);
+      expect(exit.atMs - sentAt).toBeLessThan(SHUTDOWN_LIMIT_MS);
+      // It waited for the call before abandoning it.
+      expect(exit.atMs - sentAt).toBeGreaterThan(10_000);
+      const ended = await env.store.get(request.id);
+      expect(ended?.state).toBe('unknown');
+      expect(ended?.outcomes.at(-1)?.reason).toBe(SHUTDOWN_REASON);
+      expect(env.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
+      // The next worker posts the reply the stopping one queued; nothing is sent again.
+      env.startWorkers();
+      const replies = await waitForReplies(env, request.id, 1, 15_000);
+      expect(replies.join('\n')).toMatch(/unknown/i);
+      expect(env.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
+    } finally {
+      bot.kill('SIGKILL');
+      await env.close();
+    }
+  });
+});
