@@ -51,11 +51,13 @@ export interface StartOptions {
   logger?: Logger;
   /** The whole shutdown's deadline, a running API call included (default SHUTDOWN_DEADLINE_MS). */
   shutdownTimeoutMs?: number;
-  /**
-   * Ends the start-up early (a signal, or main's start-up deadline): what was opened is closed, and the start
-   * rejects with the signal's reason (a `TimeoutError` becomes a StartupError naming what was awaited).
-   */
+  /** Ends the start-up early (a stop asked for): what was opened is closed, and the start rejects with its reason. */
   signal?: AbortSignal;
+  /**
+   * How long the start-up may take: past it, what was opened is closed and the start rejects with a StartupError
+   * naming what it was waiting for. Unset: no deadline beyond the Redis and Slack checks' own.
+   */
+  startupTimeoutMs?: number;
   /** Test knobs for BullMQ (short stall detection). */
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
@@ -76,7 +78,17 @@ type Closer = (budgetMs: number) => Promise<void>;
 export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
   const startedAt = performance.now();
   const now = options.now ?? (() => new Date());
-  const signal = options.signal;
+  // One signal for the start-up: a stop asked for, or the start-up deadline.
+  const signal = AbortSignal.any(
+    [
+      options.signal,
+      options.startupTimeoutMs ? AbortSignal.timeout(options.startupTimeoutMs) : undefined,
+    ].filter((s): s is AbortSignal => s !== undefined),
+  );
+  const startupLeft = () =>
+    options.startupTimeoutMs === undefined
+      ? Number.POSITIVE_INFINITY
+      : options.startupTimeoutMs - (performance.now() - startedAt);
   const secrets = [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,
@@ -114,7 +126,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   };
 
   try {
-    if (signal?.aborted) throw signal.reason;
+    if (signal.aborted) throw signal.reason;
     // Web handlers must answer Slack within 3 s: their Redis client fails fast instead of queueing while Redis is down.
     const fastRedis = new Redis(env.REDIS_URL, {
       enableOfflineQueue: false,
@@ -134,13 +146,24 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       queueRedis.disconnect();
     });
     waitingFor = 'Redis (REDIS_URL)';
-    await waitForRedis(fastRedis, env.REDIS_URL, REDIS_STARTUP_MS, signal);
+    // Within what is left of the start-up, so the line names Redis rather than the deadline.
+    await waitForRedis(
+      fastRedis,
+      env.REDIS_URL,
+      Math.max(100, Math.min(REDIS_STARTUP_MS, startupLeft() - 100)),
+      signal,
+    );
 
     // A token Slack refuses stops every role; Slack not answering stops the web role only (PRODUCT.md §7).
     if (env.SLACK_BOT_TOKEN) {
       const slack = await step(
         'Slack (auth.test at SLACK_API_URL)',
-        checkSlackToken(env.SLACK_BOT_TOKEN, env.SLACK_API_URL, SLACK_STARTUP_MS, signal),
+        checkSlackToken(
+          env.SLACK_BOT_TOKEN,
+          env.SLACK_API_URL,
+          Math.max(100, Math.min(SLACK_STARTUP_MS, startupLeft() - 100)),
+          signal,
+        ),
       );
       if (!slack.ok && runs('web')) throw new StartupError(slack.why);
       if (!slack.ok)
@@ -378,7 +401,8 @@ export async function main(rawEnv: Record<string, string | undefined> = process.
   const startupLeft = Math.max(1_000, Math.round(STARTUP_DEADLINE_MS - process.uptime() * 1000));
   try {
     running = await startCloudops(env, policy, {
-      signal: AbortSignal.any([stopRequested.signal, AbortSignal.timeout(startupLeft)]),
+      signal: stopRequested.signal,
+      startupTimeoutMs: startupLeft,
     });
   } catch (error) {
     // Stopped while starting: what was opened is closed; a call still pending (Slack's auth.test) is dropped.

@@ -130,7 +130,10 @@ export async function checkSlackToken(
           ok: false,
           why: `Slack at ${where} could not be reached (${original?.cause?.code ?? original?.name ?? code})`,
         };
-      return { ok: false, why: `Slack did not answer auth.test at ${where} within ${timeoutMs / 1000} s` };
+      return {
+        ok: false,
+        why: `Slack did not answer auth.test at ${where} within ${Math.round(timeoutMs / 100) / 10} s`,
+      };
     },
   );
   if (!signal) return call;
