@@ -4,6 +4,7 @@ import { WebClient } from '@slack/web-api';
 import { Redis } from 'ioredis';
 import { CloudApiClient } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
+import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
@@ -351,7 +352,7 @@ class StopRequested extends Error {
  * `npm start`: load config, start per ROLE, stop cleanly on SIGTERM/SIGINT at any moment. A start-up that cannot
  * finish prints one line naming the cause and exits 1 within 10 s (PRODUCT.md §7); a stop ends within 20 s.
  */
-export async function main(rawEnv: Record<string, string | undefined> = process.env): Promise<void> {
+export async function main(rawEnv?: Record<string, string | undefined>): Promise<void> {
   const stopRequested = new AbortController();
   let running: Running | undefined;
   let signalled = false;
@@ -385,7 +386,8 @@ export async function main(rawEnv: Record<string, string | undefined> = process.
   let env: Env;
   let policy: Policy;
   try {
-    env = loadEnv(rawEnv);
+    // `.env` in the working directory (npm start: the clone), under the environment, which wins.
+    env = loadEnv(rawEnv ?? withDotEnv(process.env, '.env'));
     const missing = missingForRole(env);
     if (missing.length > 0) {
       return fail(

@@ -22,12 +22,12 @@ interface Exit {
   stderr: string;
 }
 
-function start(env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
+function start(env: Record<string, string>, timeoutMs = 45_000, cwd = dir): Promise<Exit> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       START,
-      { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs },
+      { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
         resolve({ code, stdout, stderr });
@@ -114,5 +114,42 @@ describe.concurrent('npm start without a working configuration', { timeout: 60_0
       /^cloudops: could not start: REDIS_URL: no Redis answered at redis:\/\/127\.0\.0\.1:\d+/,
     );
     expect(run.stderr).not.toContain('redis-password-xyz');
+  });
+});
+
+describe.concurrent('npm start reads .env from its working directory, the environment winning', {
+  timeout: 60_000,
+}, () => {
+  /** A working directory of its own with this `.env`, and two policy files with different bad fields. */
+  async function withDotEnvFile(): Promise<{ cwd: string; fromFile: string; fromEnv: string }> {
+    const cwd = await mkdtemp(join(dir, 'dotenv-'));
+    const fromFile = join(cwd, 'from-file.yml');
+    const fromEnv = join(cwd, 'from-env.yml');
+    await writeFile(fromFile, 'approvers: [U0ADMIN]\ncurrency: 12\n');
+    await writeFile(fromEnv, 'approvers: [U0ADMIN]\nretention_days: -1\n');
+    const lines = Object.entries({ ...COMPLETE, POLICY_FILE: fromFile, LOG_LEVEL: 'silent' }).map(
+      ([name, value]) => `${name}="${value}"`,
+    );
+    await writeFile(join(cwd, '.env'), `# written by ops-start.test.ts\n${lines.join('\n')}\n`);
+    return { cwd, fromFile, fromEnv };
+  }
+
+  it('takes every variable from .env when the environment has none', async () => {
+    const { cwd, fromFile } = await withDotEnvFile();
+    const run = await start({}, 45_000, cwd);
+    expect(run.code).toBe(1);
+    // Past "missing …": the variables came from the file, and POLICY_FILE names the file's policy.
+    expect(lines(run.stderr)).toHaveLength(1);
+    expect(lines(run.stderr)[0]).toMatch(new RegExp(`^cloudops: ${fromFile}:2: currency`));
+  });
+
+  it('a variable set in the environment wins over .env; an empty one does not', async () => {
+    const { cwd, fromEnv } = await withDotEnvFile();
+    // An empty SLACK_BOT_TOKEN would otherwise read as missing.
+    const run = await start({ POLICY_FILE: fromEnv, SLACK_BOT_TOKEN: '' }, 45_000, cwd);
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toHaveLength(1);
+    expect(lines(run.stderr)[0]).toMatch(new RegExp(`^cloudops: ${fromEnv}:2: retention_days`));
+    for (const secret of Object.values(COMPLETE)) expect(run.stderr).not.toContain(secret);
   });
 });
