@@ -23,9 +23,14 @@ process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
-/** Spawns `node --import tsx <script>` with `env`, output appended to `logFile`, and waits for `readyUrl` to answer 200. */
+/**
+ * Spawns `node <nodeArgs> <script>` (default `--import tsx`) with `env`, output appended to `logFile`, and waits for
+ * `readyUrl` to answer 200.
+ */
 export async function spawnReady(options: {
   script: string;
+  /** Node's arguments before the script; `[]` runs compiled JavaScript. */
+  nodeArgs?: string[];
   env: Record<string, string>;
   readyUrl: string;
   timeoutMs: number;
@@ -34,7 +39,7 @@ export async function spawnReady(options: {
 }): Promise<ReadyChild> {
   const log = createWriteStream(options.logFile, { flags: 'a' });
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', options.script], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? ['--import', 'tsx']), options.script], {
     cwd: options.cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
