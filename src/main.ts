@@ -86,10 +86,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       options.startupTimeoutMs ? AbortSignal.timeout(options.startupTimeoutMs) : undefined,
     ].filter((s): s is AbortSignal => s !== undefined),
   );
+  // Whole milliseconds: timers and AbortSignal.timeout refuse fractions.
   const startupLeft = () =>
     options.startupTimeoutMs === undefined
       ? Number.POSITIVE_INFINITY
-      : options.startupTimeoutMs - (performance.now() - startedAt);
+      : Math.floor(options.startupTimeoutMs - (performance.now() - startedAt));
   const secrets = [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,

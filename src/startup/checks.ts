@@ -101,7 +101,7 @@ export async function checkSlackToken(
   // A client of its own: a deadline (axios aborts the request) and no retries, and nothing left open afterwards.
   const client = new WebClient(token, {
     slackApiUrl: apiUrl,
-    timeout: timeoutMs,
+    timeout: Math.max(1, Math.round(timeoutMs)),
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
     logger: silentLogger,

@@ -1,0 +1,43 @@
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
+import { checkSlackToken, StartupError } from '../../src/startup/checks.ts';
+
+// The start-up's Slack check against the Slack stand-in and a peer that never answers (the child-process tests in
+// ops-fail-fast.test.ts prove the same through `npm start`; these pin the edges a loaded machine reaches).
+let slack: SlackStandIn;
+let hanging: Server;
+let hangingUrl: string;
+
+beforeAll(async () => {
+  slack = await startSlackStandIn({ botToken: 'xoxb-startup-checks' });
+  hanging = createServer(() => undefined);
+  await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+  const address = hanging.address();
+  hangingUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/`;
+});
+
+afterAll(async () => {
+  hanging.closeAllConnections();
+  await new Promise<void>((resolve) => hanging.close(() => resolve()));
+  await slack.close();
+});
+
+describe('checkSlackToken', () => {
+  it('accepts a working token, whatever fraction of a millisecond its deadline has', async () => {
+    await expect(checkSlackToken('xoxb-startup-checks', slack.apiUrl, 3999.7)).resolves.toEqual({ ok: true });
+  });
+
+  it('throws a StartupError naming the refusal for a token Slack refuses, never the token', async () => {
+    const check = checkSlackToken('xoxb-refused-by-slack', slack.apiUrl, 2_000);
+    await expect(check).rejects.toBeInstanceOf(StartupError);
+    await expect(check).rejects.toThrow(/^SLACK_BOT_TOKEN: Slack refused the token \(invalid_auth\)$/);
+  });
+
+  it('reports a Slack that does not answer within its deadline, without throwing', async () => {
+    const started = performance.now();
+    const check = await checkSlackToken('xoxb-startup-checks', hangingUrl, 300.4);
+    expect(check).toEqual({ ok: false, why: `Slack did not answer auth.test at ${hangingUrl} within 0.3 s` });
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});
