@@ -1,7 +1,6 @@
 import { ErrorCode, type WebAPICallError } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
-import type { CloudRequest } from '../requests/types.ts';
-import type { ReplyEvent } from '../slack/blocks/request-message.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { enqueueNotify, type NotifyJob, replyId } from './queues.ts';
 

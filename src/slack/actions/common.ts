@@ -1,8 +1,7 @@
 import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
 import { enqueueNotify, removeExpireJob } from '../../jobs/queues.ts';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { STATE_LABEL } from '../blocks/describe.ts';
-import type { ReplyEvent } from '../blocks/request-message.ts';
 import { mention } from '../blocks/text.ts';
 import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 

@@ -2,18 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { CloudApi } from '../../../cloud/types.ts';
-import type { Policy } from '../../../config/policy.ts';
-import type { Logger } from '../../../observability/logger.ts';
-import { digestFailureMessage, digestMessages } from '../blocks/digest.ts';
-import { clusterViews, referenceVmView } from '../cluster-views.ts';
-import { cloudReason } from '../commands/cloud-error.ts';
-import { toSnapshot } from '../price-fields.ts';
-import { diffSnapshots } from './diff.ts';
-import { nextRun } from './schedule-parse.ts';
-import { DIGEST_QUEUE, type DigestJobData } from './scheduler.ts';
-import type { SnapshotStore } from './snapshots.ts';
-import { type TickPlan, TickStore } from './ticks.ts';
+import { cloudReason } from '../cloud/errors.ts';
+import type { CloudApi } from '../cloud/types.ts';
+import type { Policy } from '../config/policy.ts';
+import type { Logger } from '../observability/logger.ts';
+import { diffSnapshots } from '../pricing/diff.ts';
+import { toSnapshot } from '../pricing/price-fields.ts';
+import { nextRun } from '../pricing/schedule-parse.ts';
+import type { SnapshotStore } from '../pricing/snapshots.ts';
+import { DIGEST_QUEUE, type DigestJobData } from './digest-scheduler.ts';
+import { type TickPlan, TickStore } from './digest-ticks.ts';
+import type { DigestRenderer } from './renderers.ts';
 
 /** Channels whose digests run at the same time; many channels due at the same minute all get theirs. */
 export const DIGEST_CONCURRENCY = 20;
@@ -27,6 +26,7 @@ export interface DigestWorkerDeps {
   cloud: Pick<CloudApi, 'listClusters'>;
   slack: Pick<WebClient, 'chat'>;
   snapshots: SnapshotStore;
+  renderer: DigestRenderer;
   /** When the channel's next scheduled digest runs, for the failure notice; undefined when none. */
   nextDigestAt(channel: string): Promise<Date | undefined>;
   now: () => Date;
@@ -73,15 +73,14 @@ async function buildPlan(deps: DigestWorkerDeps, data: DigestJobData): Promise<T
       data.pattern && data.tz
         ? nextRun({ pattern: data.pattern, tz: data.tz }, at)
         : await deps.nextDigestAt(data.channel).catch(() => undefined);
-    return { messages: [digestFailureMessage(cloudReason(error), next)] };
+    return { messages: [deps.renderer.failure(cloudReason(error), next)] };
   }
   const snapshot = toSnapshot(clusters, at);
   const previous = await deps.snapshots.get(data.channel);
-  const messages = digestMessages({
-    clusters: clusterViews(clusters, deps.policy.reference_vm),
+  const messages = deps.renderer.digest({
+    clusters,
     diff: diffSnapshots(previous, snapshot),
-    currency: deps.policy.currency,
-    referenceVm: referenceVmView(deps.policy.reference_vm),
+    policy: deps.policy,
     at,
   });
   return { messages, snapshot };
