@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, type WebClient } from '@slack/web-api';
+import type { WebClient } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { cloudReason } from '../cloud/errors.ts';
@@ -13,12 +13,10 @@ import type { SnapshotStore } from '../pricing/snapshots.ts';
 import { DIGEST_QUEUE, type DigestJobData } from './digest-scheduler.ts';
 import { type TickPlan, TickStore } from './digest-ticks.ts';
 import type { DigestRenderer } from './renderers.ts';
+import { slackFailure } from './slack-failure.ts';
 
 /** Channels whose digests run at the same time; many channels due at the same minute all get theirs. */
 export const DIGEST_CONCURRENCY = 20;
-/** Used when Slack says 429 without a usable Retry-After. */
-export const DEFAULT_RETRY_AFTER_MS = 5_000;
-
 export interface DigestWorkerDeps {
   connection: Redis;
   prefix: string;
@@ -46,19 +44,6 @@ export class TickBusyError extends Error {
 export function tickOf(job: Pick<Job, 'id'>): string {
   const id = job.id ?? 'unknown';
   return id.startsWith('repeat:') ? (id.split(':').at(-1) ?? id) : id;
-}
-
-/** A Slack 429 from a client that does not wait by itself (`rejectRateLimitedCalls`). */
-function retryAfterMs(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { code, retryAfter } = error as { code?: unknown; retryAfter?: unknown };
-  if (code !== ErrorCode.RateLimitedError) return undefined;
-  return typeof retryAfter === 'number' && retryAfter > 0 ? retryAfter * 1000 : DEFAULT_RETRY_AFTER_MS;
-}
-
-/** Slack answered "no" for a reason that retrying will not change (not_in_channel, invalid_blocks, …). */
-function isSlackRefusal(error: unknown): boolean {
-  return (error as { code?: unknown }).code === ErrorCode.PlatformError;
 }
 
 /** Builds what this tick posts: the digest, or the notice that the API could not be read. */
@@ -118,14 +103,15 @@ export async function runDigestJob(
           unfurl_links: false,
         });
       } catch (error) {
-        const wait = retryAfterMs(error);
+        const failure = slackFailure(error);
+        const wait = failure?.verdict === 'retry' ? failure.retryAfterMs : undefined;
         if (wait !== undefined && lockToken) {
           deps.logger.info({ channel, part, waitMs: wait }, 'digest: Slack rate limit, waiting');
           await job.moveToDelayed(Date.now() + wait, lockToken);
           throw new DelayedError();
         }
-        if (isSlackRefusal(error)) {
-          deps.logger.warn({ err: error, channel }, 'digest: Slack refused the message');
+        if (failure?.verdict === 'final') {
+          deps.logger.warn({ channel, error: failure.label }, 'digest: Slack refused the message');
           throw new UnrecoverableError(`Slack refused the digest for ${channel}`);
         }
         throw error;
