@@ -9,6 +9,7 @@ import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts'
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
@@ -16,6 +17,8 @@ import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.
 import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { createApprovalPolicy } from './requests/approvers.ts';
+import { RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
@@ -197,6 +200,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
+    const requests = new RequestLifecycle({
+      policy,
+      store,
+      outbox: createOutbox(queues, now),
+      approvals: createApprovalPolicy(policy),
+      prices,
+      now,
+      logger,
+      metrics,
+    });
     const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,
       // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
@@ -236,9 +249,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         {
           policy,
           store,
+          requests,
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
-          queues,
           prices,
           now,
           logger,
