@@ -12,9 +12,15 @@ import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
-import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
+import {
+  healthRoutes,
+  metricsHandlers,
+  type Readiness,
+  startHealthServer,
+  startRouteServer,
+} from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
-import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
@@ -27,6 +33,8 @@ import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts
 /** A running bot: what it listens on, and how to stop it. */
 export interface Running {
   port?: number;
+  /** Where `/metrics` listens (METRICS_PORT on METRICS_HOST; the one picked when METRICS_PORT is 0). */
+  metricsPort: number;
   metrics: Metrics;
   /** Stops taking work, finishes or hands back what runs, closes every connection: within the shutdown deadline. */
   stop(): Promise<void>;
@@ -177,7 +185,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       apiKey: env.CLOUD_API_KEY,
       onCall: (call) =>
         metrics.apiLatency.observe(
-          { operation: call.operation, status: String(call.status ?? 'none'), outcome: call.outcome },
+          { operation: call.operation, status: statusLabel(call.status), outcome: call.outcome },
           call.durationMs / 1000,
         ),
     });
@@ -243,7 +251,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           metrics,
           words: pricing.words,
         },
-        env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness, metrics),
+        env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness),
       );
       intake.push(() => slackApp.stop());
       const started = await step(
@@ -284,20 +292,27 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     if (runs('scheduler')) {
       await step('Redis (the digest scheduler)', pricing.startScheduler());
     }
-    // Health and metrics live on PORT in every mode; Bolt serves them in HTTP mode.
+    // Health lives on PORT in every mode; Bolt serves it in HTTP mode.
     if (!port) {
       const healthServer: Server = await step(
         'the health server on PORT',
-        startHealthServer(env.PORT, readiness, metrics, env.HOST),
+        startHealthServer(env.PORT, readiness, env.HOST),
       );
-      intake.push(() => new Promise<void>((resolve) => healthServer.close(() => resolve())));
-      const address = healthServer.address();
-      port = typeof address === 'object' && address ? address.port : env.PORT;
+      intake.push(() => closeServer(healthServer));
+      port = portOf(healthServer, env.PORT);
     }
+    // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
+    const metricsServer: Server = await step(
+      'the metrics server on METRICS_PORT',
+      startRouteServer(env.METRICS_PORT, metricsHandlers(readiness, metrics), env.METRICS_HOST),
+    );
+    intake.push(() => closeServer(metricsServer));
+    const metricsPort = portOf(metricsServer, env.METRICS_PORT);
     logger.info(
       {
         role,
         port,
+        metricsPort,
         mode: env.SLACK_APP_TOKEN ? 'socket' : 'http',
         startupMs: Math.round(performance.now() - startedAt),
       },
@@ -307,6 +322,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     let stopping: Promise<void> | undefined;
     return {
       port,
+      metricsPort,
       metrics,
       stop() {
         stopping ??= shutdown(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS).then(() =>
@@ -322,6 +338,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       throw new StartupError(`still waiting for ${waitingFor} when the start-up deadline passed`);
     throw error;
   }
+}
+
+/** The port `server` listens on (`fallback` when it has no address). */
+function portOf(server: Server, fallback: number): number {
+  const address = server.address();
+  return typeof address === 'object' && address ? address.port : fallback;
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
 /** `promise`, or the signal's reason as soon as it aborts. */

@@ -1,5 +1,6 @@
 import { ErrorCode, type WebAPICallError } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { ReplyEvent } from '../slack/blocks/request-message.ts';
 import type { ExecutionDeps } from './deps.ts';
@@ -213,7 +214,7 @@ export class NotifyProcessor {
     } catch (error) {
       if (!isSlackError(error)) throw error;
       const label = error.code === ErrorCode.PlatformError ? error.data.error : error.code;
-      this.deps.metrics.slackErrors.inc({ method, error: label });
+      this.deps.metrics.slackErrors.inc({ method, error: closedLabel(label, SLACK_ERROR_LABELS) });
       if (label === 'invalid_blocks' && withBlocks) {
         // Blocks Slack refuses must not cost the user the report: send its text alone.
         this.deps.logger.error({ method }, 'slack refused the blocks; sending the text alone');
