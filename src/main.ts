@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { WebClient } from '@slack/web-api';
 import { Redis } from 'ioredis';
-import { CloudApiClient } from './cloud/client.ts';
+import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
@@ -183,6 +183,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     const cloud = new CloudApiClient({
       baseUrl: env.CLOUD_API_URL ?? '',
       apiKey: env.CLOUD_API_KEY,
+      timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
       onCall: (call) =>
         metrics.apiLatency.observe(
           { operation: call.operation, status: statusLabel(call.status), outcome: call.outcome },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_CALL_DEADLINE_MS } from '../cloud/client.ts';
 
 /** Which parts of the bot a process runs (PRODUCT.md §2). */
 export const ROLES = ['all', 'web', 'worker', 'scheduler'] as const;
@@ -32,6 +33,13 @@ const envSchema = z.object({
   SLACK_API_URL: url('an http(s) URL such as https://slack.com/api/').default('https://slack.com/api/'),
   CLOUD_API_URL: url('the API base URL, e.g. https://api.example.com').optional(),
   CLOUD_API_KEY: z.string().min(1, { message: 'expected a non-empty API key' }).optional(),
+  /** The deadline of a whole API call, whatever the peer does byte by byte (PRODUCT.md §6). */
+  CLOUD_API_DEADLINE_MS: z.coerce
+    .number({ message: 'expected milliseconds, such as 45000' })
+    .int({ message: 'expected whole milliseconds, such as 45000' })
+    .min(100, { message: 'expected from 100 to 600000 milliseconds' })
+    .max(600_000, { message: 'expected from 100 to 600000 milliseconds' })
+    .default(DEFAULT_CALL_DEADLINE_MS),
   REDIS_URL: url('a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
   /** Prefix of every Redis key and queue, so several deployments can share one Redis. */
   REDIS_PREFIX: z
