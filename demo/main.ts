@@ -92,6 +92,7 @@ async function startWorld(redisUrl: string): Promise<World> {
     REDIS_URL: redis.url,
     REDIS_PREFIX: prefix,
     PORT: '0',
+    METRICS_PORT: '0',
     ROLE: 'all',
     LOG_LEVEL: 'info',
   });

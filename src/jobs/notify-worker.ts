@@ -1,4 +1,5 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { enqueueNotify, type NotifyJob, replyId } from './queues.ts';
@@ -196,7 +197,7 @@ export class NotifyProcessor {
       const failure = slackFailure(error);
       if (!failure) throw error;
       const { label } = failure;
-      this.deps.metrics.slackErrors.inc({ method, error: label });
+      this.deps.metrics.slackErrors.inc({ method, error: closedLabel(label, SLACK_ERROR_LABELS) });
       if (label === 'invalid_blocks' && withBlocks) {
         // Blocks Slack refuses must not cost the user the report: send its text alone.
         this.deps.logger.error({ method }, 'slack refused the blocks; sending the text alone');
