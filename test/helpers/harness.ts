@@ -83,6 +83,11 @@ export interface HarnessOptions {
   role?: Role;
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
   startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy'>;
+  /**
+   * Environment variables over the harness's own, given the cloud sim (e.g. `CLOUD_API_URL` of a proxy in front
+   * of it, `REDIS_URL` of a slow proxy); the harness's own Redis client keeps the real Redis.
+   */
+  env?: (sim: CloudSim) => Record<string, string> | Promise<Record<string, string>>;
 }
 
 /** A clock the test moves; the bot and the cloud sim read it. */
@@ -201,8 +206,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     REDIS_URL: testRedisUrl(),
     REDIS_PREFIX: prefix,
     PORT: '0',
+    METRICS_PORT: '0',
     ROLE: options.role ?? 'web',
     LOG_LEVEL: 'warn',
+    ...(await options.env?.(sim)),
   });
   const logger = createLogger(
     { level: 'warn', secrets: [botToken, signingSecret, sim.apiKey] },

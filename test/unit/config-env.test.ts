@@ -27,6 +27,7 @@ describe('loadEnv', () => {
       LOG_LEVEL: 'info',
     });
     expect(env.CLOUD_API_URL).toBeUndefined();
+    expect(env.CLOUD_API_DEADLINE_MS).toBe(45_000);
   });
 
   it('reads a full environment, trimming values and treating empty strings as unset', () => {
@@ -53,6 +54,8 @@ describe('loadEnv', () => {
     ['SLACK_BOT_TOKEN', 'xoxp-9999-SECRETVALUE', /xoxb-/],
     ['SLACK_APP_TOKEN', 'xoxb-SECRETVALUE', /xapp-/],
     ['CLOUD_API_URL', 'ftp://SECRETVALUE.example', /base URL/],
+    ['CLOUD_API_DEADLINE_MS', '45s', /milliseconds/],
+    ['CLOUD_API_DEADLINE_MS', '10', /from 100 to 600000/],
     ['REDIS_URL', 'redis//:SECRETVALUE@cache:6379', /redis:\/\//],
     ['SLACK_API_URL', 'SECRETVALUE', /http\(s\) URL/],
     ['PORT', 'SECRETVALUE', /port/],
