@@ -10,6 +10,16 @@ const url = (what: string) =>
     message: `expected ${what}`,
   });
 
+const port = z.coerce
+  .number({ message: 'expected a port number' })
+  .int({ message: 'expected a whole port number' })
+  .min(0, { message: 'expected a port from 0 to 65535' })
+  .max(65535, { message: 'expected a port from 0 to 65535' });
+
+const host = z.string().regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/, {
+  message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
+});
+
 const envSchema = z.object({
   SLACK_BOT_TOKEN: z
     .string()
@@ -36,22 +46,15 @@ const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'expected letters, digits, ":", "_" or "-" (at most 64)' })
     .default('cloudops'),
-  PORT: z.coerce
-    .number({ message: 'expected a port number' })
-    .int({ message: 'expected a whole port number' })
-    .min(0, { message: 'expected a port from 0 to 65535' })
-    .max(65535, { message: 'expected a port from 0 to 65535' })
-    .default(3000),
+  PORT: port.default(3000),
   /**
    * Address the HTTP receiver binds to (not used in Socket Mode). Default `0.0.0.0`: every IPv4 interface, as a
    * container needs; `127.0.0.1` keeps the bot on loopback behind a local proxy; `::` listens on IPv6 too.
    */
-  HOST: z
-    .string()
-    .regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/, {
-      message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
-    })
-    .default('0.0.0.0'),
+  HOST: host.default('0.0.0.0'),
+  /** Where `/metrics` listens: its own port, on loopback unless said otherwise, never the public Slack port. */
+  METRICS_PORT: port.default(9464),
+  METRICS_HOST: host.default('127.0.0.1'),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z

@@ -206,6 +206,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     REDIS_URL: testRedisUrl(),
     REDIS_PREFIX: prefix,
     PORT: '0',
+    METRICS_PORT: '0',
     ROLE: options.role ?? 'web',
     LOG_LEVEL: 'warn',
     ...(await options.env?.(sim)),

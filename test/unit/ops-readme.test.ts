@@ -19,6 +19,8 @@ const VARIABLES = [
   'REDIS_PREFIX',
   'PORT',
   'HOST',
+  'METRICS_PORT',
+  'METRICS_HOST',
   'POLICY_FILE',
   'ROLE',
   'LOG_LEVEL',
