@@ -7,7 +7,9 @@ import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
@@ -21,13 +23,16 @@ import {
 } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
+import { createApprovalPolicy } from './requests/approvers.ts';
+import { RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
+import { digestRenderer } from './slack/blocks/digest.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { boltLogger } from './slack/bolt-logger.ts';
+import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
-import { createPricing } from './slack/pricing/index.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
@@ -204,6 +209,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
+    const requests = new RequestLifecycle({
+      policy,
+      store,
+      outbox: createOutbox(queues, now),
+      approvals: createApprovalPolicy(policy),
+      prices,
+      now,
+      logger,
+      metrics,
+    });
     const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,
       // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
@@ -223,17 +238,17 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       },
     };
 
-    const pricing = createPricing({
+    const digests = createDigestJobs({
       policy,
       cloud,
-      prices,
       connection: queueRedis,
       prefix,
       slack: slackClient,
+      renderer: digestRenderer,
       now,
       logger,
     });
-    connections.push(() => pricing.close());
+    connections.push(() => digests.close());
 
     let port: number | undefined;
     // The web part first: when Slack or the port fails it, no worker has started yet.
@@ -243,14 +258,14 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         {
           policy,
           store,
+          requests,
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
-          queues,
           prices,
           now,
           logger,
           metrics,
-          words: pricing.words,
+          words: pricingWords({ policy, cloud, prices, scheduler: digests.scheduler, now, logger }),
         },
         env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness),
       );
@@ -287,11 +302,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
       intake.push(() => retention.stop());
       work.push((budget) => execution.close(budget));
-      const digestWorker = pricing.startWorker();
+      const digestWorker = digests.startWorker();
       work.push(() => digestWorker.close());
     }
     if (runs('scheduler')) {
-      await step('Redis (the digest scheduler)', pricing.startScheduler());
+      await step('Redis (the digest scheduler)', digests.startScheduler());
     }
     // Health lives on PORT in every mode; Bolt serves it in HTTP mode.
     if (!port) {

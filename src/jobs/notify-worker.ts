@@ -1,24 +1,14 @@
-import { ErrorCode, type WebAPICallError } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
-import type { CloudRequest } from '../requests/types.ts';
-import type { ReplyEvent } from '../slack/blocks/request-message.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { enqueueNotify, type NotifyJob, replyId } from './queues.ts';
+import { slackFailure } from './slack-failure.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
 const EXPIRE_RECHECK_MAX_MS = 60_000;
 /** "Posted" records for thread replies outlive every retry of their job (40 attempts of at most 15 min: hours). */
 export const REPLIED_TTL_S = 3 * 24 * 3600;
-/** Slack platform errors that say "try again later" rather than "this will never work". */
-const TRANSIENT_PLATFORM_ERRORS = new Set([
-  'internal_error',
-  'fatal_error',
-  'service_unavailable',
-  'request_timeout',
-  'ratelimited',
-]);
-
 /** Slack could not take the call now (rate limit, outage, network): the job retries later. */
 export class SlackRetryLaterError extends Error {
   override readonly name = 'SlackRetryLaterError';
@@ -47,14 +37,6 @@ export type NotifyOutcome =
   | 'expired'
   | 'skipped'
   | 'missing';
-
-function isSlackError(error: unknown): error is WebAPICallError {
-  return (
-    error instanceof Error &&
-    'code' in error &&
-    Object.values(ErrorCode).includes((error as { code: unknown }).code as ErrorCode)
-  );
-}
 
 /**
  * Reports to Slack, one step each: post or sync the request message, post a thread reply at most once, expire a
@@ -212,23 +194,24 @@ export class NotifyProcessor {
     try {
       return await call(withBlocks);
     } catch (error) {
-      if (!isSlackError(error)) throw error;
-      const label = error.code === ErrorCode.PlatformError ? error.data.error : error.code;
+      const failure = slackFailure(error);
+      if (!failure) throw error;
+      const { label } = failure;
       this.deps.metrics.slackErrors.inc({ method, error: closedLabel(label, SLACK_ERROR_LABELS) });
       if (label === 'invalid_blocks' && withBlocks) {
         // Blocks Slack refuses must not cost the user the report: send its text alone.
         this.deps.logger.error({ method }, 'slack refused the blocks; sending the text alone');
         return this.slackCall(method, call, false);
       }
-      if (error.code === ErrorCode.RateLimitedError) {
+      if (failure.verdict === 'final') {
+        this.deps.logger.error({ method, error: label }, 'slack refused a report');
+        throw new UnrecoverableError(`${method}: ${label}`);
+      }
+      if (failure.retryAfterMs !== undefined) {
         throw new SlackRetryLaterError(method, 'rate limited', {
-          retryAfterMs: error.retryAfter * 1000,
+          retryAfterMs: failure.retryAfterMs,
           cause: error,
         });
-      }
-      if (error.code === ErrorCode.PlatformError && !TRANSIENT_PLATFORM_ERRORS.has(error.data.error)) {
-        this.deps.logger.error({ method, error: error.data.error }, 'slack refused a report');
-        throw new UnrecoverableError(`${method}: ${error.data.error}`);
       }
       throw new SlackRetryLaterError(method, label, { cause: error });
     }

@@ -1,5 +1,6 @@
 import type { KnownBlock } from '@slack/types';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
+import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
 import { escapeMrkdwn, mention, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
@@ -11,32 +12,6 @@ export const ACTIONS = {
   resolveDone: 'resolve_done',
   resolveFailed: 'resolve_failed',
 } as const;
-
-/** Thread replies the bot posts under a request message. */
-export type ReplyEvent =
-  | 'approved'
-  | 'rejected'
-  | 'expired'
-  | 'cancelled'
-  | 'step_succeeded'
-  | 'succeeded'
-  | 'refused'
-  | 'unknown'
-  | 'resolved';
-
-export interface RenderedMessage {
-  text: string;
-  blocks: KnownBlock[];
-}
-
-export interface RequestRenderer {
-  requestMessage(request: CloudRequest): RenderedMessage;
-  threadReply(
-    request: CloudRequest,
-    event: ReplyEvent,
-    step?: number,
-  ): { text: string; blocks?: KnownBlock[] };
-}
 
 function title(request: CloudRequest): string {
   const verb = request.kind === 'resize' ? 'Resize' : 'Restore';
