@@ -1,18 +1,20 @@
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { WebClient } from '@slack/web-api';
-import { Redis } from 'ioredis';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import { createRedis, describeRedis, redisTarget } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
+import { ReplicaAck } from './jobs/replica-ack.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
+import type { LockPolicy } from './jobs/retry-policy.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
 import {
   healthRoutes,
@@ -76,6 +78,8 @@ export interface StartOptions {
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
   concurrency?: ExecutionConcurrency;
+  /** The per-VM lock of the workers (default VM_LOCK); tests use a fast one so a lock a failover left behind frees soon. */
+  vmLock?: LockPolicy;
   /** How often workers look for requests stranded between two writes; tests use a fast one. */
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */
@@ -143,14 +147,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   try {
     if (signal.aborted) throw signal.reason;
     // Web handlers must answer Slack within 3 s: their Redis client fails fast instead of queueing while Redis is down.
-    const fastRedis = new Redis(env.REDIS_URL, {
+    // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
+    const target = redisTarget(env);
+    const fastRedis = createRedis(target, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,
       lazyConnect: false,
     });
     // Queues and workers wait for Redis to come back: BullMQ needs maxRetriesPerRequest null.
-    const queueRedis = new Redis(env.REDIS_URL, QUEUE_REDIS_OPTIONS);
+    const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
     for (const client of [fastRedis, queueRedis]) {
       client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
     }
@@ -160,11 +166,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       await within(queueRedis.quit(), budget).catch(() => undefined);
       queueRedis.disconnect();
     });
-    waitingFor = 'Redis (REDIS_URL)';
+    waitingFor = `Redis (${describeRedis(target).variable})`;
     // Within what is left of the start-up, so the line names Redis rather than the deadline.
     await waitForRedis(
       fastRedis,
-      env.REDIS_URL,
+      target,
       Math.max(100, Math.min(REDIS_STARTUP_MS, startupLeft() - 100)),
       signal,
     );
@@ -292,6 +298,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         renderer: createRequestRenderer(),
         stalledIntervalMs: options.stalledIntervalMs,
         concurrency: options.concurrency,
+        vmLock: options.vmLock,
+        // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
+        replicaAck: new ReplicaAck(queueRedis, target.sentinels !== undefined),
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
       const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
