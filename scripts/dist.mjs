@@ -8,11 +8,9 @@ export const STAMP = join('dist', '.built');
 
 /** What the build compiles (tsconfig.build.json) and what changes its output, relative to the root. */
 const INPUTS = ['src', 'sim/cloud', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
-const EXCLUDED = new Set(['src/demo']);
 
 /** Newest mtime (ms) under `path`, or 0 when it does not exist. */
 function newest(root, path) {
-  if (EXCLUDED.has(path)) return 0;
   const full = join(root, path);
   if (!existsSync(full)) return 0;
   const stat = statSync(full);

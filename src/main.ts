@@ -1,27 +1,38 @@
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { WebClient } from '@slack/web-api';
-import { Redis } from 'ioredis';
-import { CloudApiClient } from './cloud/client.ts';
+import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import { createRedis, describeRedis, redisTarget } from './config/redis-connection.ts';
+import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
-import { healthRoutes, type Readiness, startHealthServer } from './observability/http.ts';
+import {
+  healthRoutes,
+  metricsHandlers,
+  type Readiness,
+  startHealthServer,
+  startRouteServer,
+} from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
-import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
+import { createApprovalPolicy } from './requests/approvers.ts';
+import { RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
+import { digestRenderer } from './slack/blocks/digest.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { boltLogger } from './slack/bolt-logger.ts';
+import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
-import { createPricing } from './slack/pricing/index.ts';
 import { RedeliveryGuard } from './slack/redelivery.ts';
 import type { ReconnectPolicy } from './slack/socket-link.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
@@ -29,6 +40,8 @@ import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts
 /** A running bot: what it listens on, and how to stop it. */
 export interface Running {
   port?: number;
+  /** Where `/metrics` listens (METRICS_PORT on METRICS_HOST; the one picked when METRICS_PORT is 0). */
+  metricsPort: number;
   metrics: Metrics;
   /** Stops taking work, finishes or hands back what runs, closes every connection: within the shutdown deadline. */
   stop(): Promise<void>;
@@ -134,14 +147,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   try {
     if (signal.aborted) throw signal.reason;
     // Web handlers must answer Slack within 3 s: their Redis client fails fast instead of queueing while Redis is down.
-    const fastRedis = new Redis(env.REDIS_URL, {
+    // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
+    const target = redisTarget(env);
+    const fastRedis = createRedis(target, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,
       lazyConnect: false,
     });
     // Queues and workers wait for Redis to come back: BullMQ needs maxRetriesPerRequest null.
-    const queueRedis = new Redis(env.REDIS_URL, QUEUE_REDIS_OPTIONS);
+    const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
     for (const client of [fastRedis, queueRedis]) {
       client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
     }
@@ -151,11 +166,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       await within(queueRedis.quit(), budget).catch(() => undefined);
       queueRedis.disconnect();
     });
-    waitingFor = 'Redis (REDIS_URL)';
+    waitingFor = `Redis (${describeRedis(target).variable})`;
     // Within what is left of the start-up, so the line names Redis rather than the deadline.
     await waitForRedis(
       fastRedis,
-      env.REDIS_URL,
+      target,
       Math.max(100, Math.min(REDIS_STARTUP_MS, startupLeft() - 100)),
       signal,
     );
@@ -179,9 +194,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     const cloud = new CloudApiClient({
       baseUrl: env.CLOUD_API_URL ?? '',
       apiKey: env.CLOUD_API_KEY,
+      timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
       onCall: (call) =>
         metrics.apiLatency.observe(
-          { operation: call.operation, status: String(call.status ?? 'none'), outcome: call.outcome },
+          { operation: call.operation, status: statusLabel(call.status), outcome: call.outcome },
           call.durationMs / 1000,
         ),
     });
@@ -199,6 +215,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
+    const requests = new RequestLifecycle({
+      policy,
+      store,
+      outbox: createOutbox(queues, now),
+      approvals: createApprovalPolicy(policy),
+      prices,
+      now,
+      logger,
+      metrics,
+    });
     const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,
       // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
@@ -222,29 +248,28 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       },
     };
 
-    const pricing = createPricing({
+    const digests = createDigestJobs({
       policy,
       cloud,
-      prices,
       connection: queueRedis,
       prefix,
       slack: slackClient,
+      renderer: digestRenderer,
       now,
       logger,
     });
-    connections.push(() => pricing.close());
+    connections.push(() => digests.close());
 
     let port: number | undefined;
-    // Health and metrics live on PORT in every mode; Bolt serves them in HTTP mode. Elsewhere a server of their own
+    // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own
     // answers from now on: /healthz while the Socket Mode link connects, /readyz 503 until it is up.
     if (!runs('web') || socketMode) {
       const healthServer: Server = await step(
         'the health server on PORT',
-        startHealthServer(env.PORT, readiness, metrics, env.HOST),
+        startHealthServer(env.PORT, readiness, env.HOST),
       );
-      intake.push(() => new Promise<void>((resolve) => healthServer.close(() => resolve())));
-      const address = healthServer.address();
-      port = typeof address === 'object' && address ? address.port : env.PORT;
+      intake.push(() => closeServer(healthServer));
+      port = portOf(healthServer, env.PORT);
     }
     // The web part first: when Slack or the port fails it, no worker has started yet.
     if (runs('web')) {
@@ -253,16 +278,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         {
           policy,
           store,
+          requests,
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
-          queues,
           prices,
           now,
           logger,
           metrics,
-          words: pricing.words,
+          words: pricingWords({ policy, cloud, prices, scheduler: digests.scheduler, now, logger }),
         },
-        socketMode ? [] : healthRoutes(readiness, metrics),
+        socketMode ? [] : healthRoutes(readiness),
         { guard: new RedeliveryGuard(fastRedis, prefix), policy: options.reconnectPolicy },
       );
       const web = slackApp;
@@ -301,16 +326,24 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
       intake.push(() => retention.stop());
       work.push((budget) => execution.close(budget));
-      const digestWorker = pricing.startWorker();
+      const digestWorker = digests.startWorker();
       work.push(() => digestWorker.close());
     }
     if (runs('scheduler')) {
-      await step('Redis (the digest scheduler)', pricing.startScheduler());
+      await step('Redis (the digest scheduler)', digests.startScheduler());
     }
+    // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
+    const metricsServer: Server = await step(
+      'the metrics server on METRICS_PORT',
+      startRouteServer(env.METRICS_PORT, metricsHandlers(readiness, metrics), env.METRICS_HOST),
+    );
+    intake.push(() => closeServer(metricsServer));
+    const metricsPort = portOf(metricsServer, env.METRICS_PORT);
     logger.info(
       {
         role,
         port,
+        metricsPort,
         mode: socketMode ? 'socket' : 'http',
         startupMs: Math.round(performance.now() - startedAt),
       },
@@ -320,6 +353,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     let stopping: Promise<void> | undefined;
     return {
       port,
+      metricsPort,
       metrics,
       stop() {
         stopping ??= shutdown(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS).then(() =>
@@ -335,6 +369,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       throw new StartupError(`still waiting for ${waitingFor} when the start-up deadline passed`);
     throw error;
   }
+}
+
+/** The port `server` listens on (`fallback` when it has no address). */
+function portOf(server: Server, fallback: number): number {
+  const address = server.address();
+  return typeof address === 'object' && address ? address.port : fallback;
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
 /** `promise`, or the signal's reason as soon as it aborts. */

@@ -36,6 +36,7 @@ export function benchEnv(
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: options.prefix,
     PORT: String(options.port ?? 0),
+    METRICS_PORT: '0',
     ROLE: options.role,
     LOG_LEVEL: options.logLevel,
     ...(options.policyFile ? { POLICY_FILE: options.policyFile } : {}),

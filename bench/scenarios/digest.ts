@@ -1,4 +1,4 @@
-import { DigestScheduler } from '../../src/slack/pricing/digest/scheduler.ts';
+import { DigestScheduler } from '../../src/jobs/digest-scheduler.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
 import { forEachParallel, range } from '../lib/parallel.ts';

@@ -41,17 +41,31 @@ export interface TimeoutPolicy {
   headersMs: number;
   /** Between two chunks of the response body. */
   bodyMs: number;
+  /**
+   * The whole call, from sending to the last byte of the answer, whatever the peer does byte by byte (PRODUCT.md §6).
+   * Past it a call that was sent ends as outcome unknown.
+   */
+  totalMs: number;
 }
+
+/** PRODUCT.md §6: a whole API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`). */
+export const DEFAULT_CALL_DEADLINE_MS = 45_000;
 
 /** Production: generous, since a resize may take the service a while to answer. */
 export const DEFAULT_TIMEOUTS: TimeoutPolicy = Object.freeze({
   connectMs: 5_000,
   headersMs: 30_000,
   bodyMs: 30_000,
+  totalMs: DEFAULT_CALL_DEADLINE_MS,
 });
 
 /** Tests against the local simulator: a hang is noticed within a second. */
-export const FAST_TIMEOUTS: TimeoutPolicy = Object.freeze({ connectMs: 500, headersMs: 800, bodyMs: 800 });
+export const FAST_TIMEOUTS: TimeoutPolicy = Object.freeze({
+  connectMs: 500,
+  headersMs: 800,
+  bodyMs: 800,
+  totalMs: 5_000,
+});
 
 /** The operations, as named in errors and metrics. */
 export type CloudOperation = 'listClusters' | 'getCluster' | 'resize' | 'restore';
@@ -234,6 +248,9 @@ export class CloudApiClient implements CloudApi {
       throw new CloudUnavailableError(operation, 'The call was cancelled before it was sent.', {});
     }
 
+    // One signal ends the call: the caller's (a shutdown abandoning it) or the whole call's deadline.
+    const deadline = AbortSignal.timeout(this.timeouts.totalMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.auth) headers.authorization = `Bearer ${this.apiKey}`;
     if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -245,12 +262,12 @@ export class CloudApiClient implements CloudApi {
         headers,
         body: options.body === undefined ? undefined : JSON.stringify(options.body),
         dispatcher: this.dispatcher,
-        signal: options.signal,
+        signal,
         headersTimeout: this.timeouts.headersMs,
         bodyTimeout: this.timeouts.bodyMs,
       });
     } catch (error) {
-      throw this.transportError(operation, error, options.signal);
+      throw this.transportError(operation, error, options.signal, deadline);
     }
 
     const status = response.statusCode;
@@ -262,7 +279,7 @@ export class CloudApiClient implements CloudApi {
     } catch (error) {
       // The status line is trustworthy even when the body is cut off; only a cut-off success is unknown.
       if (status < 200 || status >= 300) text = '';
-      else throw this.transportError(operation, error, options.signal, status);
+      else throw this.transportError(operation, error, options.signal, deadline, status);
     }
 
     if (status < 200 || status >= 300)
@@ -358,6 +375,7 @@ export class CloudApiClient implements CloudApi {
     operation: CloudOperation,
     error: unknown,
     signal: AbortSignal | undefined,
+    deadline: AbortSignal,
     status?: number,
   ): CloudApiError {
     const codes = errorCodes(error);
@@ -370,6 +388,13 @@ export class CloudApiClient implements CloudApi {
             ? `host could not be resolved (${notSent})`
             : `could not be reached (${notSent})`;
       return new CloudUnavailableError(operation, `The service ${what}; nothing was sent.`, { cause: error });
+    }
+    if (deadline.aborted && !signal?.aborted) {
+      return new CloudOutcomeUnknownError(
+        operation,
+        `The service had not finished answering ${seconds(this.timeouts.totalMs)} after the request was sent (the deadline of a whole call), so whether it took effect is unknown.`,
+        { status, cause: error },
+      );
     }
     const answered = status === undefined ? '' : ` after answering HTTP ${status}`;
     let what: string;
@@ -404,6 +429,11 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
   const at = Date.parse(text);
   if (Number.isNaN(at) || !/[a-z]/i.test(text)) return undefined;
   return Math.max(0, at - nowMs);
+}
+
+/** `45 s`, or `1.2 s` below ten seconds. */
+function seconds(ms: number): string {
+  return ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${Number((ms / 1000).toFixed(1))} s`;
 }
 
 function retryText(retryAfterMs: number | undefined): string {

@@ -99,3 +99,13 @@ export class CloudProtocolError extends CloudApiError {
 export function isSurelyNotApplied(error: unknown): error is CloudRateLimitedError | CloudUnavailableError {
   return error instanceof CloudRateLimitedError || error instanceof CloudUnavailableError;
 }
+
+/**
+ * The client's reason as a clause for "could not be read (…)": no final stop, and without the "nothing was
+ * applied" tail that only matters for changes.
+ */
+export function cloudReason(error: unknown): string {
+  if (!(error instanceof CloudApiError)) return 'unexpected error';
+  const reason = error.reason.replace(/;?\s*nothing was applied\.?$/i, '').replace(/[.\s]+$/, '');
+  return reason.charAt(0).toLowerCase() + reason.slice(1);
+}

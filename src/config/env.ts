@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_CALL_DEADLINE_MS } from '../cloud/client.ts';
 
 /** Which parts of the bot a process runs (PRODUCT.md §2). */
 export const ROLES = ['all', 'web', 'worker', 'scheduler'] as const;
@@ -8,6 +9,16 @@ const url = (what: string) =>
   z.string().refine((v) => /^(https?|rediss?):\/\//.test(v) && URL.canParse(v), {
     message: `expected ${what}`,
   });
+
+const port = z.coerce
+  .number({ message: 'expected a port number' })
+  .int({ message: 'expected a whole port number' })
+  .min(0, { message: 'expected a port from 0 to 65535' })
+  .max(65535, { message: 'expected a port from 0 to 65535' });
+
+const host = z.string().regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/, {
+  message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
+});
 
 const envSchema = z.object({
   SLACK_BOT_TOKEN: z
@@ -22,28 +33,42 @@ const envSchema = z.object({
   SLACK_API_URL: url('an http(s) URL such as https://slack.com/api/').default('https://slack.com/api/'),
   CLOUD_API_URL: url('the API base URL, e.g. https://api.example.com').optional(),
   CLOUD_API_KEY: z.string().min(1, { message: 'expected a non-empty API key' }).optional(),
+  /** The deadline of a whole API call, whatever the peer does byte by byte (PRODUCT.md §6). */
+  CLOUD_API_DEADLINE_MS: z.coerce
+    .number({ message: 'expected milliseconds, such as 45000' })
+    .int({ message: 'expected whole milliseconds, such as 45000' })
+    .min(100, { message: 'expected from 100 to 600000 milliseconds' })
+    .max(600_000, { message: 'expected from 100 to 600000 milliseconds' })
+    .default(DEFAULT_CALL_DEADLINE_MS),
   REDIS_URL: url('a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
   /** Prefix of every Redis key and queue, so several deployments can share one Redis. */
   REDIS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'expected letters, digits, ":", "_" or "-" (at most 64)' })
     .default('cloudops'),
-  PORT: z.coerce
-    .number({ message: 'expected a port number' })
-    .int({ message: 'expected a whole port number' })
-    .min(0, { message: 'expected a port from 0 to 65535' })
-    .max(65535, { message: 'expected a port from 0 to 65535' })
-    .default(3000),
+  /** `host:port,host:port` of Redis Sentinels: the master is found through them; REDIS_URL gives password, db, TLS. */
+  REDIS_SENTINELS: z
+    .string()
+    .refine((v) => parseSentinels(v) !== undefined, {
+      message: 'expected host:port of each Sentinel, separated by commas, e.g. 10.0.0.1:26379,10.0.0.2:26379',
+    })
+    .optional(),
+  /** The master's name at the Sentinels (default `mymaster`, applied where the connection is made). */
+  REDIS_SENTINEL_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, {
+      message: 'expected the master name the Sentinels monitor, e.g. mymaster',
+    })
+    .optional(),
+  PORT: port.default(3000),
   /**
    * Address the HTTP receiver binds to (not used in Socket Mode). Default `0.0.0.0`: every IPv4 interface, as a
    * container needs; `127.0.0.1` keeps the bot on loopback behind a local proxy; `::` listens on IPv6 too.
    */
-  HOST: z
-    .string()
-    .regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$/, {
-      message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
-    })
-    .default('0.0.0.0'),
+  HOST: host.default('0.0.0.0'),
+  /** Where `/metrics` listens: its own port, on loopback unless said otherwise, never the public Slack port. */
+  METRICS_PORT: port.default(9464),
+  METRICS_HOST: host.default('127.0.0.1'),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z
@@ -52,6 +77,25 @@ const envSchema = z.object({
     })
     .default('info'),
 });
+
+/** A Sentinel's address. */
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+/** `host:port,host:port` (IPv6 hosts in brackets) → addresses; undefined when any part is malformed. */
+export function parseSentinels(value: string): SentinelAddress[] | undefined {
+  const parts = value.split(',').map((p) => p.trim());
+  const out: SentinelAddress[] = [];
+  for (const part of parts) {
+    const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*):(\d{1,5})$/.exec(part);
+    const port = Number(match?.[2]);
+    if (!match?.[1] || !Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+    out.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
+  }
+  return out.length > 0 ? out : undefined;
+}
 
 /** The process environment, parsed and typed. Secrets stay in here and are never logged. */
 export type Env = z.infer<typeof envSchema>;
@@ -76,6 +120,11 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(`${String(issue.path[0])}: ${issue.message}`);
   }
+  // A name alone would silently connect to REDIS_URL's single Redis, not to the master the operator named.
+  if (parsed.data.REDIS_SENTINEL_NAME !== undefined && parsed.data.REDIS_SENTINELS === undefined)
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME: set without REDIS_SENTINELS; give the Sentinels as host:port,host:port, or unset both to use REDIS_URL alone',
+    );
   return parsed.data;
 }
 

@@ -6,8 +6,8 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
-import type { RequestRenderer } from '../slack/blocks/request-message.ts';
 import type { Queues } from './queues.ts';
+import type { RequestRenderer } from './renderers.ts';
 import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
 
 /** What the execution needs; `src/main.ts` wires it, tests pass fast policies. */

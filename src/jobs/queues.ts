@@ -1,7 +1,6 @@
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { CloudRequest } from '../requests/types.ts';
-import type { ReplyEvent } from '../slack/blocks/request-message.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 
 /** Queue names under the BullMQ prefix. */
 export const QUEUE_NAMES = { execute: 'execute', notify: 'notify' } as const;

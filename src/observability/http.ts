@@ -21,8 +21,8 @@ function send(res: ServerResponse, status: number, body: string, type = 'applica
   res.end(body);
 }
 
-/** `/healthz`, `/readyz` and `/metrics` handlers, shared by Bolt's HTTP receiver and the standalone server. */
-export function healthHandlers(readiness: Readiness, metrics: Metrics): Record<string, Handler> {
+/** `/healthz` and `/readyz`, served on PORT (by Bolt's HTTP receiver, or by a small server of their own). */
+export function healthHandlers(readiness: Readiness): Record<string, Handler> {
   return {
     '/healthz': (_req, res) => send(res, 200, JSON.stringify({ status: 'ok' })),
     '/readyz': (_req, res) => {
@@ -43,6 +43,12 @@ export function healthHandlers(readiness: Readiness, metrics: Metrics): Record<s
         );
       });
     },
+  };
+}
+
+/** `/metrics` (Prometheus text), served on METRICS_PORT only: it has no authentication. */
+export function metricsHandlers(readiness: Readiness, metrics: Metrics): Record<string, Handler> {
+  return {
     '/metrics': (_req, res) => {
       void (async () => {
         await readiness.beforeScrape?.().catch(() => undefined);
@@ -52,9 +58,9 @@ export function healthHandlers(readiness: Readiness, metrics: Metrics): Record<s
   };
 }
 
-/** The same handlers as Bolt custom routes (HTTP mode). */
-export function healthRoutes(readiness: Readiness, metrics: Metrics) {
-  return Object.entries(healthHandlers(readiness, metrics)).map(([path, handler]) => ({
+/** The health handlers as Bolt custom routes (HTTP mode). */
+export function healthRoutes(readiness: Readiness) {
+  return Object.entries(healthHandlers(readiness)).map(([path, handler]) => ({
     path,
     method: 'GET',
     handler,
@@ -62,16 +68,14 @@ export function healthRoutes(readiness: Readiness, metrics: Metrics) {
 }
 
 /**
- * A small server for the health routes where Bolt serves no HTTP (Socket Mode, worker and scheduler roles).
- * Listens on every interface unless `host` is given (tests pass 127.0.0.1).
+ * A small GET-only server for `handlers` (the health routes where Bolt serves no HTTP, and `/metrics` always).
+ * Listens on every interface unless `host` is given.
  */
-export async function startHealthServer(
+export async function startRouteServer(
   port: number,
-  readiness: Readiness,
-  metrics: Metrics,
+  handlers: Record<string, Handler>,
   host?: string,
 ): Promise<Server> {
-  const handlers = healthHandlers(readiness, metrics);
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = req.method === 'GET' ? handlers[path] : undefined;
@@ -83,4 +87,9 @@ export async function startHealthServer(
     server.listen(port, host, () => resolve());
   });
   return server;
+}
+
+/** The health routes on a server of their own (Socket Mode, worker and scheduler roles). */
+export function startHealthServer(port: number, readiness: Readiness, host?: string): Promise<Server> {
+  return startRouteServer(port, healthHandlers(readiness), host);
 }

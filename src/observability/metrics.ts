@@ -1,9 +1,58 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
+/**
+ * Label values come from closed sets only (PRODUCT.md §2): a value from outside (a word someone typed, an error code
+ * Slack sent, a status the API answered) is kept only when it is one of `allowed`, else it becomes `other`. So the
+ * number of series is bounded by the code, and nothing a user types reaches `/metrics`.
+ */
+export function closedLabel(value: string, allowed: ReadonlySet<string>): string {
+  return allowed.has(value) ? value : OTHER;
+}
+
+/** The one label value that stands for everything outside a closed set. */
+export const OTHER = 'other';
+
+/** Slack Web API errors counted by name; any other error code is counted as `other`. */
+export const SLACK_ERROR_LABELS: ReadonlySet<string> = new Set([
+  // @slack/web-api's own codes (no answer, HTTP error, rate limit).
+  'slack_webapi_request_error',
+  'slack_webapi_http_error',
+  'slack_webapi_rate_limited_error',
+  'slack_webapi_platform_error',
+  // Platform errors the bot handles or that an operator acts on.
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+  'ratelimited',
+  'invalid_blocks',
+  'msg_too_long',
+  'channel_not_found',
+  'not_in_channel',
+  'is_archived',
+  'message_not_found',
+  'cant_update_message',
+  'edit_window_closed',
+  'missing_scope',
+  'not_authed',
+  'invalid_auth',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'user_not_found',
+  'no_permission',
+]);
+
+/** An HTTP status as a label: the three digits of a real status (100-599), else `other`. */
+export function statusLabel(status: number | undefined): string {
+  if (status === undefined) return 'none';
+  return Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : OTHER;
+}
+
 /** The bot's Prometheus metrics, one registry per process (tests create their own). */
 export interface Metrics {
   registry: Registry;
-  /** `/cloud <word>` commands received. */
+  /** `/cloud <word>` commands received; the word is one the bot knows, `error` or `other` (see closedLabel). */
   commands: Counter<'word'>;
   /** Requests entering a state, by kind. */
   requests: Counter<'kind' | 'state'>;

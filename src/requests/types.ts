@@ -2,6 +2,18 @@ import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 
 export type RequestKind = 'resize' | 'restore';
 
+/** What happened to a request that its thread is told about, one reply each. */
+export type ReplyEvent =
+  | 'approved'
+  | 'rejected'
+  | 'expired'
+  | 'cancelled'
+  | 'step_succeeded'
+  | 'succeeded'
+  | 'refused'
+  | 'unknown'
+  | 'resolved';
+
 /**
  * A request's life (PRODUCT.md §6). Arrows are the only moves `RequestStore.transition` allows:
  * pending → approved | rejected | expired | cancelled

@@ -1,9 +1,9 @@
 import type { App } from '@slack/bolt';
 import type { PriceSource } from '../cloud/price-cache.ts';
 import type { Policy, ProjectPolicy } from '../config/policy.ts';
-import type { Queues } from '../jobs/queues.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { DraftStore } from './drafts.ts';
@@ -11,10 +11,12 @@ import type { DraftStore } from './drafts.ts';
 /** Everything the Slack side needs; built by main.ts, replaced by tests. */
 export interface SlackDeps {
   policy: Policy;
+  /** Reads requests (lookups behind clicks, `/cloud jobs`); every change goes through `requests`. */
   store: RequestStore;
+  /** A request's life: create, approve, reject, cancel, resolve, expire. */
+  requests: RequestLifecycle;
   vmFacts: VmFactsStore;
   drafts: DraftStore;
-  queues: Queues;
   prices: PriceSource;
   now: () => Date;
   logger: Logger;

@@ -14,7 +14,7 @@ function demo(env: Record<string, string>): Promise<{ code: number | null; stdou
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/demo/main.ts'],
+      ['--import', 'tsx', 'demo/main.ts'],
       { cwd: repo, env, timeout: 60_000 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });

@@ -41,7 +41,8 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, START_ARGS, {
     cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    // Many bots run at once: each its own metrics port unless the test names one.
+    env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -84,6 +84,11 @@ export interface HarnessOptions {
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
   startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy' | 'reconnectPolicy'>;
   /**
+   * Environment variables over the harness's own, given the cloud sim (e.g. `CLOUD_API_URL` of a proxy in front
+   * of it, `REDIS_URL` of a slow proxy); the harness's own Redis client keeps the real Redis.
+   */
+  env?: (sim: CloudSim) => Record<string, string> | Promise<Record<string, string>>;
+  /**
    * How Slack reaches the bot: signed HTTP, or envelopes over the Socket Mode stand-in. Default: `socket` when the
    * environment says CLOUDOPS_TEST_SLACK_MODE=socket (the e2e-socket project), else `http`.
    */
@@ -232,8 +237,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     REDIS_URL: testRedisUrl(),
     REDIS_PREFIX: prefix,
     PORT: '0',
+    METRICS_PORT: '0',
     ROLE: options.role ?? 'web',
     LOG_LEVEL: 'warn',
+    ...(await options.env?.(sim)),
   });
   const logger = createLogger(
     { level: 'warn', secrets: [botToken, appToken, signingSecret, sim.apiKey] },

@@ -34,8 +34,10 @@ export interface OpsBot {
   slack: SlackStandIn;
   policy: Policy;
   prefix: string;
-  /** Base URL of the bot's HTTP server. */
+  /** Base URL of the bot's HTTP server (PORT). */
   url: string;
+  /** Base URL of the bot's metrics server (METRICS_PORT on 127.0.0.1). */
+  metricsUrl: string;
   /** Every log line the bot wrote (JSON). */
   logs: string[];
   /** The secrets the bot was configured with; none may appear in `logs`. */
@@ -75,6 +77,7 @@ export async function startOpsBot(options: {
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: prefix,
     PORT: '0',
+    METRICS_PORT: '0',
     ROLE: options.role ?? 'all',
     LOG_LEVEL: options.logLevel ?? 'warn',
   });
@@ -105,6 +108,7 @@ export async function startOpsBot(options: {
     policy,
     prefix,
     url,
+    metricsUrl: `http://127.0.0.1:${bot.metricsPort}`,
     logs,
     secrets,
     send,

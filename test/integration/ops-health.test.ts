@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisAnswers, startLocalRedis } from '../../sim/local-redis.ts';
@@ -59,10 +60,10 @@ describe('health and metrics of the running bot (HTTP mode, ROLE=all)', () => {
     // /cloud clusters reads the list endpoint: wait for the client's call to be recorded.
     await eventually(async () =>
       /cloudops_cloud_api_seconds_count\{operation="listClusters"/.test(
-        (await get(`${ops.url}/metrics`)).text,
+        (await get(`${ops.metricsUrl}/metrics`)).text,
       ),
     );
-    const metrics = await get(`${ops.url}/metrics`);
+    const metrics = await get(`${ops.metricsUrl}/metrics`);
     expect(metrics.status).toBe(200);
     expect(metrics.type).toMatch(/^text\/plain; version=0\.0\.4/);
     for (const family of FAMILIES) expect(metrics.text).toMatch(new RegExp(`^# TYPE ${family} `, 'm'));
@@ -75,6 +76,60 @@ describe('health and metrics of the running bot (HTTP mode, ROLE=all)', () => {
     // Node's process metrics come along.
     expect(metrics.text).toMatch(/^process_cpu_user_seconds_total /m);
     for (const secret of Object.values(ops.secrets)) expect(metrics.text).not.toContain(secret);
+  });
+});
+
+describe('/metrics: its own port on loopback, labels from closed sets (issue 17.1)', () => {
+  let ops: OpsBot;
+  beforeAll(async () => {
+    ops = await startOpsBot({ redisUrl: testRedisUrl() });
+  });
+  afterAll(async () => {
+    await ops.close();
+  });
+
+  /** The bot's own series (label sets, no values) on /metrics, and the size of the whole body. */
+  async function scrape(): Promise<{ series: string[]; bytes: number }> {
+    const { status, text } = await get(`${ops.metricsUrl}/metrics`);
+    expect(status).toBe(200);
+    const series = text
+      .split('\n')
+      .filter((l) => l.startsWith('cloudops_'))
+      .map((l) => l.replace(/ [^ ]+$/, ''));
+    return { series, bytes: text.length };
+  }
+
+  it('is not on the public port, and METRICS_HOST (default 127.0.0.1) is the only address it answers on', async () => {
+    expect(ops.metricsUrl).not.toBe(ops.url);
+    expect((await get(`${ops.url}/metrics`)).status).toBe(404);
+    // HOST is 0.0.0.0: health answers on any loopback address; /metrics is bound to 127.0.0.1 alone.
+    const port = new URL(ops.url).port;
+    expect((await get(`http://127.0.0.2:${port}/healthz`)).status).toBe(200);
+    const metricsPort = new URL(ops.metricsUrl).port;
+    await expect(get(`http://127.0.0.2:${metricsPort}/metrics`)).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
+    });
+  });
+
+  it('300 junk commands keep the number of series constant; a token typed after /cloud never appears', async () => {
+    // Values no process metric could produce, so a hit can only come from what was typed.
+    const token = `xoxp-${randomBytes(12).toString('hex')}`;
+    const junk = (i: number) => `${i % 3 === 0 ? token : `zz${randomBytes(6).toString('hex')}`} arg${i}`;
+    // Warm up: the first commands create the lazily built series that do not depend on what is typed.
+    expect((await ops.command('nonsense')).status).toBe(200);
+    const before = await scrape();
+    const statuses: number[] = [];
+    for (let i = 0; i < 300; i += 1) statuses.push((await ops.command(junk(i))).status);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const after = await scrape();
+    expect(after.series).toEqual(before.series);
+    const text = (await get(`${ops.metricsUrl}/metrics`)).text;
+    expect(text).not.toContain(token);
+    expect(text).not.toMatch(/zz[0-9a-f]{12}/);
+    expect(text).toMatch(/^cloudops_commands_total\{word="other"\} 301$/m);
+    console.log(
+      `300 junk commands: ${before.series.length} -> ${after.series.length} cloudops series, /metrics ${before.bytes} -> ${after.bytes} bytes`,
+    );
   });
 });
 
@@ -104,12 +159,13 @@ describe('readiness follows Redis', () => {
 });
 
 describe('health without Bolt (ROLE=worker)', () => {
-  it('serves /healthz, /readyz and /metrics on PORT and nothing for Slack', async () => {
+  it('serves /healthz and /readyz on PORT, /metrics on METRICS_PORT, and nothing for Slack', async () => {
     const ops = await startOpsBot({ redisUrl: testRedisUrl(), role: 'worker' });
     try {
       expect((await get(`${ops.url}/healthz`)).status).toBe(200);
       expect((await get(`${ops.url}/readyz`)).status).toBe(200);
-      const metrics = await get(`${ops.url}/metrics`);
+      expect((await get(`${ops.url}/metrics`)).status).toBe(404);
+      const metrics = await get(`${ops.metricsUrl}/metrics`);
       for (const family of FAMILIES) expect(metrics.text).toMatch(new RegExp(`^# TYPE ${family} `, 'm'));
       expect((await ops.command('help')).status).toBe(404);
     } finally {

@@ -85,6 +85,29 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
     env.sim = await startCloudSim();
   });
 
+  it('Slack failures get the verdict every worker uses: an outage is retried, a refusal is final', async () => {
+    const { pricing } = await startInstance();
+    // internal_error says "try later": the digest is posted on the job's next attempt (the notify worker agrees).
+    env.standIn.failNext('chat.postMessage', { error: 'internal_error' });
+    await pricing.scheduler.sendNow('C0FLAKY');
+    const digest = await env.standIn.waitFor(() => digests('C0FLAKY')[0], 10_000);
+    expect(blocksText(digest)).toContain('First digest in this channel');
+    const attempts = () =>
+      env.standIn.calls.filter((c) => c.method === 'chat.postMessage' && c.args.channel === 'C0FLAKY').length;
+    expect(attempts()).toBe(2);
+    // channel_not_found will not change by retrying: one call, then nothing more.
+    env.standIn.failNext('chat.postMessage', { error: 'channel_not_found', times: 5 });
+    await pricing.scheduler.sendNow('C0GONE2');
+    await env.standIn.waitFor(
+      () => env.standIn.calls.some((c) => c.method === 'chat.postMessage' && c.args.channel === 'C0GONE2'),
+      5000,
+    );
+    await sleep(3000);
+    expect(
+      env.standIn.calls.filter((c) => c.method === 'chat.postMessage' && c.args.channel === 'C0GONE2'),
+    ).toHaveLength(1);
+  });
+
   it('many channels due at the same second all get their digest', async () => {
     const { pricing } = await startInstance({ concurrency: 20 });
     const channels = Array.from({ length: 15 }, (_, i) => `C0MANY${i}`);

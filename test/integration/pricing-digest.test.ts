@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SlackMessage } from '../../sim/slack/server.ts';
-import { TickStore } from '../../src/slack/pricing/digest/ticks.ts';
+import { TickStore } from '../../src/jobs/digest-ticks.ts';
 import {
   blocksText,
   digests,

@@ -4,10 +4,10 @@ import { pino } from 'pino';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackMessage, type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { CloudApiClient, FAST_TIMEOUTS } from '../../src/cloud/client.ts';
-import { createPriceCache } from '../../src/cloud/price-cache.ts';
 import { parsePolicy } from '../../src/config/policy.ts';
-import { parseDigestCommand } from '../../src/slack/pricing/digest/schedule-parse.ts';
-import { createPricing, type Pricing } from '../../src/slack/pricing/index.ts';
+import { createDigestJobs, type DigestJobs } from '../../src/jobs/digests.ts';
+import { parseDigestCommand } from '../../src/pricing/schedule-parse.ts';
+import { digestRenderer } from '../../src/slack/blocks/digest.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
 export const policy = parsePolicy('currency: EUR\nreference_vm: { cores: 2, ram_gb: 4, os_disk_gb: 50 }\n');
@@ -20,7 +20,7 @@ export const EVERY_SECOND = (() => {
 
 /** One running pricing part and how to stop it. */
 export interface Instance {
-  pricing: Pricing;
+  pricing: DigestJobs;
   close(): Promise<void>;
 }
 
@@ -46,16 +46,15 @@ export async function startInstance(
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
   });
-  const pricing = createPricing({
+  const pricing = createDigestJobs({
     policy,
     cloud,
-    prices: createPriceCache(cloud, { ttlMs: 0 }),
     connection,
     prefix: env.prefix,
     slack,
+    renderer: digestRenderer,
     now: () => new Date(),
     logger: pino({ level: 'silent' }),
-    minIntervalMs: 0,
     concurrency: options.concurrency,
   });
   const worker = options.worker === false ? undefined : pricing.startWorker();

@@ -18,7 +18,7 @@ async function files(dir: string): Promise<string[]> {
 describe('dist/ as `npm run build` leaves it (the global setup builds it when stale)', () => {
   it('has a .js file for every source file production runs, and no import of a .ts file', async () => {
     const sources = [
-      ...(await files(join(repo, 'src'))).filter((f) => !f.startsWith('demo/')).map((f) => `src/${f}`),
+      ...(await files(join(repo, 'src'))).map((f) => `src/${f}`),
       ...(await files(join(repo, 'sim', 'cloud'))).map((f) => `sim/cloud/${f}`),
     ].filter((f) => f.endsWith('.ts'));
     expect(sources.length).toBeGreaterThan(50);
@@ -29,7 +29,7 @@ describe('dist/ as `npm run build` leaves it (the global setup builds it when st
       expect(text, file).not.toMatch(/(from|import\()\s*['"][^'"]+\.ts['"]/);
     }
     // The demo needs devDependencies (ajv): it runs from source in development, never from dist/.
-    expect([...built].some((f) => f.startsWith('src/demo/'))).toBe(false);
+    expect([...built].some((f) => f.startsWith('demo/'))).toBe(false);
     expect(await readFile(join(repo, 'dist', 'src', 'main.js'), 'utf8')).toMatch(
       /export async function main\(/,
     );
@@ -45,11 +45,11 @@ describe('distState: when `npm start` builds first', () => {
   /** A tree shaped like the repository: a source, a test, the demo and the stamp, all at `at`. */
   async function tree(at: Date): Promise<string> {
     root = await mkdtemp(join(tmpdir(), 'cloudops-dist-'));
-    for (const dir of ['src/config', 'src/demo', 'sim/cloud', 'test', 'dist'])
+    for (const dir of ['src/config', 'demo', 'sim/cloud', 'test', 'dist'])
       await mkdir(join(root, dir), { recursive: true });
     for (const file of [
       'src/config/env.ts',
-      'src/demo/main.ts',
+      'demo/main.ts',
       'sim/cloud/server.ts',
       'test/a.test.ts',
       'tsconfig.json',
@@ -61,8 +61,8 @@ describe('distState: when `npm start` builds first', () => {
       'src/config/env.ts',
       'src/config',
       'src',
-      'src/demo/main.ts',
-      'src/demo',
+      'demo/main.ts',
+      'demo',
       'sim/cloud/server.ts',
       'sim/cloud',
       'test/a.test.ts',
@@ -90,7 +90,7 @@ describe('distState: when `npm start` builds first', () => {
   it('ignores what the build does not compile (tests, the demo), and trusts dist/ where no sources are (the image)', async () => {
     const dir = await tree(new Date(Date.now() - 60_000));
     const later = new Date();
-    for (const path of ['test/a.test.ts', 'src/demo/main.ts']) await utimes(join(dir, path), later, later);
+    for (const path of ['test/a.test.ts', 'demo/main.ts']) await utimes(join(dir, path), later, later);
     expect(distState(dir)).toBe('current');
     await writeFile(join(dir, 'sim/cloud/new.ts'), '');
     expect(distState(dir)).toBe('stale');

@@ -7,7 +7,6 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { startHealthServer } from '../../src/observability/http.ts';
-import { createMetrics } from '../../src/observability/metrics.ts';
 
 // Docker does not run here: these check what can be checked without it, and run the health checks for real.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -242,7 +241,7 @@ describe('health check commands, run against a real health server', () => {
   let port: number;
   beforeAll(async () => {
     const readiness = { redisPing: async () => true, policyLoaded: () => true };
-    server = await startHealthServer(0, readiness, createMetrics({ defaultMetrics: false }));
+    server = await startHealthServer(0, readiness);
     const address = server.address();
     port = typeof address === 'object' && address ? address.port : 0;
   });

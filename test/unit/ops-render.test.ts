@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readMrkdwn, renderMessage, renderModal } from '../../src/demo/render.ts';
+import { readMrkdwn, renderMessage, renderModal } from '../../demo/render.ts';
 
 const names = { U0BOB: 'bob', C0PROD: 'shop-prod' };
 

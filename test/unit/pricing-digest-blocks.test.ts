@@ -2,11 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
 import type { Cluster } from '../../src/cloud/types.ts';
 import { parsePolicy } from '../../src/config/policy.ts';
-import { MAX_BLOCKS_PER_MESSAGE } from '../../src/slack/pricing/blocks/clusters.ts';
-import { changeLine, digestFailureMessage, digestMessages } from '../../src/slack/pricing/blocks/digest.ts';
-import { clusterViews, referenceVmView } from '../../src/slack/pricing/cluster-views.ts';
-import { comparePrice, diffSnapshots } from '../../src/slack/pricing/digest/diff.ts';
-import { toSnapshot } from '../../src/slack/pricing/price-fields.ts';
+import { comparePrice, diffSnapshots } from '../../src/pricing/diff.ts';
+import { toSnapshot } from '../../src/pricing/price-fields.ts';
+import { clusterViews, referenceVmView } from '../../src/slack/blocks/cluster-views.ts';
+import { MAX_BLOCKS_PER_MESSAGE } from '../../src/slack/blocks/clusters.ts';
+import { changeLine, digestFailureMessage, digestMessages } from '../../src/slack/blocks/digest.ts';
 
 const checks = new SlackChecks();
 const policy = parsePolicy('currency: CHF\nreference_vm: { cores: 2, ram_gb: 4, os_disk_gb: 50 }\n');

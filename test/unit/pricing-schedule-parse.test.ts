@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextRun, parseDigestCommand } from '../../src/slack/pricing/digest/schedule-parse.ts';
+import { nextRun, parseDigestCommand } from '../../src/pricing/schedule-parse.ts';
 
 const subscribe = (args: string[], minIntervalMs?: number) => {
   const parsed = parseDigestCommand(args, { minIntervalMs });

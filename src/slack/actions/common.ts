@@ -1,10 +1,7 @@
 import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import { enqueueNotify, removeExpireJob } from '../../jobs/queues.ts';
 import type { CloudRequest } from '../../requests/types.ts';
-import { STATE_LABEL } from '../blocks/describe.ts';
-import type { ReplyEvent } from '../blocks/request-message.ts';
-import { mention } from '../blocks/text.ts';
-import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import type { SlackRouter } from '../router.ts';
 
 export type ButtonArgs = SlackActionMiddlewareArgs<BlockAction<ButtonAction>> & AllMiddlewareArgs;
 
@@ -18,6 +15,9 @@ export interface Click {
 export function clickOf(args: ButtonArgs): Click {
   return { user: args.body.user.id, channel: args.body.channel?.id, requestId: args.action.value ?? '' };
 }
+
+/** Request ids as the store makes them; anything else is not looked up. */
+export const REQUEST_ID = /^[0-9A-Z]{4,16}$/;
 
 /** Tells only the clicker why nothing happened. */
 export async function tellClicker(
@@ -35,14 +35,14 @@ export async function tellClicker(
 }
 
 /** Loads the request behind a click; answers the clicker itself when it cannot. */
-export async function requestForClick(
+async function requestForClick(
   args: ButtonArgs,
   deps: SlackDeps,
   click: Click,
 ): Promise<CloudRequest | undefined> {
   let request: CloudRequest | undefined;
   try {
-    request = /^[0-9A-Z]{4,16}$/.test(click.requestId)
+    request = REQUEST_ID.test(click.requestId)
       ? await withDeadline(deps.store.get(click.requestId))
       : undefined;
   } catch {
@@ -57,34 +57,33 @@ export async function requestForClick(
   return request;
 }
 
-/** "Already approved by @x" and the like, for a click that came too late. */
-export function alreadyText(request: CloudRequest): string {
-  const by = request.approvedBy ?? request.rejectedBy ?? request.cancelledBy ?? request.resolvedBy;
-  return `Nothing changed: request \`${request.id}\` is already “${STATE_LABEL[request.state].replace(/^:[a-z_]+: /, '')}”${by ? ` (${mention(by)})` : ''}.`;
-}
-
-/** Refreshes the request message and, when given, posts a thread reply; both through the notify queue. */
-export async function announce(deps: SlackDeps, request: CloudRequest, reply?: ReplyEvent): Promise<void> {
-  // A decided request's expire job has nothing left to do.
-  if (request.state !== 'pending') await removeExpireJob(deps.queues, request.id);
-  await enqueueNotify(deps.queues, { type: 'sync-message', requestId: request.id });
-  if (reply) await enqueueNotify(deps.queues, { type: 'thread-reply', requestId: request.id, event: reply });
-}
-
 /**
- * A pending request past its `expiresAt` is expired now, whoever clicks (the notify worker may not have run yet):
- * returns the text for the clicker, or undefined when the request is still live.
+ * One request button: ack at once, find the request behind the click (in this channel only), run `handle`, and tell
+ * the clicker alone what it returns (why nothing changed). A failure to reach the database says so.
  */
-export async function expireIfDue(deps: SlackDeps, request: CloudRequest): Promise<string | undefined> {
-  if (request.state !== 'pending' || new Date(request.expiresAt) > deps.now()) return undefined;
-  const expired = await deps.store.transition(request.id, {
-    from: ['pending'],
-    to: 'expired',
-    actor: 'cloudops',
+export function onButton(
+  router: SlackRouter,
+  deps: SlackDeps,
+  actionId: string,
+  handle: (request: CloudRequest, click: Click, button: ButtonArgs) => Promise<string | undefined>,
+): void {
+  router.action(actionId, async (args) => {
+    const button = args as ButtonArgs;
+    await button.ack();
+    await afterWaitingAcks();
+    const click = clickOf(button);
+    const request = await requestForClick(button, deps, click);
+    if (!request) return;
+    let answer: string | undefined;
+    try {
+      answer = await handle(request, click, button);
+    } catch (error) {
+      deps.logger.error(
+        { err: error, requestId: request.id, action: actionId },
+        'a button could not be handled',
+      );
+      answer = TRY_AGAIN;
+    }
+    if (answer) await tellClicker(button, deps, click, answer);
   });
-  if (expired.ok) {
-    deps.metrics.requests.inc({ kind: request.kind, state: 'expired' });
-    await announce(deps, expired.request, 'expired');
-  }
-  return `Request \`${request.id}\` has expired; ask for a new one.`;
 }

@@ -1,81 +1,46 @@
 import { vmLabel } from '../blocks/describe.ts';
 import { FIELDS, rejectModal, VIEWS } from '../blocks/modals.ts';
+import { refusalText } from '../blocks/refusals.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
-import { mention } from '../blocks/text.ts';
-import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readForm, text } from '../views/form-values.ts';
-import {
-  alreadyText,
-  announce,
-  type ButtonArgs,
-  clickOf,
-  expireIfDue,
-  requestForClick,
-  tellClicker,
-} from './common.ts';
+import { onButton, REQUEST_ID } from './common.ts';
 
 /** Reject: an approver clicks, a small modal asks for an optional reason, the submission decides. */
-export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.action(ACTIONS.reject, async (args) => {
-    const button = args as ButtonArgs;
-    await button.ack();
-    await afterWaitingAcks();
-    const click = clickOf(button);
-    const request = await requestForClick(button, deps, click);
-    if (!request) return;
-    if (!request.approvers.includes(click.user) || click.user === request.requester) {
-      const hint = click.user === request.requester ? ' To withdraw your own request, use Cancel.' : '';
-      return tellClicker(
-        button,
-        deps,
-        click,
-        `Only the approvers of ${request.projectName} can reject.${hint}`,
-      );
-    }
-    if (request.state !== 'pending') return tellClicker(button, deps, click, alreadyText(request));
-    const expired = await expireIfDue(deps, request).catch(() => TRY_AGAIN);
-    if (expired) return tellClicker(button, deps, click, expired);
+export function register(router: SlackRouter, deps: SlackDeps): void {
+  onButton(router, deps, ACTIONS.reject, async (request, click, button) => {
+    const decision = await deps.requests.mayReject(request, click.user);
+    if (!decision.ok) return refusalText(decision.refusal, 'reject', request);
     await button.client.views
       .open({ trigger_id: button.body.trigger_id, view: rejectModal(request.id, vmLabel(request)) })
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not open the reject form'));
+    return undefined;
   });
 
-  app.view(VIEWS.reject, async ({ ack, body, view }) => {
+  router.view(VIEWS.reject, async ({ ack, body, view }) => {
     const user = body.user.id;
     const id = view.private_metadata;
     const errors = (message: string) =>
       ack({ response_action: 'errors', errors: { [FIELDS.rejectReason]: message } });
     let request: Awaited<ReturnType<typeof deps.store.get>>;
     try {
-      request = /^[0-9A-Z]{4,16}$/.test(id) ? await withDeadline(deps.store.get(id)) : undefined;
+      request = REQUEST_ID.test(id) ? await withDeadline(deps.store.get(id)) : undefined;
     } catch {
       return void (await errors(TRY_AGAIN));
     }
-    if (!request?.approvers.includes(user) || user === request.requester) {
-      return void (await errors('You cannot reject this request.'));
-    }
-    // The modal may have stayed open past the request's expiry: then it expires instead of being rejected.
-    const expired = await withDeadline(expireIfDue(deps, request)).catch(() => TRY_AGAIN);
-    if (expired) return void (await errors(expired));
+    if (!request) return void (await errors('You cannot reject this request.'));
     const reason = text(readForm(view), FIELDS.rejectReason);
-    const rejected = await withDeadline(
-      deps.store.transition(request.id, {
-        from: ['pending'],
-        to: 'rejected',
-        actor: user,
-        patch: { rejectedBy: user, rejectReason: reason },
-        detail: reason,
-      }),
-    ).catch(() => undefined);
-    if (!rejected) return void (await errors(TRY_AGAIN));
-    if (!rejected.ok) {
-      return void (await errors(rejected.request ? alreadyText(rejected.request) : 'This request is gone.'));
+    // The modal may have stayed open past the request's expiry: then it expires instead of being rejected.
+    const decision = await withDeadline(deps.requests.reject(request, user, reason)).catch(() => undefined);
+    if (!decision) return void (await errors(TRY_AGAIN));
+    if (!decision.ok) {
+      const refusal = decision.refusal;
+      const notAllowed = refusal.code === 'own_request' || refusal.code === 'not_approver';
+      return void (await errors(
+        notAllowed ? 'You cannot reject this request.' : refusalText(refusal, 'reject', request),
+      ));
     }
     await ack({ response_action: 'clear' });
-    deps.metrics.approvals.inc({ decision: 'rejected' });
-    await announce(deps, rejected.request, 'rejected').catch((error: unknown) =>
-      deps.logger.error({ err: error, requestId: id, by: mention(user) }, 'could not announce a rejection'),
-    );
   });
 }

@@ -5,7 +5,6 @@ import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
 import { checkResize } from '../../rules/resize.ts';
 import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
 import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
-import { submitResize } from '../create-request.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { Draft } from '../drafts.ts';
 import type { SlackRouter } from '../router.ts';
@@ -160,7 +159,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
     await ack({ response_action: 'clear' });
     const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
     try {
-      await submitResize(deps, origin, { project, vm, target, check, confirmedStopped, reason });
+      await deps.requests.createResize(origin, { project, vm, target, check, confirmedStopped, reason });
     } catch (error) {
       deps.logger.error({ err: error }, 'resize request could not be stored');
       await client.chat

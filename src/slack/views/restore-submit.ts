@@ -3,7 +3,6 @@ import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';
 import { checkRestore } from '../../rules/restore.ts';
 import { CONFIRM, FIELDS, VIEWS } from '../blocks/modals.ts';
-import { submitRestore } from '../create-request.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
@@ -66,8 +65,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: STALE_FORM } }));
     await ack({ response_action: 'clear' });
     try {
-      await submitRestore(
-        deps,
+      await deps.requests.createRestore(
         { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
         { project, vm, backupSlug, autostart, reason: text(form, FIELDS.reason) },
       );

@@ -2,7 +2,6 @@ import { findProject } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { checkResize } from '../../rules/resize.ts';
 import { VIEWS } from '../blocks/modals.ts';
-import { submitResize } from '../create-request.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { draftFor, STALE_FORM } from './resize-submit.ts';
@@ -57,8 +56,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
     if (!taken) return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
     await ack({ response_action: 'clear' });
     try {
-      await submitResize(
-        deps,
+      await deps.requests.createResize(
         { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
         {
           project,

@@ -1,4 +1,4 @@
-import type { Cluster, PriceModel } from '../../cloud/types.ts';
+import type { Cluster, PriceModel } from '../cloud/types.ts';
 
 /** The normalised price fields in display order, with the wire name used as a stable key. */
 export const KNOWN_PRICE_FIELDS: readonly {

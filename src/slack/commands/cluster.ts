@@ -1,11 +1,11 @@
-import { CloudApiError, CloudRefusedError } from '../../../cloud/errors.ts';
-import type { Cluster } from '../../../cloud/types.ts';
-import { mrkdwn, truncate } from '../../blocks/text.ts';
-import type { CommandWord } from '../../deps.ts';
+import { CloudApiError, CloudRefusedError } from '../../cloud/errors.ts';
+import type { Cluster } from '../../cloud/types.ts';
+import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clusterDetailMessage } from '../blocks/clusters.ts';
-import { clusterViews, referenceVmView } from '../cluster-views.ts';
-import type { PricingContext } from '../context.ts';
+import { mrkdwn, truncate } from '../blocks/text.ts';
+import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
+import type { PricingContext } from './pricing.ts';
 
 const USAGE = '`/cloud cluster <name>`';
 const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;

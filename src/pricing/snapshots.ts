@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { DigestSnapshot } from '../price-fields.ts';
+import type { DigestSnapshot } from './price-fields.ts';
 
 /** What each channel's previous digest showed, one JSON value per channel: `${prefix}:digest:snapshot:<channel>`. */
 export class SnapshotStore {

@@ -1,8 +1,8 @@
-import type { CommandWord } from '../../deps.ts';
+import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clustersMessages } from '../blocks/clusters.ts';
-import { clusterViews, referenceVmView } from '../cluster-views.ts';
-import { MAX_RESPONSES, type PricingContext } from '../context.ts';
+import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
+import { MAX_RESPONSES, type PricingContext } from './pricing.ts';
 
 /** `/cloud clusters`: acks at once, then answers with every active cluster, its prices and the reference VM cost. */
 export function clustersWord(pricing: PricingContext): CommandWord {

@@ -1,4 +1,4 @@
-import type { Decimal } from '../../../rules/decimal.ts';
+import type { Decimal } from '../../rules/decimal.ts';
 
 /** Hourly figures keep four places (prices are fractions of a cent); monthly ones two. */
 export const HOURLY_DIGITS = 4;

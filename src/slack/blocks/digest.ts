@@ -1,6 +1,7 @@
 import type { KnownBlock } from '@slack/types';
-import { escapeMrkdwn, mrkdwn, plain, slackDate } from '../../blocks/text.ts';
-import type { DigestDiff, PriceChange } from '../digest/diff.ts';
+import type { DigestRenderer } from '../../jobs/renderers.ts';
+import type { DigestDiff, PriceChange } from '../../pricing/diff.ts';
+import { clusterViews, referenceVmView } from './cluster-views.ts';
 import {
   type ClusterView,
   clusterSection,
@@ -11,6 +12,7 @@ import {
   referenceVmText,
 } from './clusters.ts';
 import { costLine } from './money.ts';
+import { escapeMrkdwn, mrkdwn, plain, slackDate } from './text.ts';
 
 export interface DigestInput {
   clusters: ClusterView[];
@@ -117,3 +119,16 @@ export function digestFailureMessage(reason: string, next: Date | undefined): Pr
   const text = `:warning: Pricing digest: the cloud API could not be read (${reason}).${nextText}`;
   return { text, blocks: [{ type: 'section', text: mrkdwn(text) }] };
 }
+
+/** The digest's Block Kit, as the digest worker receives it (wired by main.ts). */
+export const digestRenderer: DigestRenderer = {
+  digest: ({ clusters, diff, policy, at }) =>
+    digestMessages({
+      clusters: clusterViews(clusters, policy.reference_vm),
+      diff,
+      currency: policy.currency,
+      referenceVm: referenceVmView(policy.reference_vm),
+      at,
+    }),
+  failure: digestFailureMessage,
+};

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { PricingMessage } from '../blocks/clusters.ts';
-import type { DigestSnapshot } from '../price-fields.ts';
+import type { DigestSnapshot } from '../pricing/price-fields.ts';
+import type { RenderedMessage } from './renderers.ts';
 
 /** How long the record of one tick is kept: long past any retry of it. */
 export const TICK_TTL_SECONDS = 3 * 24 * 3600;
@@ -13,7 +13,7 @@ const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('
 
 /** What one tick posts, fixed on its first attempt so that retries send the rest of the same digest. */
 export interface TickPlan {
-  messages: PricingMessage[];
+  messages: RenderedMessage[];
   /** Saved as the channel's snapshot once every message is posted; absent for a failure notice. */
   snapshot?: DigestSnapshot;
 }

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { type DigestSchedule, nextRun } from './schedule-parse.ts';
+import { type DigestSchedule, nextRun } from '../pricing/schedule-parse.ts';
 
 /** The BullMQ queue that carries digest jobs (keys `${prefix}:pricing-digest:*`). */
 export const DIGEST_QUEUE = 'pricing-digest';

@@ -1,25 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, type WebClient } from '@slack/web-api';
+import type { WebClient } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { CloudApi } from '../../../cloud/types.ts';
-import type { Policy } from '../../../config/policy.ts';
-import type { Logger } from '../../../observability/logger.ts';
-import { digestFailureMessage, digestMessages } from '../blocks/digest.ts';
-import { clusterViews, referenceVmView } from '../cluster-views.ts';
-import { cloudReason } from '../commands/cloud-error.ts';
-import { toSnapshot } from '../price-fields.ts';
-import { diffSnapshots } from './diff.ts';
-import { nextRun } from './schedule-parse.ts';
-import { DIGEST_QUEUE, type DigestJobData } from './scheduler.ts';
-import type { SnapshotStore } from './snapshots.ts';
-import { type TickPlan, TickStore } from './ticks.ts';
+import { cloudReason } from '../cloud/errors.ts';
+import type { CloudApi } from '../cloud/types.ts';
+import type { Policy } from '../config/policy.ts';
+import type { Logger } from '../observability/logger.ts';
+import { diffSnapshots } from '../pricing/diff.ts';
+import { toSnapshot } from '../pricing/price-fields.ts';
+import { nextRun } from '../pricing/schedule-parse.ts';
+import type { SnapshotStore } from '../pricing/snapshots.ts';
+import { DIGEST_QUEUE, type DigestJobData } from './digest-scheduler.ts';
+import { type TickPlan, TickStore } from './digest-ticks.ts';
+import type { DigestRenderer } from './renderers.ts';
+import { slackFailure } from './slack-failure.ts';
 
 /** Channels whose digests run at the same time; many channels due at the same minute all get theirs. */
 export const DIGEST_CONCURRENCY = 20;
-/** Used when Slack says 429 without a usable Retry-After. */
-export const DEFAULT_RETRY_AFTER_MS = 5_000;
-
 export interface DigestWorkerDeps {
   connection: Redis;
   prefix: string;
@@ -27,6 +24,7 @@ export interface DigestWorkerDeps {
   cloud: Pick<CloudApi, 'listClusters'>;
   slack: Pick<WebClient, 'chat'>;
   snapshots: SnapshotStore;
+  renderer: DigestRenderer;
   /** When the channel's next scheduled digest runs, for the failure notice; undefined when none. */
   nextDigestAt(channel: string): Promise<Date | undefined>;
   now: () => Date;
@@ -48,19 +46,6 @@ export function tickOf(job: Pick<Job, 'id'>): string {
   return id.startsWith('repeat:') ? (id.split(':').at(-1) ?? id) : id;
 }
 
-/** A Slack 429 from a client that does not wait by itself (`rejectRateLimitedCalls`). */
-function retryAfterMs(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { code, retryAfter } = error as { code?: unknown; retryAfter?: unknown };
-  if (code !== ErrorCode.RateLimitedError) return undefined;
-  return typeof retryAfter === 'number' && retryAfter > 0 ? retryAfter * 1000 : DEFAULT_RETRY_AFTER_MS;
-}
-
-/** Slack answered "no" for a reason that retrying will not change (not_in_channel, invalid_blocks, …). */
-function isSlackRefusal(error: unknown): boolean {
-  return (error as { code?: unknown }).code === ErrorCode.PlatformError;
-}
-
 /** Builds what this tick posts: the digest, or the notice that the API could not be read. */
 async function buildPlan(deps: DigestWorkerDeps, data: DigestJobData): Promise<TickPlan> {
   const at = deps.now();
@@ -73,15 +58,14 @@ async function buildPlan(deps: DigestWorkerDeps, data: DigestJobData): Promise<T
       data.pattern && data.tz
         ? nextRun({ pattern: data.pattern, tz: data.tz }, at)
         : await deps.nextDigestAt(data.channel).catch(() => undefined);
-    return { messages: [digestFailureMessage(cloudReason(error), next)] };
+    return { messages: [deps.renderer.failure(cloudReason(error), next)] };
   }
   const snapshot = toSnapshot(clusters, at);
   const previous = await deps.snapshots.get(data.channel);
-  const messages = digestMessages({
-    clusters: clusterViews(clusters, deps.policy.reference_vm),
+  const messages = deps.renderer.digest({
+    clusters,
     diff: diffSnapshots(previous, snapshot),
-    currency: deps.policy.currency,
-    referenceVm: referenceVmView(deps.policy.reference_vm),
+    policy: deps.policy,
     at,
   });
   return { messages, snapshot };
@@ -119,14 +103,15 @@ export async function runDigestJob(
           unfurl_links: false,
         });
       } catch (error) {
-        const wait = retryAfterMs(error);
+        const failure = slackFailure(error);
+        const wait = failure?.verdict === 'retry' ? failure.retryAfterMs : undefined;
         if (wait !== undefined && lockToken) {
           deps.logger.info({ channel, part, waitMs: wait }, 'digest: Slack rate limit, waiting');
           await job.moveToDelayed(Date.now() + wait, lockToken);
           throw new DelayedError();
         }
-        if (isSlackRefusal(error)) {
-          deps.logger.warn({ err: error, channel }, 'digest: Slack refused the message');
+        if (failure?.verdict === 'final') {
+          deps.logger.warn({ channel, error: failure.label }, 'digest: Slack refused the message');
           throw new UnrecoverableError(`Slack refused the digest for ${channel}`);
         }
         throw error;

@@ -1,4 +1,4 @@
-import type { SlackStandIn } from '../../sim/slack/server.ts';
+import type { SlackStandIn } from '../sim/slack/server.ts';
 import { readMrkdwn, renderMessage, renderModal } from './render.ts';
 import type { Ack } from './slack-requests.ts';
 

@@ -1,5 +1,5 @@
-import { Decimal, DecimalError, percentChange } from '../../../rules/decimal.ts';
-import { type ClusterSnapshot, type DigestSnapshot, priceLabel } from '../price-fields.ts';
+import { Decimal, DecimalError, percentChange } from '../rules/decimal.ts';
+import { type ClusterSnapshot, type DigestSnapshot, priceLabel } from './price-fields.ts';
 
 /** One price that moved between two digests. `percent` is absent when the old price was 0 or not a number. */
 export interface PriceChange {

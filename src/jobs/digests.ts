@@ -1,65 +1,45 @@
 import type { WebClient } from '@slack/web-api';
 import type { Redis } from 'ioredis';
-import type { PriceSource } from '../../cloud/price-cache.ts';
-import type { CloudApi } from '../../cloud/types.ts';
-import type { Policy } from '../../config/policy.ts';
-import type { Logger } from '../../observability/logger.ts';
-import type { CommandWord } from '../deps.ts';
-import { clusterWord } from './commands/cluster.ts';
-import { clustersWord } from './commands/clusters.ts';
-import { digestWord } from './commands/digest.ts';
-import type { PricingContext } from './context.ts';
-import { DigestScheduler } from './digest/scheduler.ts';
-import { SnapshotStore } from './digest/snapshots.ts';
-import { startDigestWorker } from './digest/worker.ts';
+import type { CloudApi } from '../cloud/types.ts';
+import type { Policy } from '../config/policy.ts';
+import type { Logger } from '../observability/logger.ts';
+import { SnapshotStore } from '../pricing/snapshots.ts';
+import { DigestScheduler } from './digest-scheduler.ts';
+import { startDigestWorker } from './digest-worker.ts';
+import type { DigestRenderer } from './renderers.ts';
 
-export interface PricingDeps {
+export interface DigestJobsDeps {
   policy: Policy;
-  cloud: Pick<CloudApi, 'getCluster' | 'listClusters'>;
-  prices: PriceSource;
+  cloud: Pick<CloudApi, 'listClusters'>;
   /** A BullMQ-ready connection (maxRetriesPerRequest null). */
   connection: Redis;
   prefix: string;
   slack: Pick<WebClient, 'chat'>;
+  renderer: DigestRenderer;
   now: () => Date;
   logger: Logger;
-  /** Shortest gap between two digests a channel may ask for (tests pass less). */
-  minIntervalMs?: number;
   /** Digest jobs run at once by one worker. */
   concurrency?: number;
 }
 
-export interface Pricing {
-  words: CommandWord[];
+/** The digest's queue side: the schedules (BullMQ job schedulers), the worker that posts, and how to stop both. */
+export interface DigestJobs {
+  /** The subscriptions; the `/cloud digest` command and tests change them. */
+  scheduler: DigestScheduler;
   startWorker(): { close(): Promise<void> };
   startScheduler(): Promise<void>;
   close(): Promise<void>;
-  /** The subscriptions, for tests and tools. */
-  scheduler: DigestScheduler;
 }
 
-/**
- * The pricing feature: `/cloud clusters`, `/cloud cluster <name>`, `/cloud digest …`, and the digest worker.
- * Schedules are BullMQ job schedulers in Redis, so restarts and extra instances share them.
- */
-export function createPricing(deps: PricingDeps): Pricing {
+/** Schedules live in Redis, so restarts and extra instances share them. */
+export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
   const scheduler = new DigestScheduler({ connection: deps.connection, prefix: deps.prefix, now: deps.now });
   // Without a listener BullMQ prints connection errors to the console, outside the redacted log.
   scheduler.queue.on('error', (error: Error) => deps.logger.warn({ err: error }, 'digest queue problem'));
   const snapshots = new SnapshotStore(deps.connection, deps.prefix);
-  const context: PricingContext = {
-    policy: deps.policy,
-    cloud: deps.cloud,
-    prices: deps.prices,
-    scheduler,
-    now: deps.now,
-    logger: deps.logger,
-    minIntervalMs: deps.minIntervalMs,
-  };
   const workers: { close(): Promise<void> }[] = [];
   return {
     scheduler,
-    words: [clustersWord(context), clusterWord(context), digestWord(context)],
     startWorker() {
       const started = startDigestWorker({
         connection: deps.connection,
@@ -68,6 +48,7 @@ export function createPricing(deps: PricingDeps): Pricing {
         cloud: deps.cloud,
         slack: deps.slack,
         snapshots,
+        renderer: deps.renderer,
         nextDigestAt: async (channel) => (await scheduler.get(channel))?.next,
         now: deps.now,
         logger: deps.logger,

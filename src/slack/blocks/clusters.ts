@@ -1,7 +1,7 @@
 import type { KnownBlock, SectionBlock } from '@slack/types';
-import { escapeMrkdwn, mrkdwn, truncate } from '../../blocks/text.ts';
-import { MAIN_PRICE_KEYS, priceLabel } from '../price-fields.ts';
+import { MAIN_PRICE_KEYS, priceLabel } from '../../pricing/price-fields.ts';
 import { type CostView, costLine } from './money.ts';
+import { escapeMrkdwn, mrkdwn, truncate } from './text.ts';
 
 /** One cluster as the pricing messages show it. */
 export interface ClusterView {

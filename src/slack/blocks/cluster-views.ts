@@ -1,9 +1,9 @@
 import type { Cluster } from '../../cloud/types.ts';
+import { flattenPrices } from '../../pricing/price-fields.ts';
 import { rankReferenceCosts } from '../../rules/cost.ts';
 import type { ReferenceVm } from '../../rules/types.ts';
-import type { ClusterView, ReferenceVmView } from './blocks/clusters.ts';
-import { hourlyText, monthlyText } from './blocks/money.ts';
-import { flattenPrices } from './price-fields.ts';
+import type { ClusterView, ReferenceVmView } from './clusters.ts';
+import { hourlyText, monthlyText } from './money.ts';
 
 /** Clusters sorted by name, each with its prices and the reference VM's exact cost, the cheapest marked. */
 export function clusterViews(clusters: Cluster[], reference: ReferenceVm): ClusterView[] {

@@ -7,15 +7,15 @@
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { type CloudSim, DEFAULT_SEED, startCloudSim } from '../../sim/cloud/server.ts';
-import { ensureRedis, type LocalRedis, RedisNotInstalledError } from '../../sim/local-redis.ts';
-import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
-import { loadEnv } from '../config/env.ts';
-import { parsePolicy } from '../config/policy.ts';
-import { type Running, startCloudops } from '../main.ts';
-import { createLogger } from '../observability/logger.ts';
-import { CONFIRM, FIELDS } from '../slack/blocks/modals.ts';
-import { ACTIONS } from '../slack/blocks/request-message.ts';
+import { type CloudSim, DEFAULT_SEED, startCloudSim } from '../sim/cloud/server.ts';
+import { ensureRedis, type LocalRedis, RedisNotInstalledError } from '../sim/local-redis.ts';
+import { type SlackStandIn, startSlackStandIn } from '../sim/slack/server.ts';
+import { loadEnv } from '../src/config/env.ts';
+import { parsePolicy } from '../src/config/policy.ts';
+import { type Running, startCloudops } from '../src/main.ts';
+import { createLogger } from '../src/observability/logger.ts';
+import { CONFIRM, FIELDS } from '../src/slack/blocks/modals.ts';
+import { ACTIONS } from '../src/slack/blocks/request-message.ts';
 import { Conversation } from './conversation.ts';
 import {
   type Ack,
@@ -92,6 +92,7 @@ async function startWorld(redisUrl: string): Promise<World> {
     REDIS_URL: redis.url,
     REDIS_PREFIX: prefix,
     PORT: '0',
+    METRICS_PORT: '0',
     ROLE: 'all',
     LOG_LEVEL: 'info',
   });

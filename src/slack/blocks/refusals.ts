@@ -1,0 +1,35 @@
+import type { Act } from '../../requests/approvers.ts';
+import type { Refusal } from '../../requests/lifecycle.ts';
+import type { CloudRequest } from '../../requests/types.ts';
+import { STATE_LABEL } from './describe.ts';
+import { mention } from './text.ts';
+
+/** "Already approved by @x" and the like, for a click that came too late. */
+export function alreadyText(request: CloudRequest): string {
+  const by = request.approvedBy ?? request.rejectedBy ?? request.cancelledBy ?? request.resolvedBy;
+  return `Nothing changed: request \`${request.id}\` is already “${STATE_LABEL[request.state].replace(/^:[a-z_]+: /, '')}”${by ? ` (${mention(by)})` : ''}.`;
+}
+
+/** Why a click on `request` changed nothing, in one sentence for the person who clicked. */
+export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): string {
+  switch (refusal.code) {
+    case 'already':
+      return alreadyText(refusal.request);
+    case 'expired':
+      return `Request \`${request.id}\` has expired; ask for a new one.`;
+    case 'gone':
+      return 'This request is gone.';
+    case 'not_requester':
+      return 'Only the requester can cancel this request.';
+    case 'not_involved':
+      return 'Only the requester or an approver can record the outcome.';
+    case 'own_request':
+      return act === 'approve'
+        ? 'You cannot approve your own request: another approver has to.'
+        : `Only the approvers of ${request.projectName} can reject. To withdraw your own request, use Cancel.`;
+    case 'not_approver':
+      return act === 'approve'
+        ? `Only the approvers of ${request.projectName} can approve: ${refusal.approvers.map(mention).join(', ')}.`
+        : `Only the approvers of ${request.projectName} can ${act}.`;
+  }
+}

@@ -1,0 +1,141 @@
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { type AddressInfo, connect, createServer as createTcpServer, type Socket } from 'node:net';
+
+/** A loopback proxy a test started; `close` ends it and every connection through it. */
+export interface TestProxy {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** An HTTP proxy whose answers to some requests trickle: the headers at once, then the body one byte at a time. */
+export interface TrickleProxy extends TestProxy {
+  /** Answers to requests that `matches` are trickled, one byte every `everyMs`. */
+  trickle(matches: (method: string, path: string) => boolean, everyMs: number): void;
+  /** How many bytes of trickled answers were written so far. */
+  readonly trickledBytes: number;
+}
+
+/**
+ * Forwards every HTTP request to `target` (the cloud simulator): the real answer, except that a trickled one keeps its
+ * status and headers but sends its body one byte per interval, each gap well under any body timeout, so only a
+ * deadline on the whole call ends it.
+ */
+export async function startTrickleProxy(target: string): Promise<TrickleProxy> {
+  const upstream = new URL(target);
+  let rule: { matches: (method: string, path: string) => boolean; everyMs: number } | undefined;
+  let trickledBytes = 0;
+  const server = createHttpServer((req, res) => {
+    const forwarded = httpRequest(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: upstream.host },
+      },
+      async (answer) => {
+        const chunks: Buffer[] = [];
+        for await (const chunk of answer) chunks.push(chunk as Buffer);
+        const body = Buffer.concat(chunks);
+        const slow = rule?.matches(req.method ?? '', req.url ?? '') ? rule.everyMs : undefined;
+        const headers = { ...answer.headers };
+        if (slow === undefined) {
+          res.writeHead(answer.statusCode ?? 502, headers);
+          res.end(body);
+          return;
+        }
+        delete headers['content-length'];
+        res.writeHead(answer.statusCode ?? 502, headers);
+        res.flushHeaders();
+        let sent = 0;
+        const next = () => {
+          if (sent >= body.length) {
+            clearInterval(timer);
+            res.end();
+            return;
+          }
+          res.write(body.subarray(sent, sent + 1));
+          sent += 1;
+          trickledBytes += 1;
+        };
+        const timer = setInterval(next, slow);
+        next();
+        res.on('close', () => clearInterval(timer));
+      },
+    );
+    forwarded.on('error', () => res.destroy());
+    req.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    trickle(matches, everyMs) {
+      rule = { matches, everyMs };
+    },
+    get trickledBytes() {
+      return trickledBytes;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A TCP proxy in front of Redis whose every client write reaches Redis `delayMs` late (0: no delay). */
+export interface SlowTcpProxy extends TestProxy {
+  /** Sets the delay of each client write from now on. */
+  setDelay(ms: number): void;
+}
+
+/**
+ * Forwards TCP to `target` (`redis://host:port/db`); each chunk a client writes is held `delayMs` before it is sent on
+ * (in order), so every round trip takes at least that long, as a slow or overloaded Redis would.
+ */
+export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<SlowTcpProxy> {
+  const upstream = new URL(target);
+  let delay = delayMs;
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((client) => {
+    const server = connect(Number(upstream.port || 6379), upstream.hostname);
+    sockets.add(client);
+    sockets.add(server);
+    // Each chunk is due `delay` after it arrived and leaves no earlier than the one before it (never reordered).
+    let last = Promise.resolve();
+    client.on('data', (chunk) => {
+      const due = Date.now() + delay;
+      last = last.then(async () => {
+        const wait = due - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (!server.destroyed) server.write(chunk);
+      });
+    });
+    server.pipe(client);
+    const end = () => {
+      client.destroy();
+      server.destroy();
+      sockets.delete(client);
+      sockets.delete(server);
+    };
+    for (const socket of [client, server]) {
+      socket.on('error', end);
+      socket.on('close', end);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}${upstream.pathname}`,
+    port,
+    setDelay(ms) {
+      delay = ms;
+    },
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
