@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Problem, SlackChecks } from './checks.ts';
+import { createSocketMode, type SocketModeStandIn } from './socket-mode.ts';
 
 export type { Problem } from './checks.ts';
 
@@ -72,6 +73,10 @@ export interface StandInOptions {
   port?: number;
   /** The only token accepted (default `xoxb-test-token`). */
   botToken?: string;
+  /** The only app-level token apps.connections.open accepts (default `xapp-1-test-token`). */
+  appToken?: string;
+  /** How long a Socket Mode delivery waits for its ack (default 5 s). */
+  ackTimeoutMs?: number;
   teamId?: string;
   botUserId?: string;
   botId?: string;
@@ -94,6 +99,8 @@ export interface SlackStandIn {
   botToken: string;
   teamId: string;
   botUserId: string;
+  /** Socket Mode: apps.connections.open with the app-level token answers a ws:// URL on this server. */
+  socket: SocketModeStandIn;
   /** Every Web API call, in arrival order. */
   calls: SlackCall[];
   /** What real Slack would refuse; tests assert it stays empty. */
@@ -192,6 +199,17 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const problem = (method: string, why: string) => {
     problems.push({ method, why });
   };
+  const checkPayload = (where: string, payload: { blocks?: unknown; view?: unknown }) => {
+    const found: string[] = [];
+    if (payload.blocks !== undefined) found.push(...checks.checkMessageBlocks(payload.blocks));
+    if (payload.view !== undefined) found.push(...checks.checkView(payload.view));
+    for (const why of found) problem(where, why);
+    return found;
+  };
+  const socketMode = createSocketMode(
+    { appToken: options.appToken ?? 'xapp-1-test-token', ackTimeoutMs: options.ackTimeoutMs },
+    { problem, checkPayload },
+  );
   const findMessage = (channel: string, ts: string) =>
     messages.find((m) => m.channel === channel && m.ts === ts);
 
@@ -403,6 +421,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       }
       case 'usergroups.users.list':
         return { users: [] };
+      case 'apps.connections.open':
+        return { url: socketMode.openUrl(base) };
       case 'files.getUploadURLExternal': {
         const id = nextId('F');
         uploads.set(id, { filename: String(args.filename), length: Number(args.length) });
@@ -454,7 +474,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       return record({ status: 200, body: { ok: false, error: 'unknown_method' } });
     }
     if (token === undefined) return record({ status: 200, body: { ok: false, error: 'not_authed' } });
-    if (token !== botToken) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
+    // apps.connections.open takes the app-level token only; every other method the bot token only.
+    const wanted = method === 'apps.connections.open' ? socketMode.standIn.appToken : botToken;
+    const other = method === 'apps.connections.open' ? botToken : socketMode.standIn.appToken;
+    if (token === other) return record({ status: 200, body: { ok: false, error: 'not_allowed_token_type' } });
+    if (token !== wanted) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
 
     const failure = failures.get(method)?.[0];
     if (failure) {
@@ -589,6 +613,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     send(res, { status: 404, body: { ok: false, error: 'not_found' } });
   }
 
+  server.on('upgrade', (req, socket, head) => socketMode.handleUpgrade(req, socket, head));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
@@ -602,6 +627,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     botToken,
     teamId,
     botUserId,
+    socket: socketMode.standIn,
     calls,
     problems,
     views,
@@ -625,13 +651,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       triggers.set(id, { mintedAt: Date.now(), used: false });
       return id;
     },
-    checkPayload(where, payload) {
-      const found: string[] = [];
-      if (payload.blocks !== undefined) found.push(...checks.checkMessageBlocks(payload.blocks));
-      if (payload.view !== undefined) found.push(...checks.checkView(payload.view));
-      for (const why of found) problem(where, why);
-      return found;
-    },
+    checkPayload,
     waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const check = () => {
@@ -678,6 +698,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       sent.clear();
     },
     close() {
+      socketMode.close();
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
