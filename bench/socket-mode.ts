@@ -22,6 +22,8 @@ import { loadEnv } from '../src/config/env.ts';
 import { parsePolicy } from '../src/config/policy.ts';
 import { type Running, startCloudops } from '../src/main.ts';
 import { createLogger } from '../src/observability/logger.ts';
+import { benchEnv } from './lib/bot.ts';
+import { BENCH } from './lib/identity.ts';
 import { sign } from './lib/slack-request.ts';
 import { median } from './lib/stats.ts';
 
@@ -37,12 +39,12 @@ const ACKS = Number(values.acks);
 const RECONNECTS = Number(values.reconnects);
 const CHILDREN = Number(values.children);
 
-const TEAM = 'T0BENCH';
-const CHANNEL = 'C0BENCH';
-const POLICY = `workspace: ${TEAM}\napprovers: [U0ADMIN]\n`;
-const botToken = `xoxb-bench-${randomBytes(6).toString('hex')}`;
+const TEAM = BENCH.teamId;
+const CHANNEL = BENCH.channel;
+const POLICY = `workspace: ${TEAM}\napprovers: [${BENCH.approver}]\n`;
+const botToken = BENCH.botToken;
 const appToken = `xapp-1-bench-${randomBytes(6).toString('hex')}`;
-const signingSecret = randomBytes(16).toString('hex');
+const signingSecret = BENCH.signingSecret;
 
 /** `{ median, min, max }` of a series, rounded to 0.1 ms. */
 function summary(series: number[]): { median: number; min: number; max: number; runs: number } {
@@ -90,22 +92,25 @@ const logger = createLogger(
   { write: (line: string) => void logs.push(line) },
 );
 
+/** Where the simulators answer, as the bench's environment builder takes it. */
+const simsOf = (slack: SlackStandIn) => ({
+  slackApiUrl: slack.apiUrl,
+  cloudUrl: sim.url,
+  cloudApiKey: sim.apiKey,
+  projectUuid: '',
+});
+
 /** The whole web role in this process, in one mode, against a fresh stand-in. */
 async function startBot(mode: 'socket' | 'http'): Promise<{ bot: Running; slack: SlackStandIn }> {
   const slack = await startSlackStandIn({ botToken, appToken, teamId: TEAM });
   const env = loadEnv({
-    SLACK_BOT_TOKEN: botToken,
-    SLACK_SIGNING_SECRET: signingSecret,
+    ...benchEnv(simsOf(slack), {
+      redisUrl: redis.url,
+      prefix: `bench-socket-${mode}`,
+      role: 'web',
+      logLevel: 'warn',
+    }),
     SLACK_APP_TOKEN: mode === 'socket' ? appToken : undefined,
-    SLACK_API_URL: slack.apiUrl,
-    CLOUD_API_URL: sim.url,
-    CLOUD_API_KEY: sim.apiKey,
-    REDIS_URL: redis.url,
-    REDIS_PREFIX: `bench-socket-${mode}`,
-    PORT: '0',
-    METRICS_PORT: '0',
-    HOST: '127.0.0.1',
-    ROLE: 'web',
   });
   const bot = await startCloudops(env, parsePolicy(POLICY, 'bench-policy.yml'), { logger });
   return { bot, slack };
@@ -184,19 +189,15 @@ try {
       cwd: dir,
       env: {
         PATH: process.env.PATH ?? '',
-        SLACK_BOT_TOKEN: botToken,
+        ...benchEnv(simsOf(slack), {
+          redisUrl: redis.url,
+          prefix: 'bench-socket-child',
+          role: 'web',
+          logLevel: 'warn',
+          port,
+          policyFile,
+        }),
         SLACK_APP_TOKEN: appToken,
-        SLACK_API_URL: slack.apiUrl,
-        CLOUD_API_URL: sim.url,
-        CLOUD_API_KEY: sim.apiKey,
-        REDIS_URL: redis.url,
-        REDIS_PREFIX: 'bench-socket-child',
-        POLICY_FILE: policyFile,
-        PORT: String(port),
-        METRICS_PORT: '0',
-        HOST: '127.0.0.1',
-        ROLE: 'web',
-        LOG_LEVEL: 'warn',
       },
       stdio: 'ignore',
     });
