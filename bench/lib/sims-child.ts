@@ -1,4 +1,4 @@
-import type { CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import type { CallTimes, CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
 
 /**
  * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
@@ -47,6 +47,8 @@ async function perform(message: SimsOp): Promise<unknown> {
       return slackSummary(need(slack, 'the Slack stand-in'), message.channelPrefix);
     case 'cloudSummary':
       return cloudSummary(need(cloud, 'the cloud simulator'));
+    case 'callTimes':
+      return callTimes(need(cloud, 'the cloud simulator'), need(slack, 'the Slack stand-in'), message.sinceMs);
     case 'close':
       await Promise.allSettled([cloud?.close(), slack?.close()]);
       return null;
@@ -90,6 +92,21 @@ function slackSummary(standIn: StandIn, channelPrefix?: string): SlackSummary {
     firstPostAt,
     lastPostAt,
   };
+}
+
+function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes {
+  const resizes: CallTimes['resizes'] = [];
+  for (const call of sim.calls) {
+    if (call.route !== 'resize' || call.startMs < sinceMs) continue;
+    const vmid = Number(/\/vm\/(\d+)\//.exec(call.path)?.[1]);
+    if (Number.isInteger(vmid)) resizes.push({ vmid, atMs: call.startMs });
+  }
+  const replies: CallTimes['replies'] = [];
+  for (const call of standIn.calls) {
+    if (call.method !== 'chat.postMessage' || call.atMs < sinceMs || call.response.ok !== true) continue;
+    if (typeof call.args.thread_ts === 'string') replies.push({ threadTs: call.args.thread_ts, atMs: call.atMs });
+  }
+  return { resizes, replies };
 }
 
 function cloudSummary(sim: CloudSim): CloudSummary {

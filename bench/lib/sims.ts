@@ -1,5 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import type { CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import type { CallTimes, CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
 
 /** The simulators' process, driven over IPC. */
 export interface Sims extends SimsStarted {
@@ -8,6 +8,8 @@ export interface Sims extends SimsStarted {
   cloudLatency(latencyMs: number, times: number): Promise<void>;
   slackSummary(channelPrefix?: string): Promise<SlackSummary>;
   cloudSummary(): Promise<CloudSummary>;
+  /** Resize calls and thread replies received since `sinceMs` (epoch ms). */
+  callTimes(sinceMs: number): Promise<CallTimes>;
   close(): Promise<void>;
 }
 
@@ -74,6 +76,7 @@ export async function startSims(options: {
       void (await call({ op: 'cloudLatency', route: 'resize', latencyMs, times })),
     slackSummary: (channelPrefix) => call<SlackSummary>({ op: 'slackSummary', channelPrefix }),
     cloudSummary: () => call<CloudSummary>({ op: 'cloudSummary' }),
+    callTimes: (sinceMs) => call<CallTimes>({ op: 'callTimes', sinceMs }),
     async close() {
       if (child.exitCode !== null) return;
       await call({ op: 'close' }).catch(() => undefined);
