@@ -1,4 +1,11 @@
-import type { CallTimes, CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import type {
+  CallTimes,
+  CloudSummary,
+  SimsOp,
+  SimsReply,
+  SimsStarted,
+  SlackSummary,
+} from './sims-protocol.ts';
 
 /**
  * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
@@ -48,7 +55,11 @@ async function perform(message: SimsOp): Promise<unknown> {
     case 'cloudSummary':
       return cloudSummary(need(cloud, 'the cloud simulator'));
     case 'callTimes':
-      return callTimes(need(cloud, 'the cloud simulator'), need(slack, 'the Slack stand-in'), message.sinceMs);
+      return callTimes(
+        need(cloud, 'the cloud simulator'),
+        need(slack, 'the Slack stand-in'),
+        message.sinceMs,
+      );
     case 'close':
       await Promise.allSettled([cloud?.close(), slack?.close()]);
       return null;
@@ -104,7 +115,8 @@ function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes 
   const replies: CallTimes['replies'] = [];
   for (const call of standIn.calls) {
     if (call.method !== 'chat.postMessage' || call.atMs < sinceMs || call.response.ok !== true) continue;
-    if (typeof call.args.thread_ts === 'string') replies.push({ threadTs: call.args.thread_ts, atMs: call.atMs });
+    if (typeof call.args.thread_ts === 'string')
+      replies.push({ threadTs: call.args.thread_ts, atMs: call.atMs });
   }
   return { resizes, replies };
 }

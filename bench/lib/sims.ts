@@ -1,5 +1,12 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import type { CallTimes, CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import type {
+  CallTimes,
+  CloudSummary,
+  SimsOp,
+  SimsReply,
+  SimsStarted,
+  SlackSummary,
+} from './sims-protocol.ts';
 
 /** The simulators' process, driven over IPC. */
 export interface Sims extends SimsStarted {

@@ -73,8 +73,11 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       let opened = 0;
       if (waitForModals) {
         const deadline = performance.now() + MODAL_WAIT_MS;
-        while ((opened = (await modals()) - modalsBefore) < count && performance.now() < deadline)
+        for (;;) {
+          opened = (await modals()) - modalsBefore;
+          if (opened >= count || performance.now() > deadline) break;
           await new Promise((resolve) => setTimeout(resolve, 50));
+        }
       }
       const busyMs = performance.now() - started;
       const cpu = (await target.cpuMs()) - cpuBefore;
@@ -108,7 +111,9 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     }
     const cpu = spread(botRuns.map((r) => r.cpuMsPerCommand));
     const bareCpu = spread(bareRuns.map((r) => r.cpuMsPerCommand));
-    const ratio = spread(botRuns.map((r, i) => r.cpuMsPerCommand / (bareRuns[i]?.cpuMsPerCommand ?? Number.NaN)));
+    const ratio = spread(
+      botRuns.map((r, i) => r.cpuMsPerCommand / (bareRuns[i]?.cpuMsPerCommand ?? Number.NaN)),
+    );
     const slack = await sims.slackSummary();
     const label = `command ${cfg.count} × /cloud resize at ${cfg.perSecond}/s`;
     return {

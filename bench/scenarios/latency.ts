@@ -82,7 +82,9 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     };
 
     const botRun = async (clicks: number) => {
-      const created = await createMany(store, clicks, (i) => benchResize(activeSims.projectUuid, FIRST_VMID + i));
+      const created = await createMany(store, clicks, (i) =>
+        benchResize(activeSims.projectUuid, FIRST_VMID + i),
+      );
       const pending = await postRequestMessages(store, created, activeSims, { approve: false });
       const since = performance.timeOrigin + performance.now();
       const result = await activeLoad.run({
@@ -94,7 +96,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         connections: 10,
         timeoutMs: 10_000,
       });
-      if (result.errors > 0) throw new Error(`latency: ${result.errors} clicks failed (${result.firstError})`);
+      if (result.errors > 0)
+        throw new Error(`latency: ${result.errors} clicks failed (${result.firstError})`);
       // The reply that counts is the first thread reply after the request's API call (the result), not the
       // approval's own; wait until every request has one.
       const deadline = performance.now() + cfg.timeoutMs;
@@ -127,7 +130,11 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       for (let i = 0; i < jobs; i++) {
         const wait = start + i * intervalMs - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        adds.push(bare.add(i).then((at) => void (addedAt[i] = at)));
+        adds.push(
+          bare.add(i).then((at) => {
+            addedAt[i] = at;
+          }),
+        );
       }
       await Promise.all(adds);
       const taken = await bare.take(jobs, cfg.timeoutMs);

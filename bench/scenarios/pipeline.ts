@@ -82,7 +82,9 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     }
     const cpu = spread(botRuns.map((r) => r.cpuMsPerRequest));
     const bareCpu = spread(bareRuns.map((r) => r.cpuMsPerJob));
-    const cpuRatio = spread(botRuns.map((r, i) => r.cpuMsPerRequest / (bareRuns[i]?.cpuMsPerJob ?? Number.NaN)));
+    const cpuRatio = spread(
+      botRuns.map((r, i) => r.cpuMsPerRequest / (bareRuns[i]?.cpuMsPerJob ?? Number.NaN)),
+    );
     const rate = spread(botRuns.map((r) => r.perSecond));
     const bareRate = spread(bareRuns.map((r) => r.perSecond));
     const cloud = await sims.cloudSummary();
