@@ -129,6 +129,11 @@ export interface SlackStandIn {
   waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs?: number): Promise<T>;
   /** The next call(s) of `method` fail as told; several failNext calls on one method apply in the order given. */
   failNext(method: string, options?: FailOptions): void;
+  /**
+   * The next call of `method` takes effect but its answer comes `ms` later: a process killed meanwhile never learns
+   * that Slack accepted it (the crash window between Slack's acceptance and the bot's record).
+   */
+  holdAnswer(method: string, ms: number): void;
   /** The bot leaves `channel` (or was never invited): posting, updating and ephemerals there answer `not_in_channel`. */
   leaveChannel(channel: string): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
@@ -181,6 +186,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const sent = new Map<string, number[]>();
   let perSecond: number | undefined;
   const notMember = new Set<string>();
+  const held = new Map<string, number[]>();
   let counter = 0;
   let base = '';
 
@@ -258,6 +264,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         const threadTs = typeof args.thread_ts === 'string' ? args.thread_ts : undefined;
         if (threadTs !== undefined && !findMessage(channel, threadTs)) {
           problem(method, `thread_ts ${threadTs} is not a message in ${channel}`);
+        }
+        if (args.metadata !== undefined && !isMessageMetadata(args.metadata)) {
+          problem(method, 'metadata must be an object with a string event_type and an object event_payload');
         }
         const ts = nextTs();
         messages.push({ channel, ts, thread_ts: threadTs, text, blocks, metadata: args.metadata, edits: 0 });
@@ -365,6 +374,26 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       }
       case 'views.publish':
         return { view: { ...(args.view as Record<string, unknown>), id: nextId('V') } };
+      case 'conversations.replies': {
+        const parent = channel && typeof args.ts === 'string' ? findMessage(channel, args.ts) : undefined;
+        if (!parent) return { ok: false, error: 'thread_not_found' };
+        const root = parent.thread_ts ?? parent.ts;
+        const withMetadata = args.include_all_metadata === true || args.include_all_metadata === 'true';
+        const thread = messages
+          .filter((m) => m.channel === channel && (m.ts === root || m.thread_ts === root))
+          .map((m) => ({
+            type: 'message',
+            subtype: 'bot_message',
+            bot_id: botId,
+            text: m.text ?? '',
+            ts: m.ts,
+            thread_ts: root,
+            ...(m.blocks ? { blocks: m.blocks } : {}),
+            ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+          }));
+        const limit = typeof args.limit === 'number' ? args.limit : Number(args.limit ?? 1000) || 1000;
+        return { messages: thread.slice(0, limit), has_more: thread.length > limit };
+      }
       case 'conversations.info':
         if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
         return {
@@ -571,7 +600,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     const api = url.pathname.match(/^\/api\/([a-zA-Z.]+)$/);
     if (api?.[1]) {
       const args = parseArgs(raw, req.headers['content-type'], url.searchParams);
-      return send(res, handleApi(api[1], args, req.headers.authorization, arrivedAt));
+      const answer = handleApi(api[1], args, req.headers.authorization, arrivedAt);
+      const holdMs = held.get(api[1])?.shift();
+      if (holdMs !== undefined) await new Promise((resolve) => setTimeout(resolve, holdMs));
+      if (!res.destroyed) send(res, answer);
+      return;
     }
     const response = url.pathname.match(/^\/response\/([A-Za-z0-9]+)$/);
     if (response?.[1] && req.method === 'POST') {
@@ -660,6 +693,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         check();
       });
     },
+    holdAnswer(method, ms) {
+      held.set(method, [...(held.get(method) ?? []), ms]);
+    },
     leaveChannel(channel) {
       notMember.add(channel);
     },
@@ -718,6 +754,13 @@ function parseArgs(
     }
   }
   return args;
+}
+
+/** Slack's message metadata: `{ event_type, event_payload }`. */
+function isMessageMetadata(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { event_type, event_payload } = value as { event_type?: unknown; event_payload?: unknown };
+  return typeof event_type === 'string' && typeof event_payload === 'object' && event_payload !== null;
 }
 
 function send(res: ServerResponse, answer: Answer): void {
