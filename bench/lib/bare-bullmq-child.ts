@@ -49,35 +49,23 @@ serveProc(
         done++;
         if (done >= doneTarget) onDone?.();
       };
-      const keep = { count: 10_000 };
+      const worker = (name: string, process: (i: number) => Promise<void>) => {
+        const w = new Worker<{ i: number }>(name, (job) => process(job.data.i), {
+          connection,
+          prefix,
+          concurrency,
+          removeOnComplete: { count: 10_000 },
+        });
+        workers.push(w);
+        return w;
+      };
       if (cfg.hops === 2) {
-        hop2 = new Queue('bare2', { connection, prefix });
-        const second = hop2;
-        workers.push(
-          new Worker<{ i: number }>('bare', async (job) => void (await second.add('hop', job.data)), {
-            connection,
-            prefix,
-            concurrency,
-            removeOnComplete: keep,
-          }),
-        );
-        const w = new Worker<{ i: number }>('bare2', (job) => last(job.data.i), {
-          connection,
-          prefix,
-          concurrency,
-          removeOnComplete: keep,
-        });
-        w.on('completed', finished);
-        workers.push(w);
+        const second = new Queue('bare2', { connection, prefix });
+        hop2 = second;
+        worker('bare', async (i) => void (await second.add('hop', { i })));
+        worker('bare2', last).on('completed', finished);
       } else {
-        const w = new Worker<{ i: number }>('bare', (job) => last(job.data.i), {
-          connection,
-          prefix,
-          concurrency,
-          removeOnComplete: keep,
-        });
-        w.on('completed', finished);
-        workers.push(w);
+        worker('bare', last).on('completed', finished);
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
       return null;

@@ -1,11 +1,5 @@
-import type {
-  CallTimes,
-  CloudSummary,
-  SimsOp,
-  SimsReply,
-  SimsStarted,
-  SlackSummary,
-} from './sims-protocol.ts';
+import { serveProc } from './proc.ts';
+import type { CallTimes, CloudSummary, SimsOp, SimsStarted, SlackSummary } from './sims-protocol.ts';
 
 /**
  * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
@@ -60,9 +54,6 @@ async function perform(message: SimsOp): Promise<unknown> {
         need(slack, 'the Slack stand-in'),
         message.sinceMs,
       );
-    case 'close':
-      await Promise.allSettled([cloud?.close(), slack?.close()]);
-      return null;
   }
 }
 
@@ -131,11 +122,6 @@ function cloudSummary(sim: CloudSim): CloudSummary {
   return { calls: sim.calls.length, applied: sim.applied.length, overlaps: sim.overlaps, resizeStatuses };
 }
 
-process.on('message', (message: SimsOp & { id: number }) => {
-  perform(message).then(
-    (value) => process.send?.({ id: message.id, ok: true, value } satisfies SimsReply),
-    (error: Error) =>
-      process.send?.({ id: message.id, ok: false, error: error.stack ?? error.message } satisfies SimsReply),
-  );
+serveProc({ run: (op) => perform(op.message as SimsOp) }, async () => {
+  await Promise.allSettled([cloud?.close(), slack?.close()]);
 });
-process.on('disconnect', () => process.exit(0));

@@ -12,8 +12,7 @@ export type SimsOp =
   | { op: 'cloudLatency'; route: 'resize'; latencyMs: number; times: number }
   | { op: 'slackSummary'; channelPrefix?: string }
   | { op: 'cloudSummary' }
-  | { op: 'callTimes'; sinceMs: number }
-  | { op: 'close' };
+  | { op: 'callTimes'; sinceMs: number };
 
 /** The simulators' addresses once started. */
 export interface SimsStarted {
@@ -49,8 +48,6 @@ export interface CloudSummary {
   /** Answers by status code for mutation calls. */
   resizeStatuses: Record<string, number>;
 }
-
-export type SimsReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
 /** When the simulators received what (epoch ms, sub-millisecond), for click → API and click → reply latencies. */
 export interface CallTimes {
