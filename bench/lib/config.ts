@@ -57,9 +57,9 @@ const USAGE = () => `npm run bench -- [options]
   --commands N           /cloud resize commands per CPU run (default 400, at 100/s)
   --retention N          approved requests in the Redis bytes scenario (default 1000)
   --workers N            approved requests per worker-scaling run (default 1000, API at 20 ms)
-  --duration MS          each fixed-rate ack run (default 5000)   --rates 100,400   --burst N (default 1000)
+  --duration MS          each fixed-rate ack run (default 8000)   --rates 100,400   --burst N (default 1000)
   --connections N        load-generator sockets (default 1000)     --ack-role web|all (default web)
-  --pipeline N           approved resizes per pipeline run (default 1000)
+  --pipeline N           approved resizes per pipeline run (default 5000)
   --concurrency N        the bot's execute concurrency, for the bare BullMQ baseline and the fairness ideal (default 4)
   --fairness N --vms N --latency MS   fairness requests, VMs, simulator latency per resize (1000, 10, 20)
   --digest N             channels due at the same second (default 500)   --digest-clusters N (default 40)
@@ -119,14 +119,14 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     },
     ack: {
       rates,
-      durationMs: int(values.duration ?? env.BENCH_DURATION_MS, '--duration') ?? (quick ? 1000 : 5000),
+      durationMs: int(values.duration ?? env.BENCH_DURATION_MS, '--duration') ?? (quick ? 1000 : 8000),
       burst: int(values.burst, '--burst') ?? (quick ? 200 : 1000),
       warmupMs: quick ? 500 : 2000,
       connections: int(values.connections, '--connections') ?? (quick ? 200 : 1000),
       role,
     },
     pipeline: {
-      requests: int(values.pipeline ?? env.BENCH_PIPELINE, '--pipeline') ?? (quick ? 100 : 1000),
+      requests: int(values.pipeline ?? env.BENCH_PIPELINE, '--pipeline') ?? (quick ? 200 : 5000),
       concurrency: int(values.concurrency ?? env.BENCH_CONCURRENCY, '--concurrency') ?? 0,
       timeoutMs: quick ? 120_000 : 300_000,
     },
