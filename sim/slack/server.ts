@@ -122,6 +122,11 @@ export interface SlackStandIn {
   failNext(method: string, options?: FailOptions): void;
   /** The bot leaves `channel` (or was never invited): posting, updating and ephemerals there answer `not_in_channel`. */
   leaveChannel(channel: string): void;
+  /**
+   * Sets a user group's members for `usergroups.users.list`, or the error Slack answers for it (`missing_scope`,
+   * `plan_upgrade_required`, …). A group never set answers `no_such_subteam`.
+   */
+  setUserGroup(id: string, members: string[] | { error: string }): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
   limitPerChannel(perSecond: number | undefined): void;
   close(): Promise<void>;
@@ -172,6 +177,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const sent = new Map<string, number[]>();
   let perSecond: number | undefined;
   const notMember = new Set<string>();
+  const userGroups = new Map<string, string[] | { error: string }>();
   let counter = 0;
   let base = '';
 
@@ -372,8 +378,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
           },
         };
       }
-      case 'usergroups.users.list':
-        return { users: [] };
+      case 'usergroups.users.list': {
+        const group = userGroups.get(String(args.usergroup));
+        if (!group) return { ok: false, error: 'no_such_subteam' };
+        return Array.isArray(group) ? { users: [...group] } : { ok: false, error: group.error };
+      }
       case 'files.getUploadURLExternal': {
         const id = nextId('F');
         uploads.set(id, { filename: String(args.filename), length: Number(args.length) });
@@ -630,6 +639,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         events.on('call', check);
         check();
       });
+    },
+    setUserGroup(id, members) {
+      userGroups.set(id, members);
     },
     leaveChannel(channel) {
       notMember.add(channel);
