@@ -88,6 +88,8 @@ export interface StartOptions {
   retentionPolicy?: RetentionPolicy;
   /** How often the scheduler looks for due reminders, escalations and freeze ends; tests use a fast one. */
   duePolicy?: DuePolicy;
+  /** How long user group members are cached, and the least time between two refreshes a click forces. */
+  userGroupCache?: { cacheMs: number; refreshGapMs: number };
 }
 
 /** Something start-up opened, closed in its stage of the shutdown, given the time left. */
@@ -227,7 +229,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       // Its warnings go to the redacted JSON log, not the console.
       logger: boltLogger(logger),
     });
-    const userGroups = createUserGroups(slackClient, { logger });
+    const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
     const due = new DueTimes(queueRedis, prefix);
     const requests = new RequestLifecycle({
       policy,

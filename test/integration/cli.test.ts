@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { startSlackStandIn } from '../../sim/slack/server.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { AuditEntry } from '../../src/requests/types.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
@@ -170,6 +171,50 @@ describe.concurrent('cloudops policy check', () => {
     expect(oneLine(bad)).toBe(
       `cloudops: ${badFile}:9: projects[0].channels[0]: expected a Slack channel id such as C0123ABC`,
     );
+  });
+});
+
+describe('cloudops policy check: user groups', () => {
+  it('warns about each user group Slack will not resolve (it grants nobody), and says when none could be asked', async () => {
+    const slack = await startSlackStandIn({ botToken: 'xoxb-cli-groups-test' });
+    try {
+      slack.setUserGroup('S0OPS', ['U0OPS1']);
+      slack.setUserGroup('S0PAID', { error: 'plan_upgrade_required' });
+      const file = join(dir, 'groups.yml');
+      await writeFile(
+        file,
+        policyText('2025-03-01T10:00:00Z').replace(
+          'approvers: [U0ADMIN]',
+          'approvers: [U0ADMIN, S0OPS, S0PAID]\nbreak_glass: [S0GONE]',
+        ),
+      );
+      const run = await cloudops(['policy', 'check', file], {
+        ...env,
+        SLACK_BOT_TOKEN: 'xoxb-cli-groups-test',
+        SLACK_API_URL: slack.apiUrl,
+      });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(
+        '  warning: user group S0PAID cannot be resolved by Slack (plan_upgrade_required): it grants nobody\n',
+      );
+      expect(run.stdout).toContain(
+        '  warning: user group S0GONE cannot be resolved by Slack (no_such_subteam): it grants nobody\n',
+      );
+      expect(run.stdout).not.toContain('S0OPS cannot');
+      expect(
+        slack
+          .callsOf('usergroups.users.list')
+          .map((c) => c.args.usergroup)
+          .sort(),
+      ).toEqual(['S0GONE', 'S0OPS', 'S0PAID']);
+      expect(slack.problems).toEqual([]);
+      const noToken = await cloudops(['policy', 'check', file], env);
+      expect(noToken.stdout).toContain(
+        '  warning: user groups S0OPS, S0PAID, S0GONE not checked: set SLACK_BOT_TOKEN to ask Slack who is in them',
+      );
+    } finally {
+      await slack.close();
+    }
   });
 });
 

@@ -5,7 +5,7 @@ import { ACTIONS } from '../blocks/request-message.ts';
 import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readForm, text } from '../views/form-values.ts';
-import { onButton, REQUEST_ID } from './common.ts';
+import { onButton, requestForView } from './common.ts';
 
 /**
  * Break glass: on frozen work, "Run now" asks a break-glass user for a reason in a modal; the submission runs it.
@@ -28,12 +28,8 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
       ack({ response_action: 'errors', errors: { [FIELDS.breakGlassReason]: message } });
     const reason = text(readForm(view), FIELDS.breakGlassReason)?.trim();
     if (!reason) return void (await errors('Say why it cannot wait for the freeze to end.'));
-    let request: Awaited<ReturnType<typeof deps.store.get>>;
-    try {
-      request = REQUEST_ID.test(id) ? await withDeadline(deps.store.get(id)) : undefined;
-    } catch {
-      return void (await errors(TRY_AGAIN));
-    }
+    const request = await requestForView(deps, id);
+    if (request === 'unavailable') return void (await errors(TRY_AGAIN));
     if (!request) return void (await errors('This request is gone.'));
     const decision = await withDeadline(deps.requests.breakGlass(request, user, reason)).catch(
       () => undefined,
