@@ -36,6 +36,8 @@ import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { boltLogger } from './slack/bolt-logger.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
+import { RedeliveryGuard } from './slack/redelivery.ts';
+import type { ReconnectPolicy } from './slack/socket-link.ts';
 import { createUserGroups } from './slack/user-groups.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
@@ -90,6 +92,8 @@ export interface StartOptions {
   duePolicy?: DuePolicy;
   /** How long user group members are cached, and the least time between two refreshes a click forces. */
   userGroupCache?: { cacheMs: number; refreshGapMs: number };
+  /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
+  reconnectPolicy?: ReconnectPolicy;
 }
 
 /** Something start-up opened, closed in its stage of the shutdown, given the time left. */
@@ -242,9 +246,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       metrics,
     });
 
+    const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
+    let slackApp: SlackApp | undefined;
     const readiness: Readiness = {
       redisPing: async () => (await fastRedis.ping()) === 'PONG',
       policyLoaded: () => policy.projects !== undefined,
+      // Socket Mode: not ready until the link is up, and again not while it is lost.
+      slackConnected: socketMode ? () => slackApp?.connected?.() === true : undefined,
       beforeScrape: async () => {
         for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
           metrics.queueDepth.set({ queue: name }, await queue.count());
@@ -265,9 +273,19 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     connections.push(() => digests.close());
 
     let port: number | undefined;
+    // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own
+    // answers from now on: /healthz while the Socket Mode link connects, /readyz 503 until it is up.
+    if (!runs('web') || socketMode) {
+      const healthServer: Server = await step(
+        'the health server on PORT',
+        startHealthServer(env.PORT, readiness, env.HOST),
+      );
+      intake.push(() => closeServer(healthServer));
+      port = portOf(healthServer, env.PORT);
+    }
     // The web part first: when Slack or the port fails it, no worker has started yet.
     if (runs('web')) {
-      const slackApp: SlackApp = createSlackApp(
+      slackApp = createSlackApp(
         env,
         {
           policy,
@@ -281,14 +299,18 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           metrics,
           words: pricingWords({ policy, cloud, prices, scheduler: digests.scheduler, now, logger }),
         },
-        env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness),
+        socketMode ? [] : healthRoutes(readiness),
+        { guard: new RedeliveryGuard(fastRedis, prefix), policy: options.reconnectPolicy },
       );
-      intake.push(() => slackApp.stop());
+      const web = slackApp;
+      intake.push(() => web.stop());
       const started = await step(
-        env.SLACK_APP_TOKEN ? 'the Socket Mode connection to Slack' : `the Slack app listening on PORT`,
-        slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT, env.HOST),
+        socketMode
+          ? 'the Socket Mode connection to Slack (apps.connections.open at SLACK_API_URL)'
+          : `the Slack app listening on PORT`,
+        web.start(socketMode ? 0 : env.PORT, env.HOST),
       );
-      port = started.port;
+      port ??= started.port;
     }
     if (runs('worker')) {
       const execution = createExecution({
@@ -344,15 +366,6 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       // Not awaited: a slow Slack must not hold the start-up; each group Slack will not resolve is warned about.
       void Promise.all(groups.map((group) => userGroups.problem(group))).catch(() => undefined);
     }
-    // Health lives on PORT in every mode; Bolt serves it in HTTP mode.
-    if (!port) {
-      const healthServer: Server = await step(
-        'the health server on PORT',
-        startHealthServer(env.PORT, readiness, env.HOST),
-      );
-      intake.push(() => closeServer(healthServer));
-      port = portOf(healthServer, env.PORT);
-    }
     // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
     const metricsServer: Server = await step(
       'the metrics server on METRICS_PORT',
@@ -365,7 +378,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         role,
         port,
         metricsPort,
-        mode: env.SLACK_APP_TOKEN ? 'socket' : 'http',
+        mode: socketMode ? 'socket' : 'http',
         startupMs: Math.round(performance.now() - startedAt),
       },
       'cloudops ready',
