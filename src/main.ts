@@ -333,7 +333,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         replicaAck: new ReplicaAck(queueRedis, target.sentinels !== undefined),
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
-      const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
+      const sweeper = startStrandedSweeper(
+        {
+          store: workerStore,
+          queues,
+          now,
+          logger,
+          queueApproved: (request, detail) => requests.queueApproved(request, detail),
+        },
+        options.sweepPolicy,
+      );
       intake.push(() => sweeper.stop());
       const retention = startRetentionSweeper(
         { store: workerStore, queues, logger },

@@ -354,7 +354,10 @@ export class RequestLifecycle {
    * approved → frozen instead, until the window ends. Undefined when it lost.
    */
   async queueApproved(request: CloudRequest, detail?: string): Promise<CloudRequest | undefined> {
-    const after = this.deps.approvals.afterApproval(request, this.deps.now());
+    // A scheduled run is held by a freeze that covers its time, not only by one that covers the approval.
+    const now = this.deps.now();
+    const runAt = request.runAt ? new Date(request.runAt) : undefined;
+    const after = this.deps.approvals.afterApproval(request, runAt && runAt > now ? runAt : now);
     if (after.next === 'freeze') return this.freeze(request, 'approved', after.freeze);
     const queued = await this.deps.store.transition(request.id, {
       from: ['approved'],
