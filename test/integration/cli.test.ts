@@ -307,6 +307,62 @@ describe.concurrent('cloudops audit', () => {
     await redis.quit();
   });
 
+  it('shows every decision of an approval policy: the rule, each approval, reminder, escalation, freeze, break glass', async () => {
+    const clock = new Date('2025-04-01T08:00:00Z');
+    const store = new RequestStore(redis, { prefix, now: () => clock });
+    const created = await store.create(
+      resizeRequest({ requiredApprovals: 2, approvals: [], approvers: ['U0LEAD', 'S0OPS'] }),
+      'U0DEV',
+      'rule 1 (more cores): 2 approvals',
+    );
+    await store.approve(created.id, 'U0LEAD');
+    await store.note(created.id, { note: 'reminder', actor: 'cloudops' }, () => ({
+      remindedAt: clock.toISOString(),
+    }));
+    await store.note(created.id, { note: 'escalation', actor: 'cloudops' }, () => ({
+      escalatedAt: clock.toISOString(),
+    }));
+    await store.approve(created.id, 'U0OPS1');
+    await store.transition(created.id, {
+      from: ['approved'],
+      to: 'frozen',
+      actor: 'cloudops',
+      detail: 'held by a freeze (year-end) until 2025-04-02T00:00:00.000Z',
+    });
+    await store.transition(created.id, {
+      from: ['frozen'],
+      to: 'queued',
+      actor: 'U0CTO',
+      detail: 'break glass: outage',
+    });
+    const run = await cloudops(['audit', '--since', '2025-04-01T00:00:00Z'], {
+      ...env,
+      REDIS_URL: testRedisUrl(),
+      REDIS_PREFIX: prefix,
+    });
+    expect(run.code).toBe(0);
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .filter((line) => line.includes(created.id))
+      .map((line) =>
+        line
+          .split(/\s{2,}/)
+          .slice(2)
+          .join(' | '),
+      );
+    expect(lines).toEqual([
+      'created | U0DEV | rule 1 (more cores): 2 approvals',
+      'pending | U0DEV',
+      'approval | U0LEAD | approval 1 of 2',
+      'reminder | cloudops',
+      'escalation | cloudops',
+      'approved | U0OPS1 | approval 2 of 2',
+      'frozen | cloudops | held by a freeze (year-end) until 2025-04-02T00:00:00.000Z',
+      'queued | U0CTO | break glass: outage',
+    ]);
+  });
+
   it('exports the audit log since a time as JSON lines', async () => {
     let clock = new Date('2025-03-01T08:00:00Z');
     const store = new RequestStore(redis, { prefix, now: () => clock });
