@@ -50,6 +50,7 @@ projects:
     cluster: zone-2
     channels: [${CHANNELS.staging}]
     approvers: [${USERS.lead}]
+    approvals: { count: 1, rules: [{ when: { change: disk }, count: 0 }] }
     freeze:
       - { from: "${wall(new Date(start.getTime() - HOUR))}", to: "${wall(new Date(start.getTime() + 3 * HOUR))}", tz: UTC, reason: release week }
     break_glass: [${CTO}]
@@ -247,6 +248,13 @@ describe('a freeze', () => {
   });
 
   it('holds approved work until the window ends, then runs it (moved clock); a held request can be cancelled', async () => {
+    // Work that needs no approval is held too, from the moment it is made.
+    const noApproval = await request('resize shop-staging 201 disk=30', CHANNELS.staging);
+    expect(noApproval.requiredApprovals).toBe(0);
+    await h.waitForRequest(noApproval.id, (r) => r.state === 'frozen');
+    // (Cancelled, so that it does not undo the held increase's size: both were prefilled with the VM's sizes.)
+    await h.click('cancel', noApproval.id, USERS.dev, CHANNELS.staging);
+    await h.waitForRequest(noApproval.id, (r) => r.state === 'cancelled');
     held = await request('resize shop-staging 201 cores=3', CHANNELS.staging);
     await h.click('approve', held.id, USERS.lead, CHANNELS.staging);
     await h.waitForRequest(held.id, (r) => r.state === 'frozen');
@@ -267,6 +275,7 @@ describe('a freeze', () => {
       'queued cloudops the freeze ended: queued, the rules are checked again when it runs',
     );
     expect((await h.store.get(cancelled.id))?.state).toBe('cancelled');
+    // Break glass and the held increase: two calls, the cancelled ones never sent.
     expect(h.sim.calls.filter((r) => r.method === 'POST' && r.path.includes('/201/'))).toHaveLength(2);
   });
 });
