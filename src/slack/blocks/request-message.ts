@@ -4,6 +4,7 @@ import { approvalsText } from '../../requests/approval-rules.ts';
 import { currentApprovers } from '../../requests/approvers.ts';
 import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
+import { leaseText } from './lease.ts';
 import { escapeMrkdwn, mention, mentionAny, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
 /** Action ids of the buttons on request messages and thread replies; their value is the request id. */
@@ -178,6 +179,8 @@ function requestMessage(request: CloudRequest): RenderedMessage {
   ];
   const cost = costText(request);
   if (cost) blocks.push({ type: 'section', text: mrkdwn(cost) });
+  const lease = leaseText(request);
+  if (lease) blocks.push({ type: 'section', text: mrkdwn(lease) });
   if (request.runAt) {
     blocks.push({
       type: 'section',
