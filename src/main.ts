@@ -5,9 +5,10 @@ import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
-import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import { loadPolicy, type Policy, PolicyError, userGroupsOf } from './config/policy.ts';
 import { createRedis, describeRedis, redisTarget, watchReplicas } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
+import { type DuePolicy, DueTimes, startDueScheduler } from './jobs/due-times.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
@@ -37,6 +38,7 @@ import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
 import { RedeliveryGuard } from './slack/redelivery.ts';
 import type { ReconnectPolicy } from './slack/socket-link.ts';
+import { createUserGroups } from './slack/user-groups.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
@@ -86,6 +88,10 @@ export interface StartOptions {
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */
   retentionPolicy?: RetentionPolicy;
+  /** How often the scheduler looks for due reminders, escalations and freeze ends; tests use a fast one. */
+  duePolicy?: DuePolicy;
+  /** How long user group members are cached, and the least time between two refreshes a click forces. */
+  userGroupCache?: { cacheMs: number; refreshGapMs: number };
   /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
   reconnectPolicy?: ReconnectPolicy;
 }
@@ -222,16 +228,6 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
-    const requests = new RequestLifecycle({
-      policy,
-      store,
-      outbox: createOutbox(queues, now),
-      approvals: createApprovalPolicy(policy),
-      prices,
-      now,
-      logger,
-      metrics,
-    });
     const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,
       // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
@@ -239,6 +235,18 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       rejectRateLimitedCalls: true,
       // Its warnings go to the redacted JSON log, not the console.
       logger: boltLogger(logger),
+    });
+    const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
+    const due = new DueTimes(queueRedis, prefix);
+    const requests = new RequestLifecycle({
+      policy,
+      store,
+      outbox: createOutbox(queues, due, now),
+      approvals: createApprovalPolicy(policy, userGroups),
+      prices,
+      now,
+      logger,
+      metrics,
     });
 
     const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
@@ -328,7 +336,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         replicaAck: new ReplicaAck(queueRedis, replicas?.current),
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
-      const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);
+      const sweeper = startStrandedSweeper(
+        {
+          store: workerStore,
+          queues,
+          now,
+          logger,
+          queueApproved: (request, detail) => requests.queueApproved(request, detail),
+        },
+        options.sweepPolicy,
+      );
       intake.push(() => sweeper.stop());
       const retention = startRetentionSweeper(
         { store: workerStore, queues, logger },
@@ -341,6 +358,25 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     }
     if (runs('scheduler')) {
       await step('Redis (the digest scheduler)', digests.startScheduler());
+      const dueScheduler = startDueScheduler(
+        {
+          due,
+          handlers: {
+            remind: (id) => requests.remind(id),
+            escalate: (id) => requests.escalate(id),
+            'freeze-end': (id) => requests.endFreeze(id),
+          },
+          now,
+          logger,
+        },
+        options.duePolicy,
+      );
+      intake.push(() => dueScheduler.stop());
+    }
+    const groups = userGroupsOf(policy);
+    if (runs('web') && groups.length > 0 && env.SLACK_BOT_TOKEN) {
+      // Not awaited: a slow Slack must not hold the start-up; each group Slack will not resolve is warned about.
+      void Promise.all(groups.map((group) => userGroups.problem(group))).catch(() => undefined);
     }
     // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
     const metricsServer: Server = await step(

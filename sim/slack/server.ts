@@ -136,6 +136,11 @@ export interface SlackStandIn {
   holdAnswer(method: string, ms: number): void;
   /** The bot leaves `channel` (or was never invited): posting, updating and ephemerals there answer `not_in_channel`. */
   leaveChannel(channel: string): void;
+  /**
+   * Sets a user group's members for `usergroups.users.list`, or the error Slack answers for it (`missing_scope`,
+   * `plan_upgrade_required`, …). A group never set answers `no_such_subteam`.
+   */
+  setUserGroup(id: string, members: string[] | { error: string }): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
   limitPerChannel(perSecond: number | undefined): void;
   close(): Promise<void>;
@@ -186,6 +191,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const sent = new Map<string, number[]>();
   let perSecond: number | undefined;
   const notMember = new Set<string>();
+  const userGroups = new Map<string, string[] | { error: string }>();
   const held = new Map<string, number[]>();
   let counter = 0;
   let base = '';
@@ -421,8 +427,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
           },
         };
       }
-      case 'usergroups.users.list':
-        return { users: [] };
+      case 'usergroups.users.list': {
+        const group = userGroups.get(String(args.usergroup));
+        if (!group) return { ok: false, error: 'no_such_subteam' };
+        return Array.isArray(group) ? { users: [...group] } : { ok: false, error: group.error };
+      }
       case 'apps.connections.open':
         return { url: socketMode.openUrl(base) };
       case 'files.getUploadURLExternal': {
@@ -692,6 +701,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         events.on('call', check);
         check();
       });
+    },
+    setUserGroup(id, members) {
+      userGroups.set(id, members);
     },
     holdAnswer(method, ms) {
       held.set(method, [...(held.get(method) ?? []), ms]);

@@ -303,11 +303,11 @@ export class ExecuteProcessor {
   }
 
   /**
-   * A scheduled downsize is checked against the rules again when it runs: true, or the reason it is not allowed.
-   * Requests without `runAt` were checked when made and approved.
+   * A scheduled downsize, and work that waited for a freeze to end, is checked against the rules again when it runs:
+   * true, or the reason it is not allowed. Other requests were checked when made and approved.
    */
   private async recheckScheduled(request: CloudRequest): Promise<true | string> {
-    if (!request.runAt || request.params.kind !== 'resize') return true;
+    if ((!request.runAt && !request.frozenUntil) || request.params.kind !== 'resize') return true;
     const { limits, resize_fields } = this.deps.policy;
     const check = checkResize({
       vm: await this.vmBefore(request),
@@ -322,7 +322,8 @@ export class ExecuteProcessor {
       now: this.deps.now(),
     });
     if (check.violations.length === 0) return true;
-    return `Not sent: at its scheduled time the rules do not allow it. ${check.violations.map((v) => v.message).join(' ')}`;
+    const when = request.runAt ? 'at its scheduled time' : 'when the freeze ended';
+    return `Not sent: ${when} the rules do not allow it. ${check.violations.map((v) => v.message).join(' ')}`;
   }
 
   /** What is known of the VM now: the policy's facts overlaid with what the bot applied. */

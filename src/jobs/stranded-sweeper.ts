@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
 import type { RequestStore } from '../requests/store.ts';
+import type { CloudRequest } from '../requests/types.ts';
 import { enqueueExecution, type Queues } from './queues.ts';
 
 /** How old an approval or a queueing must be before the sweeper looks at it, and how often it looks. */
@@ -24,6 +25,11 @@ export interface SweepDeps {
   queues: Queues;
   now: () => Date;
   logger: Logger;
+  /**
+   * The lifecycle's way from approved to queued (a freeze holds it instead); without it the sweeper moves the request
+   * itself.
+   */
+  queueApproved?: (request: CloudRequest, detail: string) => Promise<CloudRequest | undefined>;
 }
 
 export interface SweepResult {
@@ -69,14 +75,20 @@ export async function sweepStranded(
 async function sweepOne(deps: SweepDeps, id: string, result: SweepResult): Promise<void> {
   let request = await deps.store.get(id);
   if (request?.state === 'approved') {
-    const queued = await deps.store.transition(id, {
-      from: ['approved'],
-      to: 'queued',
-      actor: 'cloudops',
-      detail: 'approved but never queued: queued by the sweeper',
-    });
-    if (!queued.ok) return;
-    request = queued.request;
+    const detail = 'approved but never queued: queued by the sweeper';
+    if (deps.queueApproved) {
+      request = await deps.queueApproved(request, detail);
+      if (!request) return;
+    } else {
+      const queued = await deps.store.transition(id, {
+        from: ['approved'],
+        to: 'queued',
+        actor: 'cloudops',
+        detail,
+      });
+      if (!queued.ok) return;
+      request = queued.request;
+    }
     result.queued.push(id);
   }
   if (request?.state !== 'queued') return;

@@ -1,31 +1,74 @@
-import { approversOf, type Policy, type ProjectPolicy } from '../config/policy.ts';
+import {
+  approvalsOf,
+  approversOf,
+  breakGlassOf,
+  findProject,
+  freezeOf,
+  type Policy,
+  type ProjectPolicy,
+} from '../config/policy.ts';
+import {
+  type ApprovalPlan,
+  type FreezeHit,
+  freezeAt,
+  planApproval,
+  type RuleFacts,
+} from './approval-rules.ts';
 import type { CloudRequest } from './types.ts';
 
 /** What a person may try to do to a request. */
-export type Act = 'approve' | 'reject' | 'cancel' | 'resolve';
+export type Act = 'approve' | 'reject' | 'cancel' | 'resolve' | 'break_glass';
 
 /** Why a person may not: each surface words it for its own place (a button, the App Home, a step). */
 export type NotAllowed =
   /** The requester clicked Approve or Reject on their own request. */
   | { code: 'own_request' }
-  /** Only the request's approvers may do this; they are listed. */
+  /** Only the request's approvers may do this; they are listed (users and groups). */
   | { code: 'not_approver'; approvers: string[] }
   /** Only the requester may (cancel a request still waiting for approval). */
   | { code: 'not_requester' }
   /** Only the requester or an approver may (record an unknown outcome). */
-  | { code: 'not_involved' };
+  | { code: 'not_involved' }
+  /** This person's approval is already counted; another approver has to add theirs. */
+  | { code: 'already_approved' }
+  /** Only the project's break-glass users may run frozen work now; they are listed. */
+  | { code: 'not_break_glass'; allowed: string[] };
+
+/** Members of Slack user groups (`S…` ids); implemented on the Slack Web API in `src/slack/user-groups.ts`. */
+export interface UserGroups {
+  /**
+   * The group's members, from a cache while it is fresh; `refresh` asks Slack again unless it was asked moments ago.
+   * Undefined when Slack will not resolve the group: it grants nobody.
+   */
+  members(group: string, refresh?: boolean): Promise<readonly string[] | undefined>;
+}
+
+/** A user group id, as opposed to a user id. */
+export function isGroup(id: string): boolean {
+  return id.startsWith('S');
+}
+
+/** Everything an approval needs to know when a request is made: how many, by which rule, and who is escalated to. */
+export interface RequestApproval extends ApprovalPlan {
+  escalateTo: string[];
+  remindAfterHours?: number;
+}
 
 /**
- * The one place that answers "who may act on this request" and "what happens after an approval". Every surface
- * (buttons, modals, App Home, workflow steps) goes through it, never a copy of its rules.
+ * The one place that answers "who may act on this request", "how many must approve" and "what happens after an
+ * approval". Every surface (buttons, modals, App Home, workflow steps) goes through it, never a copy of its rules.
  */
 export interface ApprovalPolicy {
-  /** The approvers a new request gets, frozen with it. */
+  /** The approvers a new request gets, frozen with it (users and groups). */
   approversFor(project: ProjectPolicy): string[];
+  /** How many approvals a new request needs and by which rule; its escalation and reminder. */
+  planFor(project: ProjectPolicy, mode: 'required' | 'none', facts: RuleFacts): RequestApproval;
+  /** Why `count` approvals can never come together for a request by `requester`, or undefined when they can. */
+  unreachable(project: ProjectPolicy, requester: string, count: number): Promise<string | undefined>;
   /** Undefined when `user` may do `act` to `request` (its state is checked by the lifecycle, not here). */
   may(request: CloudRequest, user: string, act: Act): Promise<NotAllowed | undefined>;
-  /** What an approval leads to: today one approval queues the request. */
-  afterApproval(request: CloudRequest): { next: 'queue' };
+  /** What an approval leads to at `at`: the queue, or a wait for the end of a freeze. */
+  afterApproval(request: CloudRequest, at: Date): { next: 'queue' } | { next: 'freeze'; freeze: FreezeHit };
 }
 
 /** A request queued for a later run that has not started: its approvers may cancel it too. */
@@ -33,28 +76,87 @@ export function isScheduledWaiting(request: CloudRequest): boolean {
   return request.state === 'queued' && request.runAt !== undefined;
 }
 
-/** The policy file's approvers: a project's own list, else the default list; one approval is enough. */
-export function createApprovalPolicy(policy: Policy): ApprovalPolicy {
+/** Who may approve `request` now: its approvers, and once escalated those it was escalated to. */
+export function currentApprovers(request: CloudRequest): string[] {
+  const escalated = request.escalatedAt ? (request.escalateTo ?? []) : [];
+  return [...new Set([...request.approvers, ...escalated])];
+}
+
+/**
+ * The policy file's approval policy: approvers (users and user groups), counts by rule, escalation, freezes and
+ * break glass (PRODUCT.md §2 "Approval policies"). Without `groups` a group grants nobody.
+ */
+export function createApprovalPolicy(policy: Policy, groups?: UserGroups): ApprovalPolicy {
+  /** Whether `user` is one of `ids` or in one of its groups; a user the cache does not list refreshes it once. */
+  const among = async (ids: string[], user: string): Promise<boolean> => {
+    if (ids.includes(user)) return true;
+    const groupIds = ids.filter(isGroup);
+    if (!groups || groupIds.length === 0) return false;
+    for (const refresh of [false, true]) {
+      for (const group of groupIds) {
+        if ((await groups.members(group, refresh))?.includes(user)) return true;
+      }
+    }
+    return false;
+  };
+  const projectOf = (request: CloudRequest) =>
+    findProject(policy, request.projectUuid) ?? findProject(policy, request.projectName);
+
   return {
     approversFor: (project) => approversOf(policy, project),
+    planFor(project, mode, facts) {
+      const approvals = approvalsOf(policy, project);
+      return {
+        ...planApproval(approvals, mode, facts, policy.currency),
+        escalateTo: approvals.escalate_to,
+        remindAfterHours: approvals.remind_after_hours,
+      };
+    },
+    async unreachable(project, requester, count) {
+      if (count === 0) return undefined;
+      const ids = [...approversOf(policy, project), ...approvalsOf(policy, project).escalate_to];
+      const people = new Set(ids.filter((id) => !isGroup(id)));
+      const unresolved: string[] = [];
+      for (const group of ids.filter(isGroup)) {
+        const members = groups ? await groups.members(group) : undefined;
+        if (!members) unresolved.push(group);
+        for (const member of members ?? []) people.add(member);
+      }
+      people.delete(requester);
+      if (people.size >= count) return undefined;
+      const groupsNote =
+        unresolved.length > 0 ? ` (user group ${unresolved.join(', ')} could not be resolved)` : '';
+      return `it needs ${count} approvals from distinct people other than the requester, and only ${people.size} may approve in ${project.name}${groupsNote}`;
+    },
     async may(request, user, act) {
-      const approver = request.approvers.includes(user);
       const requester = user === request.requester;
+      const approvers = currentApprovers(request);
       switch (act) {
         case 'approve':
           if (requester) return { code: 'own_request' };
-          return approver ? undefined : { code: 'not_approver', approvers: request.approvers };
+          if ((request.approvals ?? []).some((a) => a.user === user)) return { code: 'already_approved' };
+          return (await among(approvers, user)) ? undefined : { code: 'not_approver', approvers };
         case 'reject':
           if (requester) return { code: 'own_request' };
-          return approver ? undefined : { code: 'not_approver', approvers: request.approvers };
+          return (await among(approvers, user)) ? undefined : { code: 'not_approver', approvers };
         case 'cancel':
-          return requester || (isScheduledWaiting(request) && approver)
+          if (requester) return undefined;
+          return (isScheduledWaiting(request) || request.state === 'frozen') && (await among(approvers, user))
             ? undefined
             : { code: 'not_requester' };
         case 'resolve':
-          return requester || approver ? undefined : { code: 'not_involved' };
+          return requester || (await among(approvers, user)) ? undefined : { code: 'not_involved' };
+        case 'break_glass': {
+          const project = projectOf(request);
+          const allowed = project ? breakGlassOf(policy, project) : [];
+          return (await among(allowed, user)) ? undefined : { code: 'not_break_glass', allowed };
+        }
       }
     },
-    afterApproval: () => ({ next: 'queue' }),
+    afterApproval(request, at) {
+      const project = projectOf(request);
+      const freeze = project ? freezeAt(freezeOf(policy, project), at) : undefined;
+      return freeze ? { next: 'freeze', freeze } : { next: 'queue' };
+    },
   };
 }

@@ -4,6 +4,13 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ResizeCheck } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+import {
+  approvalsText,
+  type FreezeHit,
+  type RuleFacts,
+  resizeFacts,
+  restoreFacts,
+} from './approval-rules.ts';
 import type { Act, ApprovalPolicy, NotAllowed } from './approvers.ts';
 import { isScheduledWaiting } from './approvers.ts';
 import { costPreview } from './cost-preview.ts';
@@ -64,6 +71,16 @@ export type Refusal =
 
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };
 
+/** A request refused when it is made: its approvals could never come together. Nothing was stored. */
+export class ApprovalUnreachableError extends Error {
+  override readonly name = 'ApprovalUnreachableError';
+  readonly code = 'APPROVAL_UNREACHABLE';
+}
+
+/** The escalation comes at this share of the approval TTL (PRODUCT.md §2: 75 %). */
+const ESCALATE_AT = 0.75;
+const HOUR_MS = 3_600_000;
+
 export interface LifecycleDeps {
   policy: Policy;
   store: RequestStore;
@@ -82,9 +99,12 @@ function startsFrom(act: Act, request: CloudRequest): RequestState[] {
     case 'reject':
       return ['pending'];
     case 'cancel':
+      if (request.state === 'frozen') return ['frozen'];
       return isScheduledWaiting(request) ? ['queued'] : ['pending'];
     case 'resolve':
       return ['unknown'];
+    case 'break_glass':
+      return ['frozen'];
   }
 }
 
@@ -100,7 +120,8 @@ export class RequestLifecycle {
 
   async createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
     const { project, vm, check } = resize;
-    const mode = check.decreases.length > 0 ? project.approval.resize_down : project.approval.resize_up;
+    const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
+    const mode = project.approval[kind];
     const cost = await costPreview(
       { prices: this.deps.prices, currency: this.deps.policy.currency, logger: this.deps.logger },
       project,
@@ -113,17 +134,19 @@ export class RequestLifecycle {
     if (check.needsStoppedConfirmation)
       notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
     const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
+    const params: ResizeParams = {
+      kind: 'resize',
+      target: resize.target,
+      steps: check.steps,
+      before,
+      confirmedStopped: resize.confirmedStopped,
+      ...(resize.lease ? { lease: resize.lease } : {}),
+      ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
+    };
     return this.create(origin, project, vm, {
-      params: {
-        kind: 'resize',
-        target: resize.target,
-        steps: check.steps,
-        before,
-        confirmedStopped: resize.confirmedStopped,
-        ...(resize.lease ? { lease: resize.lease } : {}),
-        ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
-      },
-      needsApproval: mode === 'required',
+      params,
+      mode,
+      facts: resizeFacts(params, kind, cost?.preview?.diffMonthly),
       reason: resize.reason,
       notes,
       cost: cost?.preview,
@@ -141,34 +164,131 @@ export class RequestLifecycle {
         autostart: restore.autostart,
         confirmedStopped: true,
       },
-      needsApproval: restore.project.approval.restore === 'required',
+      mode: restore.project.approval.restore,
+      facts: restoreFacts(),
       reason: restore.reason,
       notes,
     });
   }
 
-  /** Approve: the first approval wins; a second click, a second approver or a replay changes nothing. */
+  /**
+   * Approve: each approver counts once, the requester never; the approval that reaches the count approves, exactly
+   * once however many click at the same moment. Short of the count, the message shows the progress.
+   */
   async approve(request: CloudRequest, user: string): Promise<Decision> {
     const checked = await this.check(request, user, 'approve');
     if (checked) return refuse(checked);
-    const approved = await this.deps.store.transition(request.id, {
-      from: ['pending'],
-      to: 'approved',
-      actor: user,
-      patch: { approvedBy: user },
-    });
-    if (!approved.ok)
-      return refuse(approved.request ? { code: 'already', request: approved.request } : { code: 'gone' });
+    const counted = await this.deps.store.approve(request.id, user);
+    if (!counted.ok) {
+      if (counted.reason === 'duplicate') return refuse({ code: 'already_approved' });
+      return refuse(counted.request ? { code: 'already', request: counted.request } : { code: 'gone' });
+    }
+    if (counted.request.state === 'pending') {
+      this.deps.metrics.approvals.inc({ decision: 'counted' });
+      await this.deps.outbox.announce(counted.request);
+      return { ok: true, request: counted.request };
+    }
     this.deps.metrics.approvals.inc({ decision: 'approved' });
-    const queued = await this.queueApproved(approved.request);
-    const now = queued ?? approved.request;
-    await this.deps.outbox.announce(now, 'approved');
-    return { ok: true, request: now };
+    const next = (await this.queueApproved(counted.request)) ?? counted.request;
+    await this.deps.outbox.announce(next, next.state === 'frozen' ? 'frozen' : 'approved');
+    return { ok: true, request: next };
+  }
+
+  /**
+   * Break glass: a user the policy allows runs frozen work now, with a reason (audited); the freeze's end is dropped.
+   */
+  async breakGlass(request: CloudRequest, user: string, reason: string): Promise<Decision> {
+    const checked = await this.check(request, user, 'break_glass');
+    if (checked) return refuse(checked);
+    const at = this.deps.now().toISOString();
+    const queued = await this.deps.store.transition(request.id, {
+      from: ['frozen'],
+      to: 'queued',
+      actor: user,
+      patch: { breakGlass: { by: user, reason, at } },
+      detail: `break glass: ${reason}`,
+    });
+    if (!queued.ok)
+      return refuse(queued.request ? { code: 'already', request: queued.request } : { code: 'gone' });
+    await this.deps.outbox.dropDue([{ kind: 'freeze-end', requestId: request.id }]);
+    this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
+    await this.deps.outbox.execute(queued.request);
+    await this.deps.outbox.announce(queued.request, 'break_glass');
+    return { ok: true, request: queued.request };
+  }
+
+  /**
+   * The end of a freeze fell due: if another window holds the project now, the request waits for its end; else the
+   * rules are checked again when it runs (the worker re-checks work that waited) and it is queued.
+   */
+  async endFreeze(requestId: string): Promise<void> {
+    const request = await this.deps.store.get(requestId);
+    if (request?.state !== 'frozen') return;
+    const after = this.deps.approvals.afterApproval(request, this.deps.now());
+    if (after.next === 'freeze') {
+      const until = after.freeze.until.toISOString();
+      if (until !== request.frozenUntil) {
+        const moved = await this.deps.store.note(
+          request.id,
+          {
+            note: 'freeze',
+            actor: 'cloudops',
+            detail: `still frozen${reasonText(after.freeze)} until ${until}`,
+          },
+          (current) =>
+            current.state === 'frozen'
+              ? { frozenUntil: until, freezeReason: after.freeze.reason }
+              : undefined,
+        );
+        if (moved.ok) await this.deps.outbox.announce(moved.request);
+      }
+      await this.deps.outbox.dueAt({ kind: 'freeze-end', requestId }, after.freeze.until);
+      return;
+    }
+    const queued = await this.deps.store.transition(requestId, {
+      from: ['frozen'],
+      to: 'queued',
+      actor: 'cloudops',
+      detail: 'the freeze ended: queued, the rules are checked again when it runs',
+    });
+    if (!queued.ok) return;
+    this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
+    await this.deps.outbox.execute(queued.request);
+    await this.deps.outbox.announce(queued.request, 'unfrozen');
+  }
+
+  /** `remind_after_hours` passed on a pending request: one reminder in its thread, mentioning who has not acted. */
+  async remind(requestId: string): Promise<void> {
+    const at = this.deps.now().toISOString();
+    const noted = await this.deps.store.note(requestId, { note: 'reminder', actor: 'cloudops' }, (current) =>
+      current.state === 'pending' && !current.remindedAt ? { remindedAt: at } : undefined,
+    );
+    if (noted.ok) await this.deps.outbox.announce(noted.request, 'reminder');
+  }
+
+  /** 75 % of the approval TTL passed on a pending request: `escalate_to` are mentioned and may approve from now on. */
+  async escalate(requestId: string): Promise<void> {
+    const at = this.deps.now().toISOString();
+    const noted = await this.deps.store.note(
+      requestId,
+      { note: 'escalation', actor: 'cloudops' },
+      (current) =>
+        current.state === 'pending' && !current.escalatedAt && (current.escalateTo ?? []).length > 0
+          ? { escalatedAt: at }
+          : undefined,
+    );
+    if (noted.ok) await this.deps.outbox.announce(noted.request, 'escalated');
   }
 
   /** Whether `user` may reject now, before they are asked for a reason (an expired request expires here). */
   async mayReject(request: CloudRequest, user: string): Promise<Decision> {
     const checked = await this.check(request, user, 'reject');
+    return checked ? refuse(checked) : { ok: true, request };
+  }
+
+  /** Whether `user` may run frozen work now, before they are asked for a reason. */
+  async mayBreakGlass(request: CloudRequest, user: string): Promise<Decision> {
+    const checked = await this.check(request, user, 'break_glass');
     return checked ? refuse(checked) : { ok: true, request };
   }
 
@@ -191,6 +311,7 @@ export class RequestLifecycle {
     const checked = await this.check(request, user, 'cancel');
     if (checked) return refuse(checked);
     const scheduled = isScheduledWaiting(request);
+    const frozen = request.state === 'frozen';
     return this.decide(request, {
       from: startsFrom('cancel', request),
       to: 'cancelled',
@@ -198,7 +319,11 @@ export class RequestLifecycle {
       patch: { cancelledBy: user },
       reply: 'cancelled',
       metric: () => this.deps.metrics.requests.inc({ kind: request.kind, state: 'cancelled' }),
-      after: scheduled ? () => this.deps.outbox.cancelExecution(request.id) : undefined,
+      after: scheduled
+        ? () => this.deps.outbox.cancelExecution(request.id)
+        : frozen
+          ? () => this.deps.outbox.dropDue([{ kind: 'freeze-end', requestId: request.id }])
+          : undefined,
     });
   }
 
@@ -240,8 +365,16 @@ export class RequestLifecycle {
     return true;
   }
 
-  /** approved → queued → its job: the one way an approved request reaches the queue. Undefined when it lost. */
+  /**
+   * approved → queued → its job: the one way an approved request reaches the queue; while a freeze holds the project,
+   * approved → frozen instead, until the window ends. Undefined when it lost.
+   */
   async queueApproved(request: CloudRequest, detail?: string): Promise<CloudRequest | undefined> {
+    // A scheduled run is held by a freeze that covers its time, not only by one that covers the approval.
+    const now = this.deps.now();
+    const runAt = request.runAt ? new Date(request.runAt) : undefined;
+    const after = this.deps.approvals.afterApproval(request, runAt && runAt > now ? runAt : now);
+    if (after.next === 'freeze') return this.freeze(request, 'approved', after.freeze);
     const queued = await this.deps.store.transition(request.id, {
       from: ['approved'],
       to: 'queued',
@@ -252,6 +385,26 @@ export class RequestLifecycle {
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
     await this.deps.outbox.execute(queued.request);
     return queued.request;
+  }
+
+  /** Holds `request` until the freeze ends: its state says so, and the end is a due time. */
+  private async freeze(
+    request: CloudRequest,
+    from: 'approved' | 'pending',
+    hit: FreezeHit,
+  ): Promise<CloudRequest | undefined> {
+    const until = hit.until.toISOString();
+    const frozen = await this.deps.store.transition(request.id, {
+      from: [from],
+      to: 'frozen',
+      actor: 'cloudops',
+      patch: { frozenUntil: until, freezeReason: hit.reason },
+      detail: `held by a freeze${reasonText(hit)} until ${until}`,
+    });
+    if (!frozen.ok) return undefined;
+    this.deps.metrics.requests.inc({ kind: request.kind, state: 'frozen' });
+    await this.deps.outbox.dueAt({ kind: 'freeze-end', requestId: request.id }, hit.until);
+    return frozen.request;
   }
 
   /** Who may, then in which state, then (for decisions on pending requests) whether it expired meanwhile. */
@@ -295,15 +448,22 @@ export class RequestLifecycle {
     vm: VmKnown,
     fields: {
       params: ResizeParams | RestoreParams;
-      needsApproval: boolean;
+      mode: 'required' | 'none';
+      facts: RuleFacts;
       reason?: string;
       notes: string[];
       cost?: CostPreview;
       runAt?: Date;
     },
   ): Promise<CloudRequest> {
+    const plan = this.deps.approvals.planFor(project, fields.mode, fields.facts);
+    const unreachable = await this.deps.approvals.unreachable(project, origin.user, plan.count);
+    if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
+    const needsApproval = plan.count > 0;
     const now = this.deps.now();
     const expiresFrom = fields.runAt && fields.runAt > now ? fields.runAt : now;
+    const ttlMs = this.deps.policy.approval_ttl_hours * HOUR_MS;
+    const expiresAt = new Date(expiresFrom.getTime() + ttlMs);
     const created = await this.deps.store.create(
       {
         kind: fields.params.kind,
@@ -317,20 +477,32 @@ export class RequestLifecycle {
         params: fields.params,
         requester: origin.user,
         reason: fields.reason,
-        needsApproval: fields.needsApproval,
+        needsApproval,
         approvers: this.deps.approvals.approversFor(project),
-        expiresAt: new Date(
-          expiresFrom.getTime() + this.deps.policy.approval_ttl_hours * 3_600_000,
-        ).toISOString(),
+        requiredApprovals: plan.count,
+        approvalRule: plan.rule,
+        approvals: [],
+        escalateTo: plan.escalateTo,
+        expiresAt: expiresAt.toISOString(),
         runAt: fields.runAt?.toISOString(),
         notes: fields.notes,
         cost: fields.cost,
       },
       origin.user,
+      `${plan.rule}: ${approvalsText(plan.count)}`,
     );
     this.deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
     await this.deps.outbox.postRequest(created.id);
-    if (!fields.needsApproval) {
+    if (!needsApproval) {
+      // A freeze holds count-0 work too.
+      const after = this.deps.approvals.afterApproval(created, now);
+      if (after.next === 'freeze') {
+        const frozen = await this.freeze(created, 'pending', after.freeze);
+        if (frozen) {
+          await this.deps.outbox.announce(frozen, 'frozen');
+          return frozen;
+        }
+      }
       const queued = await this.deps.store.transition(created.id, {
         from: ['pending'],
         to: 'queued',
@@ -344,6 +516,19 @@ export class RequestLifecycle {
       }
     }
     await this.deps.outbox.expireAt(created);
+    if (plan.remindAfterHours !== undefined) {
+      const remindAt = now.getTime() + plan.remindAfterHours * HOUR_MS;
+      if (remindAt < expiresAt.getTime())
+        await this.deps.outbox.dueAt({ kind: 'remind', requestId: created.id }, new Date(remindAt));
+    }
+    if (plan.escalateTo.length > 0) {
+      const escalateAt = new Date(expiresAt.getTime() - (1 - ESCALATE_AT) * ttlMs);
+      await this.deps.outbox.dueAt({ kind: 'escalate', requestId: created.id }, escalateAt);
+    }
     return created;
   }
+}
+
+function reasonText(hit: FreezeHit): string {
+  return hit.reason ? ` (${hit.reason})` : '';
 }

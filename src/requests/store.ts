@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { LuaScript } from './lua.ts';
 import {
   ALLOWED_TRANSITIONS,
+  type AuditNote,
   type CloudRequest,
   FINAL_STATES,
   type NewRequest,
@@ -109,7 +110,7 @@ end
 
 /**
  * KEYS: request, channel index, audit, awaiting-run index, created index. ARGV: json, nowMs, id, initial state,
- * actor, at, score, keep.
+ * actor, at, score, keep, detail of the 'created' entry ('' for none).
  */
 const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
@@ -117,7 +118,12 @@ redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
 index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
-audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]})
+local created = {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]}
+if ARGV[9] ~= '' then
+  table.insert(created, 'detail')
+  table.insert(created, ARGV[9])
+end
+audit_append(KEYS[3], ARGV[2], created)
 audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
 return 1
 `);
@@ -133,7 +139,7 @@ local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
 if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'conflict', current} end
 redis.call('SET', KEYS[1], ARGV[2])
-index_awaiting_run(KEYS[3], ARGV[5], ARGV[3], ARGV[4])
+index_awaiting_run(KEYS[3], ARGV[10], ARGV[3], ARGV[4])
 index_retention(KEYS[4], ARGV[9], ARGV[4])
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
@@ -204,8 +210,8 @@ export class RequestStore {
     this.channelPrefix = this.keys.channel('');
   }
 
-  /** Stores a new request with a fresh id; audits 'created' and its initial state. */
-  async create(input: NewRequest, actor: string): Promise<CloudRequest> {
+  /** Stores a new request with a fresh id; audits 'created' (with `createdDetail`, e.g. the rule applied) and its initial state. */
+  async create(input: NewRequest, actor: string, createdDetail?: string): Promise<CloudRequest> {
     const at = this.now();
     for (;;) {
       const request: CloudRequest = {
@@ -235,6 +241,7 @@ export class RequestStore {
           request.createdAt,
           at.getTime(),
           CHANNEL_INDEX_KEEP,
+          createdDetail ?? '',
         ],
       );
       // A collision of two random ids is astronomically rare; draw again rather than overwrite.
@@ -263,6 +270,64 @@ export class RequestStore {
       return {
         next: { ...current, ...stripProtected(input.patch), state: input.to },
         audit: { state: input.to, actor: input.actor, detail: input.detail },
+      };
+    });
+  }
+
+  /**
+   * Counts one approval by `user` of a pending request, atomically: each user once, and the approval that reaches
+   * `requiredApprovals` moves it to approved (exactly one of several concurrent approvals does). `duplicate`: this
+   * user's approval was already counted.
+   */
+  async approve(
+    id: string,
+    user: string,
+  ): Promise<TransitionResult | { ok: false; reason: 'duplicate'; request: CloudRequest }> {
+    let duplicate: CloudRequest | undefined;
+    const at = this.now().toISOString();
+    const result = await this.casLoop(id, (current) => {
+      duplicate = undefined;
+      if (current.state !== 'pending') return undefined;
+      const approvals = current.approvals ?? [];
+      if (approvals.some((a) => a.user === user)) {
+        duplicate = current;
+        return undefined;
+      }
+      const counted = [...approvals, { user, at }];
+      const needed = Math.max(1, current.requiredApprovals ?? 1);
+      const reached = counted.length >= needed;
+      return {
+        next: {
+          ...current,
+          approvals: counted,
+          ...(reached ? { state: 'approved' as const, approvedBy: user } : {}),
+        },
+        audit: {
+          state: reached ? 'approved' : 'approval',
+          actor: user,
+          detail: `approval ${counted.length} of ${needed}`,
+        },
+      };
+    });
+    if (duplicate) return { ok: false, reason: 'duplicate', request: duplicate };
+    return result;
+  }
+
+  /**
+   * Sets fields that are not the state and records why in the audit log (a reminder, an escalation), with the same
+   * compare-and-set; `when` decides on the current request whether it still applies (undefined: nothing written).
+   */
+  async note(
+    id: string,
+    entry: { note: AuditNote; actor: string; detail?: string },
+    when: (current: CloudRequest) => Partial<CloudRequest> | undefined,
+  ): Promise<TransitionResult> {
+    return this.casLoop(id, (current) => {
+      const patch = when(current);
+      if (!patch) return undefined;
+      return {
+        next: { ...current, ...stripProtected(patch) },
+        audit: { state: entry.note, actor: entry.actor, detail: entry.detail },
       };
     });
   }
@@ -325,7 +390,9 @@ export class RequestStore {
     id: string,
     change: (
       current: CloudRequest,
-    ) => { next: CloudRequest; audit?: { state: RequestState; actor: string; detail?: string } } | undefined,
+    ) =>
+      | { next: CloudRequest; audit?: { state: RequestState | AuditNote; actor: string; detail?: string } }
+      | undefined,
   ): Promise<TransitionResult> {
     let current = await this.get(id);
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
@@ -351,6 +418,7 @@ export class RequestStore {
           next.updatedAt,
           planned.audit?.detail ?? '',
           FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
+          next.state !== current.state ? next.state : '',
         ],
       )) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };

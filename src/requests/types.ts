@@ -13,7 +13,17 @@ export type ReplyEvent =
   | 'succeeded'
   | 'refused'
   | 'unknown'
-  | 'resolved';
+  | 'resolved'
+  /** Approved, but a freeze holds it: it runs when the window ends. */
+  | 'frozen'
+  /** The freeze ended and the rules still let it run: queued. */
+  | 'unfrozen'
+  /** A break-glass user ran frozen work now, with a reason. */
+  | 'break_glass'
+  /** Nobody acted for `remind_after_hours`: those who have not are mentioned once. */
+  | 'reminder'
+  /** 75 % of the approval TTL passed: `escalate_to` are mentioned and may approve. */
+  | 'escalated';
 
 /**
  * A request's life (PRODUCT.md §6). Arrows are the only moves `RequestStore.transition` allows:
@@ -22,6 +32,8 @@ export type ReplyEvent =
  * queued → sending | cancelled (a scheduled run that has not started)
  * sending → succeeded | refused | unknown | queued (a retry that surely did not reach the API)
  * unknown → resolved_done | resolved_failed (a person checked the portal)
+ * approved | pending → frozen (a freeze holds it; pending only when it needs no approval)
+ * frozen → queued (the window ended, or break glass) | cancelled
  * A scheduled downsize is a pending request with `runAt`: once approved, its job waits until then.
  */
 export type RequestState =
@@ -36,7 +48,8 @@ export type RequestState =
   | 'refused'
   | 'unknown'
   | 'resolved_done'
-  | 'resolved_failed';
+  | 'resolved_failed'
+  | 'frozen';
 
 export const FINAL_STATES: readonly RequestState[] = [
   'rejected',
@@ -161,18 +174,39 @@ export interface CloudRequest {
   cost?: CostPreview;
   /** The rules that apply, one line each, shown on the request message. */
   notes: string[];
+  /** Distinct approvals it needs (PRODUCT.md §2 "Approval policies"); absent on older requests: one. */
+  requiredApprovals?: number;
+  /** The rule that set the count, in words, shown on the message. */
+  approvalRule?: string;
+  /** Each approval so far, in order; the one that reached the count is last. */
+  approvals?: { user: string; at: string }[];
+  /** Users and groups mentioned at 75 % of the TTL; they may approve once `escalatedAt` is set. */
+  escalateTo?: string[];
+  escalatedAt?: string;
+  remindedAt?: string;
+  /** A freeze holds it until then (state `frozen`). */
+  frozenUntil?: string;
+  freezeReason?: string;
+  /** Frozen work run now by a break-glass user. */
+  breakGlass?: { by: string; reason: string; at: string };
   /** A temporary change whose return is still open: retention never removes the request meanwhile. */
   leaseOpen?: boolean;
   /** The lease, once the temporary increase ran. */
   lease?: Lease;
 }
 
+/**
+ * Audit entries that record a decision without a change of state: an approval short of the count, a reminder, an
+ * escalation, a freeze re-checked.
+ */
+export type AuditNote = 'approval' | 'reminder' | 'escalation' | 'freeze';
+
 /** One line of the audit log. */
 export interface AuditEntry {
   /** Stream id, e.g. '1700000000000-0'. */
   id: string;
   requestId: string;
-  state: RequestState | 'created';
+  state: RequestState | 'created' | AuditNote;
   actor: string;
   at: string;
   detail?: string;
@@ -180,8 +214,9 @@ export interface AuditEntry {
 
 /** The arrows of the state machine documented on {@link RequestState}; `RequestStore.transition` refuses any other. */
 export const ALLOWED_TRANSITIONS: Readonly<Record<RequestState, readonly RequestState[]>> = {
-  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued'],
-  approved: ['queued'],
+  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued', 'frozen'],
+  approved: ['queued', 'frozen'],
+  frozen: ['queued', 'cancelled'],
   rejected: [],
   expired: [],
   cancelled: [],

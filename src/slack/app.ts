@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { App, type CustomRoute, HTTPReceiver, LogLevel } from '@slack/bolt';
 import type { Env } from '../config/env.ts';
 import { register as registerApprove } from './actions/approve.ts';
+import { register as registerBreakGlass } from './actions/break-glass.ts';
 import { register as registerCancel } from './actions/cancel.ts';
 import { register as registerReject } from './actions/reject.ts';
 import { register as registerResolve } from './actions/resolve.ts';
@@ -118,6 +119,7 @@ export function createSlackApp(
   registerReject(router, deps);
   registerCancel(router, deps);
   registerResolve(router, deps);
+  registerBreakGlass(router, deps);
   router.attach(app);
   app.error(async (error) => {
     deps.logger.error({ err: error }, 'unhandled error in a Slack handler');

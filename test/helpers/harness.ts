@@ -83,7 +83,12 @@ export interface HarnessOptions {
   /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
   role?: Role;
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
-  startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy' | 'vmLock' | 'reconnectPolicy'>;
+  startOptions?: Pick<
+    StartOptions,
+    'sweepPolicy' | 'retentionPolicy' | 'vmLock' | 'reconnectPolicy' | 'duePolicy' | 'userGroupCache'
+  >;
+  /** Slack user groups the stand-in knows before the bot starts: members, or the error Slack answers. */
+  userGroups?: Record<string, string[] | { error: string }>;
   /** The cloud sim's world (default its DEFAULT_SEED). */
   simSeed?: SimSeed;
   /** Where the harness's own client reads and cleans up (default the test Redis), e.g. the master of Sentinels. */
@@ -231,6 +236,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const sim = await startCloudSim({ now: clock.now, seed: options.simSeed });
   const slack = await startSlackStandIn({ botToken, appToken, teamId: TEAM });
+  for (const [group, members] of Object.entries(options.userGroups ?? {})) slack.setUserGroup(group, members);
   const logs: string[] = [];
   const env = loadEnv({
     SLACK_BOT_TOKEN: botToken,

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { startSlackStandIn } from '../../sim/slack/server.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { AuditEntry } from '../../src/requests/types.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
@@ -173,6 +174,50 @@ describe.concurrent('cloudops policy check', () => {
   });
 });
 
+describe('cloudops policy check: user groups', () => {
+  it('warns about each user group Slack will not resolve (it grants nobody), and says when none could be asked', async () => {
+    const slack = await startSlackStandIn({ botToken: 'xoxb-cli-groups-test' });
+    try {
+      slack.setUserGroup('S0OPS', ['U0OPS1']);
+      slack.setUserGroup('S0PAID', { error: 'plan_upgrade_required' });
+      const file = join(dir, 'groups.yml');
+      await writeFile(
+        file,
+        policyText('2025-03-01T10:00:00Z').replace(
+          'approvers: [U0ADMIN]',
+          'approvers: [U0ADMIN, S0OPS, S0PAID]\nbreak_glass: [S0GONE]',
+        ),
+      );
+      const run = await cloudops(['policy', 'check', file], {
+        ...env,
+        SLACK_BOT_TOKEN: 'xoxb-cli-groups-test',
+        SLACK_API_URL: slack.apiUrl,
+      });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(
+        '  warning: user group S0PAID cannot be resolved by Slack (plan_upgrade_required): it grants nobody\n',
+      );
+      expect(run.stdout).toContain(
+        '  warning: user group S0GONE cannot be resolved by Slack (no_such_subteam): it grants nobody\n',
+      );
+      expect(run.stdout).not.toContain('S0OPS cannot');
+      expect(
+        slack
+          .callsOf('usergroups.users.list')
+          .map((c) => c.args.usergroup)
+          .sort(),
+      ).toEqual(['S0GONE', 'S0OPS', 'S0PAID']);
+      expect(slack.problems).toEqual([]);
+      const noToken = await cloudops(['policy', 'check', file], env);
+      expect(noToken.stdout).toContain(
+        '  warning: user groups S0OPS, S0PAID, S0GONE not checked: set SLACK_BOT_TOKEN to ask Slack who is in them',
+      );
+    } finally {
+      await slack.close();
+    }
+  });
+});
+
 describe.concurrent('cloudops plan resize', () => {
   it('plans an allowed resize with the API bodies and the cost difference, and sends nothing', async () => {
     const before = sim.calls.length;
@@ -260,6 +305,62 @@ describe.concurrent('cloudops audit', () => {
   afterAll(async () => {
     await deleteKeys(redis, prefix);
     await redis.quit();
+  });
+
+  it('shows every decision of an approval policy: the rule, each approval, reminder, escalation, freeze, break glass', async () => {
+    const clock = new Date('2025-04-01T08:00:00Z');
+    const store = new RequestStore(redis, { prefix, now: () => clock });
+    const created = await store.create(
+      resizeRequest({ requiredApprovals: 2, approvals: [], approvers: ['U0LEAD', 'S0OPS'] }),
+      'U0DEV',
+      'rule 1 (more cores): 2 approvals',
+    );
+    await store.approve(created.id, 'U0LEAD');
+    await store.note(created.id, { note: 'reminder', actor: 'cloudops' }, () => ({
+      remindedAt: clock.toISOString(),
+    }));
+    await store.note(created.id, { note: 'escalation', actor: 'cloudops' }, () => ({
+      escalatedAt: clock.toISOString(),
+    }));
+    await store.approve(created.id, 'U0OPS1');
+    await store.transition(created.id, {
+      from: ['approved'],
+      to: 'frozen',
+      actor: 'cloudops',
+      detail: 'held by a freeze (year-end) until 2025-04-02T00:00:00.000Z',
+    });
+    await store.transition(created.id, {
+      from: ['frozen'],
+      to: 'queued',
+      actor: 'U0CTO',
+      detail: 'break glass: outage',
+    });
+    const run = await cloudops(['audit', '--since', '2025-04-01T00:00:00Z'], {
+      ...env,
+      REDIS_URL: testRedisUrl(),
+      REDIS_PREFIX: prefix,
+    });
+    expect(run.code).toBe(0);
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .filter((line) => line.includes(created.id))
+      .map((line) =>
+        line
+          .split(/\s{2,}/)
+          .slice(2)
+          .join(' | '),
+      );
+    expect(lines).toEqual([
+      'created | U0DEV | rule 1 (more cores): 2 approvals',
+      'pending | U0DEV',
+      'approval | U0LEAD | approval 1 of 2',
+      'reminder | cloudops',
+      'escalation | cloudops',
+      'approved | U0OPS1 | approval 2 of 2',
+      'frozen | cloudops | held by a freeze (year-end) until 2025-04-02T00:00:00.000Z',
+      'queued | U0CTO | break glass: outage',
+    ]);
   });
 
   it('exports the audit log since a time as JSON lines', async () => {

@@ -30,7 +30,10 @@ describe('policy.example.yml', () => {
     expect(Object.keys(raw).sort()).toEqual(
       [
         'approval_ttl_hours',
+        'approvals',
         'approvers',
+        'break_glass',
+        'freeze',
         'currency',
         'limits',
         'projects',
@@ -44,7 +47,18 @@ describe('policy.example.yml', () => {
     expect(Object.keys(raw.reference_vm as object).sort()).toEqual(Object.keys(policy.reference_vm).sort());
     expect(Object.keys(raw.resize_fields as object).sort()).toEqual(['cpu_class', 'private_network']);
     const projectKeys = new Set(raw.projects.flatMap((p) => Object.keys(p)));
-    for (const key of ['name', 'uuid', 'cluster', 'channels', 'approvers', 'approval', 'vms'])
+    for (const key of [
+      'name',
+      'uuid',
+      'cluster',
+      'channels',
+      'approvers',
+      'approval',
+      'approvals',
+      'freeze',
+      'break_glass',
+      'vms',
+    ])
       expect(projectKeys).toContain(key);
     const vmKeys = new Set(raw.projects.flatMap((p) => p.vms ?? []).flatMap((vm) => Object.keys(vm)));
     for (const key of [

@@ -1,3 +1,7 @@
+import { WebClient } from '@slack/web-api';
+import { userGroupsOf } from '../../config/policy.ts';
+import { createLogger } from '../../observability/logger.ts';
+import { createUserGroups } from '../../slack/user-groups.ts';
 import { policyOf } from '../cloud.ts';
 import { type CliIo, write } from '../io.ts';
 
@@ -10,6 +14,7 @@ export async function policyCheckCommand(
   const path = file ?? io.env.POLICY_FILE;
   const policy = await policyOf(io, path);
   const vms = policy.projects.reduce((n, p) => n + p.vms.length, 0);
+  const groupWarnings = await unresolvedGroups(io, userGroupsOf(policy));
   const summary = {
     ok: true,
     file: path,
@@ -28,6 +33,7 @@ export async function policyCheckCommand(
       cpuClass: policy.resize_fields.cpu_class?.field ?? null,
       privateNetwork: policy.resize_fields.private_network?.field ?? null,
     },
+    warnings: groupWarnings,
   };
   if (json) {
     await write(io.stdout, `${JSON.stringify(summary)}\n`);
@@ -45,6 +51,33 @@ export async function policyCheckCommand(
   if (!policy.resize_fields.private_network) {
     lines.push('  Private network is not configured (resize_fields.private_network): it is never sent.');
   }
+  lines.push(...groupWarnings.map((w) => `  warning: ${w}`));
   await write(io.stdout, `${lines.join('\n')}\n`);
   return 0;
+}
+
+/**
+ * Why each user group of the policy grants nobody (Slack will not resolve it: missing scope, free plan, unknown
+ * id), asked of Slack when SLACK_BOT_TOKEN is set; without a token, that they could not be checked.
+ */
+async function unresolvedGroups(io: CliIo, groups: string[]): Promise<string[]> {
+  if (groups.length === 0) return [];
+  if (!io.env.SLACK_BOT_TOKEN)
+    return [`user groups ${groups.join(', ')} not checked: set SLACK_BOT_TOKEN to ask Slack who is in them`];
+  const client = new WebClient(io.env.SLACK_BOT_TOKEN, {
+    slackApiUrl: io.env.SLACK_API_URL,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+  });
+  const resolver = createUserGroups(client, {
+    logger: createLogger({ level: 'silent', secrets: [io.env.SLACK_BOT_TOKEN] }),
+  });
+  const problems = await Promise.all(
+    groups.map(async (group) => [group, await resolver.problem(group)] as const),
+  );
+  return problems
+    .filter(([, problem]) => problem !== undefined)
+    .map(
+      ([group, problem]) => `user group ${group} cannot be resolved by Slack (${problem}): it grants nobody`,
+    );
 }

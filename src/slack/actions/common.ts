@@ -34,6 +34,21 @@ export async function tellClicker(
   });
 }
 
+/**
+ * The request a modal names in its `private_metadata` (a forged id finds nothing), or 'unavailable' when the store
+ * did not answer in time.
+ */
+export async function requestForView(
+  deps: SlackDeps,
+  id: string,
+): Promise<CloudRequest | undefined | 'unavailable'> {
+  try {
+    return REQUEST_ID.test(id) ? await withDeadline(deps.store.get(id)) : undefined;
+  } catch {
+    return 'unavailable';
+  }
+}
+
 /** Loads the request behind a click; answers the clicker itself when it cannot. */
 async function requestForClick(
   args: ButtonArgs,

@@ -5,7 +5,7 @@ import { ACTIONS } from '../blocks/request-message.ts';
 import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readForm, text } from '../views/form-values.ts';
-import { onButton, REQUEST_ID } from './common.ts';
+import { onButton, requestForView } from './common.ts';
 
 /** Reject: an approver clicks, a small modal asks for an optional reason, the submission decides. */
 export function register(router: SlackRouter, deps: SlackDeps): void {
@@ -23,12 +23,8 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
     const id = view.private_metadata;
     const errors = (message: string) =>
       ack({ response_action: 'errors', errors: { [FIELDS.rejectReason]: message } });
-    let request: Awaited<ReturnType<typeof deps.store.get>>;
-    try {
-      request = REQUEST_ID.test(id) ? await withDeadline(deps.store.get(id)) : undefined;
-    } catch {
-      return void (await errors(TRY_AGAIN));
-    }
+    const request = await requestForView(deps, id);
+    if (request === 'unavailable') return void (await errors(TRY_AGAIN));
     if (!request) return void (await errors('You cannot reject this request.'));
     const reason = text(readForm(view), FIELDS.rejectReason);
     // The modal may have stayed open past the request's expiry: then it expires instead of being rejected.

@@ -15,6 +15,7 @@ export const STATE_LABEL: Record<RequestState, string> = {
   unknown: ':warning: Outcome unknown',
   resolved_done: ':white_check_mark: Marked done after checking',
   resolved_failed: ':x: Marked failed after checking',
+  frozen: ':snowflake: Approved, waiting for a freeze to end',
 };
 
 const FIELD_LABEL: Record<keyof ResizeTarget, string> = {

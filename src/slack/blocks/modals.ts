@@ -10,6 +10,7 @@ export const VIEWS = {
   restore: 'restore',
   reject: 'reject',
   schedule: 'resize_schedule',
+  breakGlass: 'break_glass',
 } as const;
 
 /** Block ids of modal inputs; named after the submission schema's keys so errors map back (STYLE lesson 8). */
@@ -28,6 +29,7 @@ export const FIELDS = {
   autostart: 'autostart',
   typedVmid: 'typed_vmid',
   rejectReason: 'reject_reason',
+  breakGlassReason: 'break_glass_reason',
   leaseFor: 'lease_for',
   leaseUntil: 'lease_until',
 } as const;
@@ -368,6 +370,31 @@ export function rejectModal(requestId: string, summary: string): ModalView {
     blocks: [
       { type: 'section', text: mrkdwn(`Reject *${escapeMrkdwn(summary)}* (request \`${requestId}\`)?`) },
       textInput(FIELDS.rejectReason, 'Reason (optional)', { multiline: true, max: 1000 }),
+    ],
+  };
+}
+
+/** Asks a break-glass user why frozen work cannot wait; carries only the request id. */
+export function breakGlassModal(requestId: string, summary: string): ModalView {
+  return {
+    type: 'modal',
+    callback_id: VIEWS.breakGlass,
+    private_metadata: requestId,
+    title: plain('Run during the freeze', 24),
+    submit: plain('Run it now', 24),
+    close: plain('Back', 24),
+    blocks: [
+      {
+        type: 'section',
+        text: mrkdwn(
+          `Run *${escapeMrkdwn(summary)}* (request \`${requestId}\`) now, although a freeze holds it? Your name and reason go into the audit log and the thread.`,
+        ),
+      },
+      textInput(FIELDS.breakGlassReason, 'Why it cannot wait', {
+        multiline: true,
+        max: 1000,
+        optional: false,
+      }),
     ],
   };
 }

@@ -2,7 +2,7 @@ import type { Act } from '../../requests/approvers.ts';
 import type { Refusal } from '../../requests/lifecycle.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL } from './describe.ts';
-import { mention } from './text.ts';
+import { mention, mentionAny } from './text.ts';
 
 /** "Already approved by @x" and the like, for a click that came too late. */
 export function alreadyText(request: CloudRequest): string {
@@ -29,7 +29,13 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
         : `Only the approvers of ${request.projectName} can reject. To withdraw your own request, use Cancel.`;
     case 'not_approver':
       return act === 'approve'
-        ? `Only the approvers of ${request.projectName} can approve: ${refusal.approvers.map(mention).join(', ')}.`
+        ? `Only the approvers of ${request.projectName} can approve: ${refusal.approvers.map(mentionAny).join(', ')}.`
         : `Only the approvers of ${request.projectName} can ${act}.`;
+    case 'already_approved':
+      return 'Your approval is already counted: another approver has to add theirs.';
+    case 'not_break_glass':
+      return refusal.allowed.length > 0
+        ? `Only ${refusal.allowed.map(mentionAny).join(', ')} may run work during a freeze of ${request.projectName}; it runs by itself when the freeze ends.`
+        : `Nobody may run work during a freeze of ${request.projectName} (no break_glass in the policy); it runs by itself when the freeze ends.`;
   }
 }

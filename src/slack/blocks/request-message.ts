@@ -1,9 +1,11 @@
 import type { KnownBlock } from '@slack/types';
 import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
+import { approvalsText } from '../../requests/approval-rules.ts';
+import { currentApprovers } from '../../requests/approvers.ts';
 import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
 import { leaseText } from './lease.ts';
-import { escapeMrkdwn, mention, mrkdwn, plain, slackDate, truncate } from './text.ts';
+import { escapeMrkdwn, mention, mentionAny, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
 /** Action ids of the buttons on request messages and thread replies; their value is the request id. */
 export const ACTIONS = {
@@ -12,6 +14,7 @@ export const ACTIONS = {
   cancel: 'cancel',
   resolveDone: 'resolve_done',
   resolveFailed: 'resolve_failed',
+  breakGlass: 'break_glass',
 } as const;
 
 function title(request: CloudRequest): string {
@@ -49,9 +52,45 @@ function costText(request: CloudRequest): string | undefined {
   return text;
 }
 
+/** Everyone whose approval counted, in order; older requests knew only the one approver. */
+function approvedBy(request: CloudRequest): string[] {
+  const users = (request.approvals ?? []).map((a) => a.user);
+  if (users.length === 0 && request.approvedBy) users.push(request.approvedBy);
+  return users;
+}
+
+/** "@a", "@a and @b", "@a, @b and @c". */
+function listed(ids: string[]): string {
+  const mentions = ids.map(mentionAny);
+  return mentions.length <= 1
+    ? (mentions[0] ?? '')
+    : `${mentions.slice(0, -1).join(', ')} and ${mentions[mentions.length - 1]}`;
+}
+
+/** Who may still approve: the approvers (and, once escalated, those escalated to) who have not, the requester never. */
+export function stillToApprove(request: CloudRequest): string[] {
+  const done = new Set([...approvedBy(request), request.requester]);
+  return currentApprovers(request).filter((id) => !done.has(id));
+}
+
+/** "1 of 2 approvals: @bob", and the rule that set the count. */
+function progressLine(request: CloudRequest): string | undefined {
+  const needed = request.requiredApprovals ?? (request.needsApproval ? 1 : 0);
+  const rule = request.approvalRule ? ` by ${escapeMrkdwn(request.approvalRule)}` : '';
+  if (needed === 0) return request.approvalRule ? `Needs no approval${rule}` : undefined;
+  const users = approvedBy(request);
+  const who = users.length > 0 ? `: ${users.map(mention).join(', ')}` : '';
+  return `*${users.length} of ${needed} approval${needed === 1 ? '' : 's'}*${who} (${approvalsText(needed)} needed${rule})`;
+}
+
 function whoActed(request: CloudRequest): string[] {
   const lines = [`Requested by ${mention(request.requester)} ${slackDate(new Date(request.createdAt))}`];
-  if (request.approvedBy) lines.push(`Approved by ${mention(request.approvedBy)}`);
+  const progress = progressLine(request);
+  if (progress) lines.push(progress);
+  if (request.breakGlass)
+    lines.push(
+      `Run during the freeze by ${mention(request.breakGlass.by)}: “${escapeMrkdwn(truncate(request.breakGlass.reason, 300))}”`,
+    );
   if (request.rejectedBy) {
     const why = request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 300))}”` : '';
     lines.push(`Rejected by ${mention(request.rejectedBy)}${why}`);
@@ -59,8 +98,12 @@ function whoActed(request: CloudRequest): string[] {
   if (request.cancelledBy) lines.push(`Cancelled by ${mention(request.cancelledBy)}`);
   if (request.resolvedBy) lines.push(`Checked by ${mention(request.resolvedBy)}`);
   if (request.state === 'pending') {
-    const who = request.approvers.map(mention).join(', ');
-    lines.push(`Approvers: ${who} · expires ${slackDate(new Date(request.expiresAt))}`);
+    const who = stillToApprove(request);
+    const may =
+      request.needsApproval && who.length > 0
+        ? `May still approve: ${who.map(mentionAny).join(', ')} · `
+        : '';
+    lines.push(`${may}expires ${slackDate(new Date(request.expiresAt))}`);
   }
   return lines;
 }
@@ -96,6 +139,22 @@ function buttons(request: CloudRequest): KnownBlock | undefined {
     });
     return { type: 'actions', block_id: `request:${request.id}`, elements };
   }
+  if (request.state === 'frozen') {
+    return {
+      type: 'actions',
+      block_id: `request:${request.id}`,
+      elements: [
+        { type: 'button', action_id: ACTIONS.cancel, text: plain('Cancel', 75), value },
+        {
+          type: 'button',
+          action_id: ACTIONS.breakGlass,
+          text: plain('Run now (break glass)', 75),
+          style: 'danger',
+          value,
+        },
+      ],
+    };
+  }
   if (scheduledNotStarted) {
     return {
       type: 'actions',
@@ -127,6 +186,14 @@ function requestMessage(request: CloudRequest): RenderedMessage {
       type: 'section',
       text: mrkdwn(
         `:alarm_clock: Scheduled for ${slackDate(new Date(request.runAt))}, the earliest time the 24-hour rule allows.`,
+      ),
+    });
+  }
+  if (request.state === 'frozen' && request.frozenUntil) {
+    blocks.push({
+      type: 'section',
+      text: mrkdwn(
+        `:snowflake: A freeze holds ${escapeMrkdwn(request.projectName)}${request.freezeReason ? ` (${escapeMrkdwn(request.freezeReason)})` : ''} until ${slackDate(new Date(request.frozenUntil))}: this runs then, after the rules are checked again. It can be cancelled until then.`,
       ),
     });
   }
@@ -164,8 +231,37 @@ function threadReply(
   switch (event) {
     case 'approved':
       return {
-        text: `Approved by ${mention(request.approvedBy ?? 'unknown')}.${request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.'}`,
+        text: `Approved by ${listed(approvedBy(request)) || mention('unknown')}.${request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.'}`,
       };
+    case 'frozen': {
+      const by = approvedBy(request);
+      const approved = by.length > 0 ? `Approved by ${listed(by)}, but a` : 'A';
+      const until = request.frozenUntil ? slackDate(new Date(request.frozenUntil)) : 'its end';
+      return {
+        text: `${approved} freeze holds ${escapeMrkdwn(request.projectName)}${request.freezeReason ? ` (${escapeMrkdwn(request.freezeReason)})` : ''}: it runs when the freeze ends, ${until}, after the rules are checked again. Nothing was sent to the API yet.`,
+      };
+    }
+    case 'unfrozen':
+      return {
+        text: 'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',
+      };
+    case 'break_glass':
+      return {
+        text: `:rotating_light: ${mention(request.breakGlass?.by ?? 'unknown')} runs this now, during the freeze (break glass): “${escapeMrkdwn(truncate(request.breakGlass?.reason ?? '', 1000))}”`,
+      };
+    case 'reminder': {
+      const who = stillToApprove(request);
+      const needed = Math.max(1, request.requiredApprovals ?? 1) - approvedBy(request).length;
+      return {
+        text: `Reminder: this request still needs ${approvalsText(needed)}${who.length > 0 ? ` from ${listed(who)}` : ''}. It expires ${slackDate(new Date(request.expiresAt))}.`,
+      };
+    }
+    case 'escalated': {
+      const to = request.escalateTo ?? [];
+      return {
+        text: `Escalated: nobody has decided yet and this request expires ${slackDate(new Date(request.expiresAt))}. ${listed(to)} may approve it now.`,
+      };
+    }
     case 'rejected':
       return {
         text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}${request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 1000))}”` : '.'} Nothing was sent to the API.`,

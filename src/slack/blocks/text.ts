@@ -36,6 +36,11 @@ export function mention(userId: string): string {
   return `<@${userId}>`;
 }
 
+/** A mention of a user or, for an `S…` id, of a user group. */
+export function mentionAny(id: string): string {
+  return id.startsWith('S') ? `<!subteam^${id}>` : mention(id);
+}
+
 /** A plain_text object, cut to Slack's limit for where it goes. */
 export function plain(text: string, max = 3000): { type: 'plain_text'; text: string; emoji: true } {
   return { type: 'plain_text', text: truncate(text, max), emoji: true };

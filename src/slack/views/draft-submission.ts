@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ViewOutput } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { ProjectPolicy } from '../../config/policy.ts';
+import { ApprovalUnreachableError } from '../../requests/lifecycle.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
 import { FIELDS } from '../blocks/modals.ts';
@@ -106,6 +107,14 @@ export async function storeFromDraft(
   try {
     await store();
   } catch (error) {
+    if (error instanceof ApprovalUnreachableError) {
+      // Refused when made (its approvals could never come together): the form is done, the requester told why.
+      await deps.drafts.take(draft.id).catch(() => undefined);
+      await client.chat
+        .postEphemeral({ channel: draft.channel, user, text: `:no_entry: ${error.message}` })
+        .catch(() => undefined);
+      return;
+    }
     deps.logger.error({ err: error }, `${what} could not be stored`);
     await deps.drafts.release(draft.id, token).catch(() => undefined);
     await client.chat.postEphemeral({ channel: draft.channel, user, text: TRY_AGAIN }).catch(() => undefined);
