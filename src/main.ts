@@ -247,6 +247,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       now,
       logger,
       metrics,
+      vmFacts,
     });
 
     const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
@@ -334,6 +335,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         vmLock: options.vmLock,
         // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
         replicaAck: new ReplicaAck(queueRedis, replicas?.current),
+        due,
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
       const sweeper = startStrandedSweeper(
@@ -365,6 +367,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
             remind: (id) => requests.remind(id),
             escalate: (id) => requests.escalate(id),
             'freeze-end': (id) => requests.endFreeze(id),
+            lease: (id) => requests.leases.due(id),
           },
           now,
           logger,

@@ -13,7 +13,7 @@ export function dueKey(prefix: string): string {
   return `${prefix}:due`;
 }
 
-const KINDS: readonly DueKind[] = ['remind', 'escalate', 'freeze-end'];
+const KINDS: readonly DueKind[] = ['remind', 'escalate', 'freeze-end', 'lease'];
 
 function member(item: DueItem): string {
   return `${item.kind}:${item.requestId}`;
@@ -98,8 +98,11 @@ export class DueTimes {
   }
 }
 
-/** What to do when an item falls due; a throw leaves it to be tried again after the lease. */
-export type DueHandlers = Record<DueKind, (requestId: string) => Promise<void>>;
+/**
+ * What to do when an item falls due; a throw leaves it to be tried again after the lease. A kind without a handler
+ * here is left, like an unknown one, for a process that has one.
+ */
+export type DueHandlers = Partial<Record<DueKind, (requestId: string) => Promise<void>>>;
 
 /** How often the loop looks, and how long a claim holds; tests use a fast one. */
 export interface DuePolicy {
@@ -128,8 +131,10 @@ export function startDueScheduler(
   const tick = async (): Promise<number> => {
     const claimed = await deps.due.claim(deps.now(), policy.leaseMs, policy.batch);
     for (const { item, token } of claimed) {
+      const handle = deps.handlers[item.kind];
+      if (!handle) continue;
       try {
-        await deps.handlers[item.kind](item.requestId);
+        await handle(item.requestId);
         await deps.due.done(item, token);
       } catch (error) {
         deps.logger.warn(

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
+import { leaseItem, openLease, returnedPatch } from '../requests/leases.ts';
 import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
 import { knownVm } from '../requests/vm-facts.ts';
@@ -165,15 +166,22 @@ export class ExecuteProcessor {
         await this.announce(request, 'step_succeeded', step);
         continue;
       }
+      // A temporary increase opens its lease in the same write as the success (retention then keeps the request);
+      // its offer is a due time, set first: a due time without a lease finds nothing to do.
+      const opened = openLease(request, new Date(outcome.at));
+      if (opened) await this.deps.due?.set(leaseItem(id), opened.offerAt);
       const done = await this.settle(id, {
         from: ['sending'],
         to: 'succeeded',
         actor: 'cloudops',
-        patch: { nextStep: step + 1, outcomes },
-        detail: truncateDetail(outcome.message ?? 'accepted by the API'),
+        patch: { nextStep: step + 1, outcomes, ...(opened ? { lease: opened.lease, leaseOpen: true } : {}) },
+        detail: truncateDetail(
+          `${outcome.message ?? 'accepted by the API'}${opened ? `; temporary until ${opened.lease.endsAt}` : ''}`,
+        ),
       });
       if (!done.ok) return 'skipped';
       await this.announce(done.request, 'succeeded');
+      await this.endReturnedLease(done.request);
       return 'succeeded';
     }
     return 'skipped';
@@ -348,6 +356,24 @@ export class ExecuteProcessor {
     if (request.state === 'succeeded' || request.state === 'refused' || request.state === 'unknown') {
       await this.announce(request, request.state);
     }
+    if (request.state === 'succeeded') await this.endReturnedLease(request);
+  }
+
+  /**
+   * A return request succeeded: the lease it returns ends (audited on the lease's request), its reminders stop and
+   * its thread is told. Idempotent, so a job run again after a crash finishes what the first run began.
+   */
+  private async endReturnedLease(request: CloudRequest): Promise<void> {
+    if (request.params.kind !== 'resize' || !request.params.returnOf) return;
+    const leaseId = request.params.returnOf;
+    const at = new Date(request.outcomes[request.outcomes.length - 1]?.at ?? request.updatedAt);
+    const ended = await this.deps.store.note(
+      leaseId,
+      { note: 'lease', actor: 'cloudops', detail: `returned by request ${request.id}` },
+      (current) => returnedPatch(current, request.id, at),
+    );
+    await this.deps.due?.drop([leaseItem(leaseId)]);
+    if (ended.ok) await this.announce(ended.request, 'lease_returned');
   }
 
   /** The store's key of a request, read by the lock script. */

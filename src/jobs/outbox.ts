@@ -15,7 +15,7 @@ export function createOutbox(queues: Queues, due: DueTimes, now: () => Date): Ou
       ),
     execute: (request) => enqueueExecution(queues, request, now()),
     cancelExecution: (requestId) => cancelExecution(queues, requestId),
-    async announce(request, reply) {
+    async announce(request, reply, step) {
       // A decided request's expire job, reminder and escalation have nothing left to do.
       if (request.state !== 'pending') {
         await removeExpireJob(queues, request.id);
@@ -25,7 +25,8 @@ export function createOutbox(queues: Queues, due: DueTimes, now: () => Date): Ou
         ]);
       }
       await enqueueNotify(queues, { type: 'sync-message', requestId: request.id });
-      if (reply) await enqueueNotify(queues, { type: 'thread-reply', requestId: request.id, event: reply });
+      if (reply)
+        await enqueueNotify(queues, { type: 'thread-reply', requestId: request.id, event: reply, step });
     },
     dueAt: (item, at) => due.set(item, at),
     dropDue: (items) => due.drop(items),

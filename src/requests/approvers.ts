@@ -17,7 +17,7 @@ import {
 import type { CloudRequest } from './types.ts';
 
 /** What a person may try to do to a request. */
-export type Act = 'approve' | 'reject' | 'cancel' | 'resolve' | 'break_glass';
+export type Act = 'approve' | 'reject' | 'cancel' | 'resolve' | 'break_glass' | 'lease';
 
 /** Why a person may not: each surface words it for its own place (a button, the App Home, a step). */
 export type NotAllowed =
@@ -27,7 +27,7 @@ export type NotAllowed =
   | { code: 'not_approver'; approvers: string[] }
   /** Only the requester may (cancel a request still waiting for approval). */
   | { code: 'not_requester' }
-  /** Only the requester or an approver may (record an unknown outcome). */
+  /** Only the requester or an approver may (record an unknown outcome, return or keep a lease's size). */
   | { code: 'not_involved' }
   /** This person's approval is already counted; another approver has to add theirs. */
   | { code: 'already_approved' }
@@ -145,6 +145,7 @@ export function createApprovalPolicy(policy: Policy, groups?: UserGroups): Appro
             ? undefined
             : { code: 'not_requester' };
         case 'resolve':
+        case 'lease':
           return requester || (await among(approvers, user)) ? undefined : { code: 'not_involved' };
         case 'break_glass': {
           const project = projectOf(request);

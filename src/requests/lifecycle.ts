@@ -14,6 +14,7 @@ import {
 import type { Act, ApprovalPolicy, NotAllowed } from './approvers.ts';
 import { isScheduledWaiting } from './approvers.ts';
 import { costPreview } from './cost-preview.ts';
+import { Leases } from './leases.ts';
 import type { Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
 import type {
@@ -24,6 +25,7 @@ import type {
   ResizeParams,
   RestoreParams,
 } from './types.ts';
+import type { VmFactsStore } from './vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
 export interface Origin {
@@ -67,7 +69,9 @@ export type Refusal =
   /** It was pending past its expiry: it is expired now. */
   | { code: 'expired'; request: CloudRequest }
   /** It is not in the store any more. */
-  | { code: 'gone' };
+  | { code: 'gone' }
+  /** The lease was kept or returned already. */
+  | { code: 'lease_closed'; request: CloudRequest };
 
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };
 
@@ -90,6 +94,8 @@ export interface LifecycleDeps {
   now: () => Date;
   logger: Logger;
   metrics: Metrics;
+  /** What the bot applied to VMs: a lease's offer is checked against it. */
+  vmFacts?: VmFactsStore;
 }
 
 /** The states an act starts from: anything else is "already decided". */
@@ -105,6 +111,9 @@ function startsFrom(act: Act, request: CloudRequest): RequestState[] {
       return ['unknown'];
     case 'break_glass':
       return ['frozen'];
+    case 'lease':
+      // A lease is acted on after its request ended; whether it is still open is the lease's own question.
+      return ['succeeded'];
   }
 }
 
@@ -116,7 +125,12 @@ const refuse = (refusal: Refusal): Decision => ({ ok: false, refusal });
  * people deciding at once exactly one wins; the queues are reached through the outbox.
  */
 export class RequestLifecycle {
-  constructor(private readonly deps: LifecycleDeps) {}
+  /** Temporary increases once they ran: offer, reminders, keep, return. */
+  readonly leases: Leases;
+
+  constructor(private readonly deps: LifecycleDeps) {
+    this.leases = new Leases(deps);
+  }
 
   async createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
     const { project, vm, check } = resize;
@@ -133,6 +147,10 @@ export class RequestLifecycle {
     if (cost?.note && !cost.preview) notes.push(cost.note);
     if (check.needsStoppedConfirmation)
       notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
+    if (resize.returnOf)
+      notes.push(
+        `Returns the temporary increase of request ${resize.returnOf}; its lease ends when this succeeds.`,
+      );
     const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
     const params: ResizeParams = {
       kind: 'resize',
@@ -143,7 +161,7 @@ export class RequestLifecycle {
       ...(resize.lease ? { lease: resize.lease } : {}),
       ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
     };
-    return this.create(origin, project, vm, {
+    const created = await this.create(origin, project, vm, {
       params,
       mode,
       facts: resizeFacts(params, kind, cost?.preview?.diffMonthly),
@@ -152,6 +170,8 @@ export class RequestLifecycle {
       cost: cost?.preview,
       runAt: resize.runAt,
     });
+    if (resize.returnOf) await this.leases.returnRequested(resize.returnOf, created);
+    return created;
   }
 
   async createRestore(origin: Origin, restore: CheckedRestore): Promise<CloudRequest> {

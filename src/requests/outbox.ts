@@ -1,7 +1,7 @@
 import type { CloudRequest, ReplyEvent } from './types.ts';
 
 /** What may fall due for a request: a reminder, an escalation, the end of a freeze. */
-export type DueKind = 'remind' | 'escalate' | 'freeze-end';
+export type DueKind = 'remind' | 'escalate' | 'freeze-end' | 'lease';
 
 /** One due item: what, for which request. */
 export interface DueItem {
@@ -26,7 +26,7 @@ export interface Outbox {
    * Refresh the request message and, when given, reply in its thread; a decided request's expiry, reminder and
    * escalation are dropped.
    */
-  announce(request: CloudRequest, reply?: ReplyEvent): Promise<void>;
+  announce(request: CloudRequest, reply?: ReplyEvent, step?: number): Promise<void>;
   /** Have `item` fall due at `at` (one sorted set read by the due-times scheduler); a later call moves it. */
   dueAt(item: DueItem, at: Date): Promise<void>;
   /** Drop due items that no longer apply. */

@@ -130,9 +130,10 @@ return 1
 
 /**
  * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run
- * and retention indexes, in the same script so a state change and its records cannot part. KEYS: request, audit,
- * awaiting-run, retention. ARGV: expected version, new json, nowMs, id, state ('' for no state change), actor, at,
- * detail, ended-at ms ('' while the request is live or holds a lease).
+ * retention and open-lease indexes, in the same script so a state change and its records cannot part. KEYS: request,
+ * audit, awaiting-run, retention, open leases. ARGV: expected version, new json, nowMs, id, state ('' for no state
+ * change), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), the new state when it
+ * changes, the lease's end in ms while it is open ('closed' when it just closed, '' otherwise).
  */
 const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}
 local current = redis.call('GET', KEYS[1])
@@ -141,6 +142,11 @@ if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'co
 redis.call('SET', KEYS[1], ARGV[2])
 index_awaiting_run(KEYS[3], ARGV[10], ARGV[3], ARGV[4])
 index_retention(KEYS[4], ARGV[9], ARGV[4])
+if ARGV[11] == 'closed' then
+  redis.call('ZREM', KEYS[5], ARGV[4])
+elseif ARGV[11] ~= '' then
+  redis.call('ZADD', KEYS[5], ARGV[11], ARGV[4])
+end
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
   if ARGV[8] ~= '' then
@@ -187,6 +193,8 @@ export function requestKeys(prefix: string) {
     retention: `${prefix}:retention`,
     /** Every stored request, scored by creation: the oldest bounds how much audit history must stay. */
     created: `${prefix}:created`,
+    /** Requests whose lease is open, scored by when the lease ends. */
+    leases: `${prefix}:leases`,
   };
 }
 
@@ -347,6 +355,17 @@ export class RequestStore {
     return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as CloudRequest);
   }
 
+  /** Requests whose lease is open, the earliest end first (at most `limit`), optionally of one channel. */
+  async openLeases(channel?: string, limit = 200): Promise<CloudRequest[]> {
+    const ids = await this.redis.zrange(this.keys.leases, 0, limit - 1);
+    if (ids.length === 0) return [];
+    const values = await this.redis.mget(ids.map((id) => this.keys.request(id)));
+    return values
+      .filter((v): v is string => v !== null)
+      .map((v) => JSON.parse(v) as CloudRequest)
+      .filter((r) => r.leaseOpen && (channel === undefined || r.channel === channel));
+  }
+
   /**
    * Ids of requests that have been approved or queued since before `enteredBefore`, oldest first: each should
    * have an execute job by then. The sweeper re-enqueues those that lost theirs.
@@ -407,7 +426,13 @@ export class RequestStore {
       };
       const reply = (await CAS.run(
         this.redis,
-        [this.keys.request(id), this.keys.audit, this.keys.awaitingRun, this.keys.retention],
+        [
+          this.keys.request(id),
+          this.keys.audit,
+          this.keys.awaitingRun,
+          this.keys.retention,
+          this.keys.leases,
+        ],
         [
           current.version,
           JSON.stringify(next),
@@ -419,6 +444,7 @@ export class RequestStore {
           planned.audit?.detail ?? '',
           FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
           next.state !== current.state ? next.state : '',
+          leaseIndex(current, next),
         ],
       )) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };
@@ -428,6 +454,12 @@ export class RequestStore {
     }
     throw new Error(`request ${id}: too many concurrent writes`);
   }
+}
+
+/** The open-lease index's move for a write: the lease's end while open, 'closed' when it just closed. */
+function leaseIndex(current: CloudRequest, next: CloudRequest): string {
+  if (next.leaseOpen && next.lease) return String(new Date(next.lease.endsAt).getTime());
+  return current.leaseOpen ? 'closed' : '';
 }
 
 function stripProtected(patch: Partial<CloudRequest> | undefined): Partial<CloudRequest> {

@@ -23,7 +23,15 @@ export type ReplyEvent =
   /** Nobody acted for `remind_after_hours`: those who have not are mentioned once. */
   | 'reminder'
   /** 75 % of the approval TTL passed: `escalate_to` are mentioned and may approve. */
-  | 'escalated';
+  | 'escalated'
+  /** A lease ended (and the 24-hour rule allows lowering): the return is offered, with what it cost. */
+  | 'lease_offer'
+  /** One a day while the lease is open; the step is its number. */
+  | 'lease_reminder'
+  /** "Keep it": the size stays, the lease is closed. */
+  | 'lease_kept'
+  /** The return request succeeded: the lease is closed. */
+  | 'lease_returned';
 
 /**
  * A request's life (PRODUCT.md §6). Arrows are the only moves `RequestStore.transition` allows:
@@ -199,7 +207,7 @@ export interface CloudRequest {
  * Audit entries that record a decision without a change of state: an approval short of the count, a reminder, an
  * escalation, a freeze re-checked.
  */
-export type AuditNote = 'approval' | 'reminder' | 'escalation' | 'freeze';
+export type AuditNote = 'approval' | 'reminder' | 'escalation' | 'freeze' | 'lease';
 
 /** One line of the audit log. */
 export interface AuditEntry {

@@ -4,6 +4,7 @@ import type { Env } from '../config/env.ts';
 import { register as registerApprove } from './actions/approve.ts';
 import { register as registerBreakGlass } from './actions/break-glass.ts';
 import { register as registerCancel } from './actions/cancel.ts';
+import { register as registerLease } from './actions/lease.ts';
 import { register as registerReject } from './actions/reject.ts';
 import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
@@ -119,6 +120,7 @@ export function createSlackApp(
   registerReject(router, deps);
   registerCancel(router, deps);
   registerResolve(router, deps);
+  registerLease(router, deps);
   registerBreakGlass(router, deps);
   router.attach(app);
   app.error(async (error) => {

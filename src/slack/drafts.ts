@@ -35,6 +35,8 @@ export interface Draft {
   teamId: string;
   channel: string;
   createdAt: string;
+  /** The form returns the lease of this request (opened from its "Return to the previous size"). */
+  leaseReturn?: string;
   /** A checked resize waiting for the requester to accept the earliest allowed time. */
   scheduled?: {
     projectName: string;

@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { exportAudit } from '../../src/requests/audit.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import {
   CHANNELS,
@@ -114,15 +113,6 @@ async function threadTexts(requestId: string, count: number): Promise<string[]> 
   return h.slack.thread(CHANNELS.prod, message.ts).map((m) => m.text ?? '');
 }
 
-async function auditOf(id: string): Promise<string[]> {
-  const out: string[] = [];
-  for await (const entry of exportAudit(h.redis, h.prefix)) {
-    if (entry.requestId === id)
-      out.push(`${entry.state} ${entry.actor}${entry.detail ? ` ${entry.detail}` : ''}`);
-  }
-  return out;
-}
-
 describe('two of two, with a group member as the second', () => {
   it('shows "1 of 2 approvals" and who may still approve, then runs once the group member approves', async () => {
     const created = await request('resize shop-prod 102 cores=6');
@@ -154,7 +144,7 @@ describe('two of two, with a group member as the second', () => {
     // The member was in the cache: no call to Slack for their click.
     expect(h.slack.callsOf('usergroups.users.list').length).toBe(lookups);
     expect(h.sim.calls.filter((r) => r.method === 'POST' && r.path.includes('/102/'))).toHaveLength(1);
-    expect(await auditOf(created.id)).toEqual(
+    expect(await h.auditOf(created.id)).toEqual(
       expect.arrayContaining([
         `created ${USERS.dev} rule 1 (more cores): 2 approvals`,
         `approval ${USERS.lead} approval 1 of 2`,
@@ -196,7 +186,7 @@ describe('count 0 and counts nobody can reach', () => {
     await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
     const message = await h.requestMessage(created.id);
     expect(contextOf(message)).toContain('Needs no approval by rule 2 (changes disk)');
-    expect(await auditOf(created.id)).toContain(`created ${USERS.dev} rule 2 (changes disk): no approval`);
+    expect(await h.auditOf(created.id)).toContain(`created ${USERS.dev} rule 2 (changes disk): no approval`);
   });
 
   it('a request whose count cannot be reached is refused when made, with the reason; the unresolvable group was warned about', async () => {
@@ -237,7 +227,7 @@ describe('a freeze', () => {
     });
     const ran = await h.waitForRequest(first.id, (r) => r.state === 'succeeded', 10_000);
     expect(ran.breakGlass).toMatchObject({ by: CTO, reason: 'hotfix for the outage' });
-    expect(await auditOf(first.id)).toEqual(
+    expect(await h.auditOf(first.id)).toEqual(
       expect.arrayContaining([
         expect.stringMatching(
           /^frozen cloudops held by a freeze \(release week\) until 2026-11-25T12:00:00.000Z$/,
@@ -271,7 +261,7 @@ describe('a freeze', () => {
     h.clock.advance(HOUR + 60_000);
     const ran = await h.waitForRequest(held.id, (r) => r.state === 'succeeded', 10_000);
     expect(ran.breakGlass).toBeUndefined();
-    expect(await auditOf(held.id)).toContain(
+    expect(await h.auditOf(held.id)).toContain(
       'queued cloudops the freeze ended: queued, the rules are checked again when it runs',
     );
     expect((await h.store.get(cancelled.id))?.state).toBe('cancelled');
@@ -316,7 +306,7 @@ describe('reminder and escalation', () => {
     const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
     expect(done.approvals?.map((a) => a.user)).toEqual([GROUPIE, BOSS]);
     // Each fell due once: one reminder, one escalation.
-    const audit = await auditOf(created.id);
+    const audit = await h.auditOf(created.id);
     expect(audit.filter((a) => a.startsWith('reminder '))).toHaveLength(1);
     expect(audit.filter((a) => a.startsWith('escalation '))).toHaveLength(1);
   });

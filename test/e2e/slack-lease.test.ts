@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { dueKey } from '../../src/jobs/due-times.ts';
+import type { CloudRequest } from '../../src/requests/types.ts';
+import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // Temporary increases (PRODUCT.md §2 "Temporary changes (leases)") through the whole bot: signed HTTP in, the
 // cloud sim and the Slack stand-in out, one shared clock the test moves.
@@ -7,7 +9,11 @@ const START = new Date('2026-11-24T14:00:00Z');
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ role: 'all', now: START });
+  h = await startHarness({
+    role: 'all',
+    now: START,
+    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
+  });
 });
 afterEach(() => {
   expect(h.slack.problems).toEqual([]);
@@ -92,5 +98,210 @@ describe('asking for a temporary increase', () => {
     expect(String(answer.json?.text)).toContain(
       '`for`: a lease is written as hours (48h), days (7d) or a date',
     );
+  });
+});
+
+const HOUR = 3_600_000;
+
+/** A resize asked for by the developer and approved by the lead, run to its end. */
+async function approvedResize(text: string): Promise<CloudRequest> {
+  const ack = await h.fillAndSubmit(text, { confirm: ['stopped'] }, USERS.dev);
+  expect(ack.json).toEqual({ response_action: 'clear' });
+  const created = await h.nextRequest();
+  const message = await h.requestMessage(created.id);
+  await h.click('approve', created.id, USERS.lead, CHANNELS.prod, message);
+  return h.waitForRequest(created.id, (r) => r.state === 'succeeded', 8000);
+}
+
+/** The thread replies of a request so far. */
+async function thread(requestId: string): Promise<{ text: string; blocks?: unknown[] }[]> {
+  const message = await h.requestMessage(requestId);
+  return h.slack.thread(CHANNELS.prod, message.ts).map((m) => ({ text: m.text ?? '', blocks: m.blocks }));
+}
+
+/** Waits until the thread has a reply containing `part`, and returns it. */
+async function replyWith(requestId: string, part: string): Promise<{ text: string; blocks?: unknown[] }> {
+  const message = await h.requestMessage(requestId);
+  const found = await h.slack.waitFor(
+    () => h.slack.thread(CHANNELS.prod, message.ts).find((m) => (m.text ?? '').includes(part)),
+    8000,
+  );
+  return { text: found.text ?? '', blocks: found.blocks };
+}
+
+const count = async (requestId: string, part: string) =>
+  (await thread(requestId)).filter((m) => m.text.includes(part)).length;
+
+/** Lets the due-times loop (50 ms) look a few times at the moved clock. */
+const settle = () => new Promise((r) => setTimeout(r, 400));
+
+const buttons = (blocks: unknown[] | undefined) =>
+  ((blocks ?? []) as { type: string; elements?: { action_id?: string }[] }[])
+    .filter((b) => b.type === 'actions')
+    .flatMap((b) => (b.elements ?? []).map((e) => e.action_id));
+
+describe('a lease after its increase ran', () => {
+  it('is stored with the size to return to; the offer comes at its end with the cost so far; the return goes through approval to one API call', async () => {
+    h.clock.set(START);
+    const leased = await approvedResize('resize shop-prod 102 cores=8 ram=16 for=48h');
+    expect(leased).toMatchObject({
+      leaseOpen: true,
+      lease: { startedAt: START.toISOString(), endsAt: '2026-11-26T14:00:00.000Z' },
+    });
+    expect(await h.redis.zscore(dueKey(h.prefix), `lease:${leased.id}`)).toBe(
+      String(START.getTime() + 48 * HOUR),
+    );
+    expect(
+      JSON.stringify((await h.requestMessage(leased.id, (m) => (m.text ?? '').includes('Done'))).blocks),
+    ).toContain('Temporary:* until Thu 26 Nov 14:00 UTC, then back to 4 cores / 8 GB.');
+
+    h.clock.advance(47 * HOUR);
+    await settle();
+    expect(await count(leased.id, 'temporary increase')).toBe(0);
+
+    h.clock.advance(HOUR);
+    const offer = await replyWith(leased.id, 'The temporary increase of');
+    expect(offer.text).toBe(
+      `:hourglass: *The temporary increase of shop-prod / VM 102 (db-1) ended Thu 26 Nov 14:00 UTC.* Since it ran Tue 24 Nov 14:00 UTC it has cost EUR 3.84 more (48 h at EUR 0.0800/h).\nReturn to 4 cores / 8 GB (checked and approved like any request; lowering cores or RAM needs the VM stopped), or keep this size with a reason. <@${USERS.dev}> or an approver may choose.`,
+    );
+    console.info(`lease offer as it renders:\n${offer.text}\n${JSON.stringify(offer.blocks)}`);
+    expect(buttons(offer.blocks)).toEqual(['lease_return', 'lease_keep']);
+
+    // Return: the usual resize modal, prefilled with the lease's size and checked like any resize.
+    const seen = h.slack.views.length;
+    await h.click('lease_return', leased.id, USERS.dev);
+    const view = (await h.openedView(seen)).view;
+    expect(view.callback_id).toBe('resize');
+    expect(JSON.stringify(view.blocks)).toContain(
+      `Returns the temporary increase of request \`${leased.id}\`* to 4 cores / 8 GB.`,
+    );
+    const unstopped = await h.submitView(view, {}, USERS.dev);
+    expect(unstopped.json?.response_action).toBe('errors');
+    expect((unstopped.json?.errors as Record<string, string> | undefined)?.confirm).toContain(
+      'needs the VM stopped',
+    );
+    expect((await h.submitView(view, { confirm: ['stopped'] }, USERS.dev)).json).toEqual({
+      response_action: 'clear',
+    });
+    const back = await h.nextRequest();
+    expect(back).toMatchObject({ state: 'pending', needsApproval: true, requester: USERS.dev });
+    expect(back.params).toMatchObject({ returnOf: leased.id, steps: [{ cores: 4, ramGb: 8 }] });
+    // The lease names its return (audited) just after the return is stored.
+    await h.waitForRequest(leased.id, (r) => r.lease?.returnRequestId === back.id);
+
+    // Still open while the return waits for its approval; the approval runs it: one API call.
+    const callsBefore = h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize').length;
+    const backMessage = await h.requestMessage(back.id);
+    await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, backMessage);
+    await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 8000);
+    const ended = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
+    expect(ended.lease?.returned).toEqual({ requestId: back.id, at: expect.any(String) });
+    const calls = h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize');
+    expect(calls.length - callsBefore).toBe(1);
+    expect(calls[calls.length - 1]?.body).toEqual({ cores: 4, ram_gb: 8 });
+    await replyWith(leased.id, `Back to 4 cores / 8 GB by request \`${back.id}\`. The lease is closed.`);
+    expect(await h.redis.zscore(dueKey(h.prefix), `lease:${leased.id}`)).toBeNull();
+    expect(await h.auditOf(leased.id)).toEqual(
+      expect.arrayContaining([
+        'lease cloudops return offered',
+        `lease ${USERS.dev} return requested: ${back.id}`,
+        `lease cloudops returned by request ${back.id}`,
+      ]),
+    );
+
+    // No reminder after the lease ended.
+    h.clock.advance(25 * HOUR);
+    await settle();
+    expect(await count(leased.id, 'Reminder')).toBe(0);
+  });
+
+  it('is offered no sooner than the 24-hour rule allows, and "Keep it" with a reason ends it (requester or approver only)', async () => {
+    const leased = await approvedResize('resize shop-prod 104 cores=4 for=2h');
+    const ranAt = new Date(leased.lease?.startedAt ?? '');
+    h.clock.advance(3 * HOUR);
+    await settle();
+    expect(await count(leased.id, 'The temporary increase of')).toBe(0);
+    h.clock.set(new Date(ranAt.getTime() + 24 * HOUR));
+    const offer = await replyWith(leased.id, 'The temporary increase of');
+    // Two more light cores at 0.0060 each in zone-1.
+    expect(offer.text).toContain('(24 h at EUR 0.0120/h)');
+
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.dev2).length;
+    await h.click('lease_keep', leased.id, USERS.dev2);
+    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.dev2).length > seen);
+    expect(h.slack.ephemerals(CHANNELS.prod, USERS.dev2).at(-1)?.text).toBe(
+      'Only the requester or an approver of shop-prod can return or keep this size.',
+    );
+
+    const views = h.slack.views.length;
+    await h.click('lease_keep', leased.id, USERS.lead);
+    const keep = (await h.openedView(views)).view;
+    expect(keep.callback_id).toBe('lease_keep');
+    const empty = await h.submitView(keep, { keep_reason: '' }, USERS.lead);
+    expect(empty.json).toEqual({
+      response_action: 'errors',
+      errors: { keep_reason: 'Say why the temporary size stays.' },
+    });
+    expect((await h.submitView(keep, { keep_reason: 'the sale traffic stays' }, USERS.lead)).json).toEqual({
+      response_action: 'clear',
+    });
+    const kept = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
+    expect(kept.lease?.kept).toMatchObject({ by: USERS.lead, reason: 'the sale traffic stays' });
+    await replyWith(
+      leased.id,
+      `Kept at this size by <@${USERS.lead}>: “the sale traffic stays”. The lease is closed`,
+    );
+    expect(await h.auditOf(leased.id)).toContain(`lease ${USERS.lead} kept: the sale traffic stays`);
+    // A late click changes nothing.
+    const seenLead = h.slack.ephemerals(CHANNELS.prod, USERS.dev).length;
+    await h.click('lease_return', leased.id, USERS.dev);
+    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.dev).length > seenLead);
+    expect(h.slack.ephemerals(CHANNELS.prod, USERS.dev).at(-1)?.text).toContain('already kept this size');
+  });
+
+  it('reminds once a day (across a restart), says when another request resized the VM, is listed by /cloud jobs, and retention keeps it', async () => {
+    const leased = await approvedResize('resize shop-prod 101 ram=8 for=1d');
+    const ranAt = new Date(leased.lease?.startedAt ?? '');
+    h.clock.advance(HOUR);
+    const other = await approvedResize('resize shop-prod 101 ram=16');
+    expect(other.leaseOpen).toBeUndefined();
+    // The lease ended at +24 h, but the later increase (at +1 h) allows lowering only from +25 h.
+    h.clock.set(new Date(ranAt.getTime() + 24 * HOUR));
+    await settle();
+    expect(await count(leased.id, 'The temporary increase of')).toBe(0);
+    h.clock.set(new Date(ranAt.getTime() + 25 * HOUR));
+    const offer = await replyWith(leased.id, 'The temporary increase of');
+    expect(offer.text).toContain(
+      'Another request resized the VM since: the bot now knows 16 GB. The return still proposes 4 GB',
+    );
+
+    const jobs = await h.command('jobs');
+    await h.slack.waitFor(() =>
+      h.slack.responses.find((r) => JSON.stringify(r.body).includes('Open leases')),
+    );
+    void jobs;
+    const listed = JSON.stringify(h.slack.responses.at(-1)?.body);
+    expect(listed).toContain(`\`${leased.id}\` *shop-prod / VM 101 (web-1)*: :warning: *overdue*`);
+
+    h.clock.advance(24 * HOUR);
+    await replyWith(leased.id, 'Reminder 1:');
+    h.clock.advance(HOUR);
+    await settle();
+    expect(await count(leased.id, 'Reminder')).toBe(1);
+
+    await h.restart();
+    h.clock.advance(23 * HOUR);
+    await replyWith(leased.id, 'Reminder 2:');
+    await settle();
+    expect(await count(leased.id, 'Reminder')).toBe(2);
+
+    // A long silence is one reminder, not one per missed day; retention removes the other request, never this one.
+    h.clock.advance(100 * 24 * HOUR);
+    await replyWith(leased.id, 'Reminder 3:');
+    await settle();
+    expect(await count(leased.id, 'Reminder')).toBe(3);
+    await h.store.removeExpired();
+    expect(await h.store.get(other.id)).toBeUndefined();
+    expect(await h.store.get(leased.id)).toMatchObject({ leaseOpen: true });
   });
 });

@@ -8,6 +8,7 @@ import { createRedis, type RedisTarget } from '../../src/config/redis-connection
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { type Running, type StartOptions, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { exportAudit } from '../../src/requests/audit.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from './redis.ts';
@@ -204,6 +205,10 @@ export interface Harness {
     requestId: string,
     predicate?: (m: { text?: string; blocks?: unknown[] }) => boolean,
   ): Promise<{ ts: string; text?: string; blocks?: unknown[] }>;
+  /** A request's audit entries as "state actor detail" lines, oldest first. */
+  auditOf(requestId: string): Promise<string[]>;
+  /** Stops the bot and starts it again on the same Redis, clock, cloud sim and Slack stand-in (a new port). */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -258,8 +263,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     { write: (line: string) => void logs.push(line) },
   );
   let bot: Running;
-  try {
-    bot = await startCloudops(env, policy, {
+  const startBot = () =>
+    startCloudops(env, policy, {
       now: clock.now,
       logger,
       stalledIntervalMs: 2000,
@@ -267,6 +272,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       reconnectPolicy: TEST_RECONNECT_POLICY,
       ...options.startOptions,
     });
+  try {
+    bot = await startBot();
   } catch (error) {
     await Promise.all([sim.close(), slack.close()]);
     throw error;
@@ -276,8 +283,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     : new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const store = new RequestStore(redis, { prefix, now: clock.now });
   const queues = createQueues(redis, prefix);
-  const baseUrl = `http://127.0.0.1:${bot.port}`;
-  const eventsUrl = `${baseUrl}/slack/events`;
+  let baseUrl = `http://127.0.0.1:${bot.port}`;
+  let eventsUrl = `${baseUrl}/slack/events`;
 
   const send = (body: string, sign: Partial<SignOptions> = {}) => {
     if (mode === 'socket') throw new Error('h.send posts signed HTTP: the harness runs in Socket Mode');
@@ -428,6 +435,21 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         8000,
       );
       return { ts: found.ts, text: found.text, blocks: found.blocks };
+    },
+    async auditOf(requestId) {
+      const out: string[] = [];
+      for await (const entry of exportAudit(redis, prefix)) {
+        if (entry.requestId === requestId)
+          out.push(`${entry.state} ${entry.actor}${entry.detail ? ` ${entry.detail}` : ''}`);
+      }
+      return out;
+    },
+    async restart() {
+      await bot.stop();
+      bot = await startBot();
+      baseUrl = `http://127.0.0.1:${bot.port}`;
+      eventsUrl = `${baseUrl}/slack/events`;
+      Object.assign(harness, { bot, baseUrl, eventsUrl });
     },
     async close() {
       await bot.stop();

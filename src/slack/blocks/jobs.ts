@@ -1,6 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import type { CloudRequest } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, vmLabel } from './describe.ts';
+import { openLeaseLines } from './lease.ts';
 import { escapeMrkdwn, mention, mrkdwn, slackDate } from './text.ts';
 
 function summary(request: CloudRequest): string {
@@ -17,15 +18,33 @@ function actors(request: CloudRequest): string {
   return parts.join(', ');
 }
 
-/** `/cloud jobs`: one section per recent request, newest first, inside Slack's 50-block limit. */
-export function jobsBlocks(requests: CloudRequest[]): { text: string; blocks: KnownBlock[] } {
-  if (requests.length === 0) {
+/**
+ * `/cloud jobs`: the channel's open leases first (overdue ones on top), then one section per recent request, newest
+ * first, inside Slack's 50-block limit.
+ */
+export function jobsBlocks(
+  requests: CloudRequest[],
+  leases?: { open: CloudRequest[]; now: Date },
+): { text: string; blocks: KnownBlock[] } {
+  const leaseBlocks: KnownBlock[] =
+    leases && leases.open.length > 0
+      ? [
+          {
+            type: 'section',
+            text: mrkdwn(
+              `*Open leases in this channel* (${leases.open.length})\n${openLeaseLines(leases.open, leases.now).join('\n')}`,
+            ),
+          },
+        ]
+      : [];
+  if (requests.length === 0 && leaseBlocks.length === 0) {
     return {
       text: 'No requests in this channel yet.',
       blocks: [{ type: 'section', text: mrkdwn('No requests in this channel yet.') }],
     };
   }
   const blocks: KnownBlock[] = [
+    ...leaseBlocks,
     { type: 'section', text: mrkdwn(`*Recent requests in this channel* (${requests.length})`) },
   ];
   for (const request of requests.slice(0, 40)) {
@@ -36,5 +55,6 @@ export function jobsBlocks(requests: CloudRequest[]): { text: string; blocks: Kn
       ),
     });
   }
-  return { text: `Recent requests in this channel: ${requests.length}`, blocks };
+  const open = leases && leases.open.length > 0 ? `Open leases: ${leases.open.length}. ` : '';
+  return { text: `${open}Recent requests in this channel: ${requests.length}`, blocks };
 }

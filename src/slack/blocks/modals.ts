@@ -1,6 +1,6 @@
 import type { KnownBlock, ModalView, PlainTextOption } from '@slack/types';
 import { INPUT_MAX_LENGTH, MAX_SLUG_LENGTH } from '../../rules/inputs.ts';
-import { type LeaseTerm, leaseTermText } from '../../rules/lease.ts';
+import { type LeaseReturn, type LeaseTerm, leaseTermText, sizeText } from '../../rules/lease.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { escapeMrkdwn, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
@@ -117,6 +117,16 @@ export interface ResizeModalInput {
   };
   cpuClassConfigured: boolean;
   privateNetworkConfigured: boolean;
+  /** Opened from a lease's "Return to the previous size": no lease fields, and a line on what it returns. */
+  returning?: { requestId: string; to: LeaseReturn; changed?: LeaseReturn };
+}
+
+/** What a return form says above its fields. */
+function returningLine(returning: NonNullable<ResizeModalInput['returning']>): string {
+  const changed = returning.changed
+    ? ` Another request resized the VM since (the bot now knows ${sizeText(returning.changed)}); this still proposes the lease's size.`
+    : '';
+  return `*Returns the temporary increase of request \`${returning.requestId}\`* to ${sizeText(returning.to)}.${changed} Checked like any resize and approved by the project's policy; lowering cores or RAM needs the VM stopped.`;
 }
 
 function knownLine(vm: VmKnown | undefined): string {
@@ -183,6 +193,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
   const initialNumber = (typed: number | undefined, known: number | undefined) =>
     typed !== undefined ? String(typed) : known !== undefined ? String(known) : undefined;
   const blocks: KnownBlock[] = [
+    ...(input.returning ? [{ type: 'section' as const, text: mrkdwn(returningLine(input.returning)) }] : []),
     { type: 'section', text: mrkdwn(knownLine(vm)) },
     select(
       FIELDS.project,
@@ -254,7 +265,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
         ],
       },
     },
-    ...leaseInputs(input.typed.lease),
+    ...(input.returning ? [] : leaseInputs(input.typed.lease)),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,
       placeholder: 'Why, for the approver and the audit log',
@@ -265,7 +276,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
     type: 'modal',
     callback_id: VIEWS.resize,
     private_metadata: input.draftId,
-    title: plain('Resize a VM', 24),
+    title: plain(input.returning ? 'Return to previous size' : 'Resize a VM', 24),
     submit: plain('Check and request', 24),
     close: plain('Cancel', 24),
     blocks,

@@ -2,6 +2,7 @@ import type { Act } from '../../requests/approvers.ts';
 import type { Refusal } from '../../requests/lifecycle.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL } from './describe.ts';
+import { leaseClosedText } from './lease.ts';
 import { mention, mentionAny } from './text.ts';
 
 /** "Already approved by @x" and the like, for a click that came too late. */
@@ -22,7 +23,11 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
     case 'not_requester':
       return 'Only the requester can cancel this request.';
     case 'not_involved':
-      return 'Only the requester or an approver can record the outcome.';
+      return act === 'lease'
+        ? `Only the requester or an approver of ${request.projectName} can return or keep this size.`
+        : 'Only the requester or an approver can record the outcome.';
+    case 'lease_closed':
+      return leaseClosedText(refusal.request);
     case 'own_request':
       return act === 'approve'
         ? 'You cannot approve your own request: another approver has to.'

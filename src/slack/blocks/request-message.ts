@@ -4,7 +4,7 @@ import { approvalsText } from '../../requests/approval-rules.ts';
 import { currentApprovers } from '../../requests/approvers.ts';
 import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
-import { leaseText } from './lease.ts';
+import { leaseReply, leaseText } from './lease.ts';
 import { escapeMrkdwn, mention, mentionAny, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
 /** Action ids of the buttons on request messages and thread replies; their value is the request id. */
@@ -229,6 +229,11 @@ function threadReply(
   const outcome = step === undefined ? lastOutcome(request) : request.outcomes.find((o) => o.step === step);
   const steps = request.params.kind === 'resize' ? request.params.steps : [];
   switch (event) {
+    case 'lease_offer':
+    case 'lease_reminder':
+    case 'lease_kept':
+    case 'lease_returned':
+      return leaseReply(request, event, step);
     case 'approved':
       return {
         text: `Approved by ${listed(approvedBy(request)) || mention('unknown')}.${request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.'}`,

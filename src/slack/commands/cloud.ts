@@ -161,8 +161,11 @@ async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
   await slack.ack();
   try {
     await afterWaitingAcks();
-    const requests = await withDeadline(deps.store.listByChannel(slack.command.channel_id, 15));
-    await slack.respond({ response_type: 'ephemeral', ...jobsBlocks(requests) });
+    const channel = slack.command.channel_id;
+    const [requests, open] = await withDeadline(
+      Promise.all([deps.store.listByChannel(channel, 15), deps.store.openLeases(channel)]),
+    );
+    await slack.respond({ response_type: 'ephemeral', ...jobsBlocks(requests, { open, now: deps.now() }) });
   } catch (error) {
     deps.logger.warn({ err: error }, 'could not list jobs');
     await slack.respond(ephemeral(TRY_AGAIN)).catch(() => undefined);

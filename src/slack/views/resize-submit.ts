@@ -1,13 +1,21 @@
 import { findProject } from '../../config/policy.ts';
+import type { CloudRequest } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
 import { checkResize } from '../../rules/resize.ts';
 import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
+import { leaseClosedText } from '../blocks/lease.ts';
 import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
-import { readSubmission, releaseClaim, storeFromDraft, submissionErrors } from './draft-submission.ts';
+import {
+  readSubmission,
+  releaseClaim,
+  type Submission,
+  storeFromDraft,
+  submissionErrors,
+} from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
 
 /**
@@ -61,6 +69,32 @@ function leaseErrors(lease: LeaseCheck, term: LeaseTerm): Record<string, string>
   return { [block]: lease.violations.map((v) => v.message).join(' ') };
 }
 
+/**
+ * Why a return form (opened from a lease's offer) cannot be submitted: the lease ended meanwhile, or the form was
+ * changed to another VM. Undefined when it can go on.
+ */
+async function returnRefused(
+  deps: SlackDeps,
+  submission: Submission,
+  leaseRequestId: string,
+  projectUuid: string,
+  vmid: number,
+): Promise<Record<string, string> | undefined> {
+  let leased: CloudRequest | undefined;
+  try {
+    leased = await submission.within(deps.store.get(leaseRequestId));
+  } catch {
+    return { [FIELDS.project]: TRY_AGAIN };
+  }
+  if (!leased?.leaseOpen)
+    return { [FIELDS.project]: leased ? leaseClosedText(leased) : 'This lease is gone.' };
+  if (leased.projectUuid !== projectUuid || leased.vmid !== vmid)
+    return {
+      [FIELDS.vmid]: `This form returns VM ${leased.vmid} of ${leased.projectName}; to change another VM, use /cloud resize.`,
+    };
+  return undefined;
+}
+
 /** Handles the resize modal: rules as field errors, the 24-hour offer as a pushed view, else a request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.resize, async ({ ack, body, view, client }) => {
@@ -78,6 +112,10 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       const refused = submissionErrors(deps, submission, { project, vmid }, blocks);
       if (refused || !draft || !project || typeof vmid !== 'number')
         return void (await ack({ response_action: 'errors', errors: refused ?? {} }));
+      const returning = draft.leaseReturn
+        ? await returnRefused(deps, submission, draft.leaseReturn, project.uuid, vmid)
+        : undefined;
+      if (returning) return void (await ack({ response_action: 'errors', errors: returning }));
       const limits = deps.policy.limits;
       const target: ResizeTarget = {
         cores: optionalNumber(text(form, FIELDS.cores), 'cores', limits.cores, violations),
@@ -175,6 +213,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           confirmedStopped,
           reason,
           ...(term && lease ? { lease: { term, returnTo: lease.returnTo }, leaseNotes: lease.notes } : {}),
+          ...(draft.leaseReturn ? { returnOf: draft.leaseReturn } : {}),
         }),
       );
     } finally {

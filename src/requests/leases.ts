@@ -1,0 +1,205 @@
+import { findProject, type Policy } from '../config/policy.ts';
+import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
+import type { VmKnown } from '../rules/types.ts';
+import type { ApprovalPolicy } from './approvers.ts';
+import type { Decision } from './lifecycle.ts';
+import type { DueItem, Outbox } from './outbox.ts';
+import type { RequestStore } from './store.ts';
+import type { CloudRequest, Lease } from './types.ts';
+import { knownVm, type VmFactsStore } from './vm-facts.ts';
+
+/*
+ * Temporary increases once they ran (PRODUCT.md §2 "Temporary changes (leases)"): the lease lives on the request that
+ * made the increase, with `leaseOpen` set until the return succeeds or someone keeps the size. Its offer and its
+ * daily reminders are ONE due item (kind `lease`) in the due-times set, moved forward each time it falls due.
+ */
+
+/** The lease's due item: its offer first, then one reminder a day. */
+export function leaseItem(requestId: string): DueItem {
+  return { kind: 'lease', requestId };
+}
+
+/**
+ * The lease a request opens when its increase ran at `ranAt`: what the success write stores, and when the return is
+ * first offered (never before the 24-hour rule allows lowering). Undefined for a permanent change.
+ */
+export function openLease(request: CloudRequest, ranAt: Date): { lease: Lease; offerAt: Date } | undefined {
+  if (request.params.kind !== 'resize' || !request.params.lease || request.lease) return undefined;
+  const endsAt = leaseEnd(request.params.lease.term, ranAt);
+  return {
+    lease: { startedAt: ranAt.toISOString(), endsAt: endsAt.toISOString() },
+    offerAt: offerAt(endsAt, ranAt),
+  };
+}
+
+/** What a lease's due time leads to now. */
+export type LeaseStep =
+  | { next: 'none' }
+  | { next: 'wait'; until: Date }
+  | { next: 'offer' }
+  | { next: 'remind'; count: number };
+
+/**
+ * Pure: the offer once the lease ended and the 24-hour rule allows lowering after the last increase the bot knows
+ * (the lease's own or a later one); then a reminder when a day has passed since the offer or the last reminder.
+ */
+export function leaseStep(request: CloudRequest, lastIncreaseAt: Date | undefined, now: Date): LeaseStep {
+  const lease = request.lease;
+  if (!request.leaseOpen || !lease) return { next: 'none' };
+  if (!lease.offeredAt) {
+    const started = new Date(lease.startedAt);
+    const increased = lastIncreaseAt && lastIncreaseAt > started ? lastIncreaseAt : started;
+    const at = offerAt(new Date(lease.endsAt), increased);
+    return now < at ? { next: 'wait', until: at } : { next: 'offer' };
+  }
+  const at = nextReminderAt(new Date(lease.remindedAt ?? lease.offeredAt));
+  return now < at ? { next: 'wait', until: at } : { next: 'remind', count: (lease.reminders ?? 0) + 1 };
+}
+
+/**
+ * The raised fields as the bot knows them now, when another request changed them after the increase (so the offer
+ * says so); undefined when they are as the increase left them.
+ */
+export function changedSince(request: CloudRequest, vm: VmKnown): LeaseReturn | undefined {
+  if (request.params.kind !== 'resize' || !request.params.lease) return undefined;
+  const { target, lease } = request.params;
+  const fields = LEASE_FIELDS.filter((f) => lease.returnTo[f] !== undefined);
+  if (fields.every((f) => vm[f] === undefined || vm[f] === target[f])) return undefined;
+  const now: LeaseReturn = {};
+  for (const field of fields) Object.assign(now, { [field]: vm[field] });
+  return now;
+}
+
+/**
+ * The patch that ends a lease whose return request succeeded (the worker writes it with the store's
+ * compare-and-set); undefined when the lease is no longer open.
+ */
+export function returnedPatch(
+  current: CloudRequest,
+  returnRequestId: string,
+  at: Date,
+): Partial<CloudRequest> | undefined {
+  if (!current.leaseOpen || !current.lease) return undefined;
+  return {
+    leaseOpen: false,
+    lease: { ...current.lease, returned: { requestId: returnRequestId, at: at.toISOString() } },
+  };
+}
+
+export interface LeaseDeps {
+  policy: Policy;
+  store: RequestStore;
+  outbox: Outbox;
+  approvals: ApprovalPolicy;
+  vmFacts?: VmFactsStore;
+  now: () => Date;
+}
+
+/**
+ * A lease's life after its increase ran: the offer and reminders when its due time comes, who may act on it (the
+ * approval policy's answer), "Keep it", and the return request made from the offer.
+ */
+export class Leases {
+  constructor(private readonly deps: LeaseDeps) {}
+
+  /** What the bot knows of the lease's VM now (the policy's facts under what it applied). */
+  async vmNow(request: CloudRequest): Promise<VmKnown> {
+    const { policy, vmFacts } = this.deps;
+    const project = findProject(policy, request.projectUuid) ?? findProject(policy, request.projectName);
+    const recorded = await vmFacts?.get(request.projectUuid, request.vmid);
+    return knownVm(
+      project?.vms.find((v) => v.vmid === request.vmid),
+      recorded,
+      request.vmid,
+    );
+  }
+
+  /**
+   * The lease's due time came: offer the return (once), or remind (once a day), or wait longer (the 24-hour rule
+   * after a later increase). Each write is a compare-and-set, so two schedulers never post twice.
+   */
+  async due(requestId: string): Promise<void> {
+    const { store, outbox } = this.deps;
+    const request = await store.get(requestId);
+    if (!request) return;
+    const vm = await this.vmNow(request);
+    const now = this.deps.now();
+    const step = leaseStep(request, vm.lastIncreaseAt, now);
+    const at = now.toISOString();
+    switch (step.next) {
+      case 'none':
+        return;
+      case 'wait':
+        return outbox.dueAt(leaseItem(requestId), step.until);
+      case 'offer': {
+        const changed = changedSince(request, vm);
+        const noted = await store.note(
+          requestId,
+          { note: 'lease', actor: 'cloudops', detail: 'return offered' },
+          (current) =>
+            current.leaseOpen && current.lease && !current.lease.offeredAt
+              ? { lease: { ...current.lease, offeredAt: at, ...(changed ? { changedSince: changed } : {}) } }
+              : undefined,
+        );
+        await outbox.dueAt(leaseItem(requestId), nextReminderAt(now));
+        if (noted.ok) await outbox.announce(noted.request, 'lease_offer');
+        return;
+      }
+      case 'remind': {
+        const noted = await store.note(
+          requestId,
+          { note: 'lease', actor: 'cloudops', detail: `reminder ${step.count}` },
+          (current) =>
+            current.leaseOpen && current.lease && (current.lease.reminders ?? 0) === step.count - 1
+              ? { lease: { ...current.lease, remindedAt: at, reminders: step.count } }
+              : undefined,
+        );
+        await outbox.dueAt(leaseItem(requestId), nextReminderAt(now));
+        if (noted.ok) await outbox.announce(noted.request, 'lease_reminder', step.count);
+        return;
+      }
+    }
+  }
+
+  /** Whether `user` may return or keep: the requester or one of the request's approvers, while the lease is open. */
+  async mayAct(request: CloudRequest, user: string): Promise<Decision> {
+    const notAllowed = await this.deps.approvals.may(request, user, 'lease');
+    if (notAllowed) return { ok: false, refusal: notAllowed };
+    if (!request.leaseOpen) return { ok: false, refusal: { code: 'lease_closed', request } };
+    return { ok: true, request };
+  }
+
+  /** "Keep it": the size stays, with a reason (audited); the lease ends and its reminders stop. */
+  async keep(request: CloudRequest, user: string, reason: string): Promise<Decision> {
+    const allowed = await this.mayAct(request, user);
+    if (!allowed.ok) return allowed;
+    const at = this.deps.now().toISOString();
+    const kept = await this.deps.store.note(
+      request.id,
+      { note: 'lease', actor: user, detail: `kept: ${reason}` },
+      (current) =>
+        current.leaseOpen && current.lease
+          ? { leaseOpen: false, lease: { ...current.lease, kept: { by: user, reason, at } } }
+          : undefined,
+    );
+    if (!kept.ok) {
+      const latest = kept.request ?? (await this.deps.store.get(request.id)) ?? request;
+      return { ok: false, refusal: { code: 'lease_closed', request: latest } };
+    }
+    await this.deps.outbox.dropDue([leaseItem(request.id)]);
+    await this.deps.outbox.announce(kept.request, 'lease_kept');
+    return { ok: true, request: kept.request };
+  }
+
+  /** A return request was made from the offer: the lease names it (audited); the lease stays open until it succeeds. */
+  async returnRequested(leaseRequestId: string, returnRequest: CloudRequest): Promise<void> {
+    await this.deps.store.note(
+      leaseRequestId,
+      { note: 'lease', actor: returnRequest.requester, detail: `return requested: ${returnRequest.id}` },
+      (current) =>
+        current.leaseOpen && current.lease
+          ? { lease: { ...current.lease, returnRequestId: returnRequest.id } }
+          : undefined,
+    );
+  }
+}
