@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
-import { leaseItem, openLease, returnedPatch } from '../requests/leases.ts';
+import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
 import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
 import { knownVm } from '../requests/vm-facts.ts';
@@ -359,21 +359,18 @@ export class ExecuteProcessor {
     if (request.state === 'succeeded') await this.endReturnedLease(request);
   }
 
-  /**
-   * A return request succeeded: the lease it returns ends (audited on the lease's request), its reminders stop and
-   * its thread is told. Idempotent, so a job run again after a crash finishes what the first run began.
-   */
+  /** A return request succeeded: the lease it returns ends ({@link endReturnedLease}). */
   private async endReturnedLease(request: CloudRequest): Promise<void> {
-    if (request.params.kind !== 'resize' || !request.params.returnOf) return;
-    const leaseId = request.params.returnOf;
     const at = new Date(request.outcomes[request.outcomes.length - 1]?.at ?? request.updatedAt);
-    const ended = await this.deps.store.note(
-      leaseId,
-      { note: 'lease', actor: 'cloudops', detail: `returned by request ${request.id}` },
-      (current) => returnedPatch(current, request.id, at),
+    await endReturnedLease(
+      {
+        store: this.deps.store,
+        dropDue: async (items) => this.deps.due?.drop(items),
+        announce: (r, event) => this.announce(r, event),
+      },
+      request,
+      at,
     );
-    await this.deps.due?.drop([leaseItem(leaseId)]);
-    if (ended.ok) await this.announce(ended.request, 'lease_returned');
   }
 
   /** The store's key of a request, read by the lock script. */

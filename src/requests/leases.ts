@@ -86,6 +86,30 @@ export function returnedPatch(
   };
 }
 
+/** Where ending a lease writes: the store, the due times and the thread (the worker and the lifecycle each bring theirs). */
+export interface LeaseEnding {
+  store: RequestStore;
+  dropDue(items: DueItem[]): Promise<void>;
+  announce(request: CloudRequest, event: 'lease_returned'): Promise<void>;
+}
+
+/**
+ * A return request ran (or was marked applied after an unknown outcome): the lease it returns ends (audited on the
+ * lease's request), its reminders stop and its thread is told. Idempotent: run again after a crash, it finishes what
+ * the first run began.
+ */
+export async function endReturnedLease(ending: LeaseEnding, request: CloudRequest, at: Date): Promise<void> {
+  if (request.params.kind !== 'resize' || !request.params.returnOf) return;
+  const leaseId = request.params.returnOf;
+  const ended = await ending.store.note(
+    leaseId,
+    { note: 'lease', actor: 'cloudops', detail: `returned by request ${request.id}` },
+    (current) => returnedPatch(current, request.id, at),
+  );
+  await ending.dropDue([leaseItem(leaseId)]);
+  if (ended.ok) await ending.announce(ended.request, 'lease_returned');
+}
+
 export interface LeaseDeps {
   policy: Policy;
   store: RequestStore;
@@ -189,6 +213,28 @@ export class Leases {
     await this.deps.outbox.dropDue([leaseItem(request.id)]);
     await this.deps.outbox.announce(kept.request, 'lease_kept');
     return { ok: true, request: kept.request };
+  }
+
+  /**
+   * After an unknown outcome a person marked the change applied: a temporary increase opens its lease from when it was
+   * sent (the patch for that same write, its offer set first), and a return ends its lease.
+   */
+  async resolvedDone(request: CloudRequest): Promise<Partial<CloudRequest>> {
+    const sentAt = new Date(request.outcomes[request.outcomes.length - 1]?.at ?? this.deps.now());
+    const opened = openLease(request, sentAt);
+    if (!opened) return {};
+    await this.deps.outbox.dueAt(leaseItem(request.id), opened.offerAt);
+    return { lease: opened.lease, leaseOpen: true };
+  }
+
+  /** The lease a resolved-done return request returns ends. */
+  async returned(request: CloudRequest): Promise<void> {
+    const { store, outbox } = this.deps;
+    await endReturnedLease(
+      { store, dropDue: (items) => outbox.dropDue(items), announce: (r, e) => outbox.announce(r, e) },
+      request,
+      this.deps.now(),
+    );
   }
 
   /** A return request was made from the offer: the lease names it (audited); the lease stays open until it succeeds. */

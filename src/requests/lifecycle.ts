@@ -355,13 +355,15 @@ export class RequestLifecycle {
   ): Promise<Decision> {
     const checked = await this.check(request, user, 'resolve');
     if (checked) return refuse(checked);
+    const done = outcome === 'resolved_done';
     return this.decide(request, {
       from: ['unknown'],
       to: outcome,
       actor: user,
-      patch: { resolvedBy: user },
+      patch: { resolvedBy: user, ...(done ? await this.leases.resolvedDone(request) : {}) },
       detail: 'checked in the portal',
       reply: 'resolved',
+      after: done ? () => this.leases.returned(request) : undefined,
     });
   }
 
