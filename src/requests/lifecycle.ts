@@ -9,7 +9,14 @@ import { isScheduledWaiting } from './approvers.ts';
 import { costPreview } from './cost-preview.ts';
 import type { Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
-import type { CloudRequest, CostPreview, RequestState, ResizeParams, RestoreParams } from './types.ts';
+import type {
+  CloudRequest,
+  CostPreview,
+  LeaseAsked,
+  RequestState,
+  ResizeParams,
+  RestoreParams,
+} from './types.ts';
 import type { VmFactsStore } from './vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
@@ -29,6 +36,12 @@ export interface CheckedResize {
   reason?: string;
   /** A scheduled downsize: when it may run. */
   runAt?: Date;
+  /** A temporary increase (checked with `checkLease`): how long, and what it returns to. */
+  lease?: LeaseAsked;
+  /** Notes of the lease check, e.g. that a disk increase stays. */
+  leaseNotes?: string[];
+  /** This resize returns the lease of that request. */
+  returnOf?: string;
 }
 
 /** A restore that passed the rules. */
@@ -96,8 +109,9 @@ export class RequestLifecycle {
       project,
       vm,
       resize.target,
+      resize.lease?.returnTo,
     );
-    const notes = [...check.notes];
+    const notes = [...check.notes, ...(resize.leaseNotes ?? [])];
     if (cost?.note && !cost.preview) notes.push(cost.note);
     if (check.needsStoppedConfirmation)
       notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
@@ -109,6 +123,8 @@ export class RequestLifecycle {
         steps: check.steps,
         before,
         confirmedStopped: resize.confirmedStopped,
+        ...(resize.lease ? { lease: resize.lease } : {}),
+        ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
       },
       needsApproval: mode === 'required',
       reason: resize.reason,
