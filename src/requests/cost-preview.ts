@@ -44,6 +44,7 @@ export async function costPreview(
     preview.diffHourly = diff.hourly.toFixed(4);
     preview.diffMonthly = diff.monthly.toFixed(2);
   }
-  if (cost.missing.length > 0) preview.note = `Prices missing for ${cost.missing.join(', ')}; counted as 0.`;
+  if (cost.missing.length > 0)
+    preview.note = `Prices unknown for ${cost.missing.join(', ')} (missing, malformed or negative in the API's answer); counted as 0.`;
   return { preview };
 }

@@ -76,3 +76,22 @@ describe('modal submissions answer within Slack’s 3 s whatever Redis does', ()
     expect(request).toMatchObject({ kind: 'restore', vmid: 102, channel: CHANNELS.prod });
   });
 });
+
+describe('Redis down', () => {
+  it('a slash command says the bot cannot reach its database, not that the form could not be opened', async () => {
+    proxy?.setDown(true);
+    try {
+      const seen = h.slack.responses.length;
+      const answer = await h.command('resize shop-prod 102 cores=6');
+      expect(answer.status).toBe(200);
+      const told = await h.slack.waitFor(() => h.slack.responses.slice(seen).at(-1));
+      expect(told.body.text).toBe(TRY_AGAIN);
+      const listed = await h.command('jobs');
+      expect(listed.status).toBe(200);
+      const jobs = await h.slack.waitFor(() => h.slack.responses.slice(seen + 1).at(-1));
+      expect(jobs.body.text).toBe(TRY_AGAIN);
+    } finally {
+      proxy?.setDown(false);
+    }
+  });
+});
