@@ -163,10 +163,11 @@ export class RequestLifecycle {
     if (!approved.ok)
       return refuse(approved.request ? { code: 'already', request: approved.request } : { code: 'gone' });
     this.deps.metrics.approvals.inc({ decision: 'approved' });
+    // Announced first, right after the approval is stored: a process dying now leaves no message "waiting" with
+    // live buttons; an approval that was not queued yet is queued by the stranded-request sweeper.
+    await this.deps.outbox.announce(approved.request, 'approved');
     const queued = await this.queueApproved(approved.request);
-    const now = queued ?? approved.request;
-    await this.deps.outbox.announce(now, 'approved');
-    return { ok: true, request: now };
+    return { ok: true, request: queued ?? approved.request };
   }
 
   /** Whether `user` may reject now, before they are asked for a reason (an expired request expires here). */
