@@ -8,7 +8,7 @@ import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts'
 import { loadPolicy, type Policy, PolicyError, userGroupsOf } from './config/policy.ts';
 import { createRedis, describeRedis, redisTarget, watchReplicas } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
-import { type DuePolicy, DueTimes, startDueScheduler } from './jobs/due-times.ts';
+import { type DuePolicy, startDueScheduler } from './jobs/due-times.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
@@ -237,11 +237,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       logger: boltLogger(logger),
     });
     const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
-    const due = new DueTimes(queueRedis, prefix);
     const requests = new RequestLifecycle({
       policy,
       store,
-      outbox: createOutbox(queues, due, now),
+      outbox: createOutbox(queues, now),
       approvals: createApprovalPolicy(policy, userGroups),
       prices,
       now,
@@ -335,7 +334,6 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         vmLock: options.vmLock,
         // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
         replicaAck: new ReplicaAck(queueRedis, replicas?.current),
-        due,
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
       const sweeper = startStrandedSweeper(
@@ -362,7 +360,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       await step('Redis (the digest scheduler)', digests.startScheduler());
       const dueScheduler = startDueScheduler(
         {
-          due,
+          due: queues.due,
           handlers: {
             remind: (id) => requests.remind(id),
             escalate: (id) => requests.escalate(id),

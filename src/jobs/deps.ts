@@ -6,7 +6,6 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
-import type { DueTimes } from './due-times.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
 import type { ReplicaAck } from './replica-ack.ts';
@@ -38,8 +37,6 @@ export interface ExecutionDeps {
    * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
    */
   replicaAck?: ReplicaAck;
-  /** Due times: a lease's offer is set here when its increase ran, and dropped when its return ran. */
-  due?: DueTimes;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
 }

@@ -1,9 +1,9 @@
 import type { Outbox } from '../requests/outbox.ts';
-import type { DueTimes } from './due-times.ts';
 import { cancelExecution, enqueueExecution, enqueueNotify, type Queues, removeExpireJob } from './queues.ts';
 
 /** The lifecycle's outbox on the bot's BullMQ queues and the due-times set. */
-export function createOutbox(queues: Queues, due: DueTimes, now: () => Date): Outbox {
+export function createOutbox(queues: Queues, now: () => Date): Outbox {
+  const due = queues.due;
   return {
     postRequest: (requestId) => enqueueNotify(queues, { type: 'post-request', requestId }),
     // Delayed until the request's expiry, so the message loses its buttons on time without polling.

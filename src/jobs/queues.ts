@@ -1,6 +1,7 @@
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
+import { DueTimes } from './due-times.ts';
 
 /** Queue names under the BullMQ prefix. */
 export const QUEUE_NAMES = { execute: 'execute', notify: 'notify' } as const;
@@ -39,10 +40,11 @@ const NOTIFY_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: KEEP_FINISHED.ageS, count: KEEP_FINISHED.failed },
 };
 
-/** The two queues of the bot. */
+/** The two queues of the bot, and the due times (reminders, escalations, freeze ends) beside them. */
 export interface Queues {
   execute: Queue;
   notify: Queue;
+  due: DueTimes;
   close(): Promise<void>;
 }
 
@@ -83,6 +85,7 @@ export function createQueues(connection: Redis, prefix: string): Queues {
   return {
     execute,
     notify,
+    due: new DueTimes(connection, prefix),
     async close() {
       await Promise.all([execute.close(), notify.close()]);
     },

@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
+import { createOutbox } from './outbox.ts';
 import { enqueueExecution, type Queues } from './queues.ts';
 
 /** How old an approval or a queueing must be before the sweeper looks at it, and how often it looks. */
@@ -77,18 +78,23 @@ async function sweepOne(deps: SweepDeps, id: string, result: SweepResult): Promi
   if (request?.state === 'approved') {
     const detail = 'approved but never queued: queued by the sweeper';
     if (deps.queueApproved) {
-      request = await deps.queueApproved(request, detail);
-      if (!request) return;
-    } else {
-      const queued = await deps.store.transition(id, {
-        from: ['approved'],
-        to: 'queued',
-        actor: 'cloudops',
-        detail,
-      });
-      if (!queued.ok) return;
-      request = queued.request;
+      // Queued with its job (or held by a freeze); the announcement may have died with the process.
+      const next = await deps.queueApproved(request, detail);
+      if (!next) return;
+      result.queued.push(id);
+      const outbox = createOutbox(deps.queues, deps.now);
+      await outbox.announce(next, 'approved');
+      if (next.state === 'frozen') await outbox.announce(next, 'frozen');
+      return;
     }
+    const queued = await deps.store.transition(id, {
+      from: ['approved'],
+      to: 'queued',
+      actor: 'cloudops',
+      detail,
+    });
+    if (!queued.ok) return;
+    request = queued.request;
     result.queued.push(id);
   }
   if (request?.state !== 'queued') return;
@@ -98,6 +104,9 @@ async function sweepOne(deps: SweepDeps, id: string, result: SweepResult): Promi
   if (job) await job.remove();
   await enqueueExecution(deps.queues, request, deps.now());
   result.enqueued.push(id);
+  // The approval's announcement may have died with the process too: the message loses its buttons and the
+  // "Approved" reply is posted (once: the reply's job id and its posted record make a second announcement a no-op).
+  if (request.approvedBy) await createOutbox(deps.queues, deps.now).announce(request, 'approved');
 }
 
 /** Runs {@link sweepStranded} now and then every `intervalMs` until stopped. */

@@ -1,4 +1,4 @@
-import { findProject, type Policy } from '../config/policy.ts';
+import type { Policy } from '../config/policy.ts';
 import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
 import type { VmKnown } from '../rules/types.ts';
 import type { ApprovalPolicy } from './approvers.ts';
@@ -6,7 +6,7 @@ import type { Decision } from './lifecycle.ts';
 import type { DueItem, Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
 import type { CloudRequest, Lease } from './types.ts';
-import { knownVm, type VmFactsStore } from './vm-facts.ts';
+import type { VmFactsStore } from './vm-facts.ts';
 
 /*
  * Temporary increases once they ran (PRODUCT.md §2 "Temporary changes (leases)"): the lease lives on the request that
@@ -115,7 +115,7 @@ export interface LeaseDeps {
   store: RequestStore;
   outbox: Outbox;
   approvals: ApprovalPolicy;
-  vmFacts?: VmFactsStore;
+  vmFacts: VmFactsStore;
   now: () => Date;
 }
 
@@ -127,15 +127,8 @@ export class Leases {
   constructor(private readonly deps: LeaseDeps) {}
 
   /** What the bot knows of the lease's VM now (the policy's facts under what it applied). */
-  async vmNow(request: CloudRequest): Promise<VmKnown> {
-    const { policy, vmFacts } = this.deps;
-    const project = findProject(policy, request.projectUuid) ?? findProject(policy, request.projectName);
-    const recorded = await vmFacts?.get(request.projectUuid, request.vmid);
-    return knownVm(
-      project?.vms.find((v) => v.vmid === request.vmid),
-      recorded,
-      request.vmid,
-    );
+  vmNow(request: CloudRequest): Promise<VmKnown> {
+    return this.deps.vmFacts.knownFor(this.deps.policy, request);
   }
 
   /**

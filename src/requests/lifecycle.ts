@@ -94,8 +94,8 @@ export interface LifecycleDeps {
   now: () => Date;
   logger: Logger;
   metrics: Metrics;
-  /** What the bot applied to VMs: a lease's offer is checked against it. */
-  vmFacts?: VmFactsStore;
+  /** What the bot knows of each VM: a resize resolved as applied is recorded there like a success; a lease's offer is checked against it. */
+  vmFacts: VmFactsStore;
 }
 
 /** The states an act starts from: anything else is "already decided". */
@@ -209,9 +209,12 @@ export class RequestLifecycle {
       return { ok: true, request: counted.request };
     }
     this.deps.metrics.approvals.inc({ decision: 'approved' });
-    const next = (await this.queueApproved(counted.request)) ?? counted.request;
-    await this.deps.outbox.announce(next, next.state === 'frozen' ? 'frozen' : 'approved');
-    return { ok: true, request: next };
+    // Announced first, right after the approval is stored: a process dying now leaves no message "waiting" with
+    // live buttons; an approval that was not queued yet is queued by the stranded-request sweeper.
+    await this.deps.outbox.announce(counted.request, 'approved');
+    const next = await this.queueApproved(counted.request);
+    if (next?.state === 'frozen') await this.deps.outbox.announce(next, 'frozen');
+    return { ok: true, request: next ?? counted.request };
   }
 
   /**
@@ -347,7 +350,10 @@ export class RequestLifecycle {
     });
   }
 
-  /** After an unknown outcome, a person records what the portal showed. Nothing is sent again. */
+  /**
+   * After an unknown outcome, a person records what the portal showed. Nothing is sent again. "It was applied"
+   * records the step like a success: the VM's new size, and an increase's time (the 24-hour wait before lowering).
+   */
   async resolve(
     request: CloudRequest,
     user: string,
@@ -363,8 +369,27 @@ export class RequestLifecycle {
       patch: { resolvedBy: user, ...(done ? await this.leases.resolvedDone(request) : {}) },
       detail: 'checked in the portal',
       reply: 'resolved',
-      after: done ? () => this.leases.returned(request) : undefined,
+      after: done
+        ? async () => {
+            await this.recordResolvedStep(request);
+            await this.leases.returned(request);
+          }
+        : undefined,
     });
+  }
+
+  /**
+   * The step whose outcome was unknown (steps after it were never sent), recorded as applied at the time the bot
+   * stopped waiting for its answer: the nearest time the bot has for when the API applied it.
+   */
+  private async recordResolvedStep(request: CloudRequest): Promise<void> {
+    if (request.params.kind !== 'resize') return;
+    const step = request.params.steps[request.nextStep];
+    if (!step) return;
+    const unknown = request.outcomes.findLast((o) => o.step === request.nextStep);
+    const at = unknown ? new Date(unknown.at) : this.deps.now();
+    const known = await this.deps.vmFacts.knownFor(this.deps.policy, request);
+    await this.deps.vmFacts.recordStep(request, step, known, at);
   }
 
   /**

@@ -11,6 +11,7 @@ import { AuditLog } from '../../src/requests/audit.ts';
 import { RequestLifecycle } from '../../src/requests/lifecycle.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
+import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 
@@ -55,16 +56,17 @@ beforeEach(() => {
   const now = () => clock;
   store = new RequestStore(redis, { prefix, now });
   queues = createQueues(redis, prefix);
-  due = new DueTimes(redis, prefix);
+  due = queues.due;
   lifecycle = new RequestLifecycle({
     policy: POLICY,
     store,
-    outbox: createOutbox(queues, due, now),
+    outbox: createOutbox(queues, now),
     approvals: createApprovalPolicy(POLICY, directory({ S0GROUP: ['U0G1', 'U0G2'] })),
     prices: { clusterPrices: async () => undefined, clusters: async () => [] },
     now,
     logger: createLogger({ level: 'silent' }),
     metrics: createMetrics(),
+    vmFacts: new VmFactsStore(redis, { prefix }),
   });
 });
 afterEach(async () => {

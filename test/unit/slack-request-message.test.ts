@@ -97,13 +97,14 @@ describe('thread replies of the approval policy', () => {
       ],
     });
     expect(reply(two, 'approved')).toBe('Approved by <@U0LEAD> and <@U0LEAD2>. Queued to run now.');
+    expect(reply({ ...two, state: 'frozen' }, 'approved')).toBe('Approved by <@U0LEAD> and <@U0LEAD2>.');
     expect(
       reply(
         { ...two, state: 'frozen', frozenUntil: '2026-11-27T22:59:00.000Z', freezeReason: 'year-end' },
         'frozen',
       ),
     ).toMatch(
-      /^Approved by <@U0LEAD> and <@U0LEAD2>, but a freeze holds shop-prod \(year-end\): it runs when the freeze ends, <!date\^1795820340\^.*, after the rules are checked again\. Nothing was sent to the API yet\.$/,
+      /^A freeze holds shop-prod \(year-end\): it runs when the freeze ends, <!date\^1795820340\^.*, after the rules are checked again\. Nothing was sent to the API yet\.$/,
     );
     expect(reply(stored(), 'reminder')).toMatch(
       /^Reminder: this request still needs 1 approval from <@U0LEAD2> and <!subteam\^S0OPS>\. It expires <!date\^/,

@@ -220,6 +220,12 @@ function lastOutcome(request: CloudRequest) {
   return request.outcomes[request.outcomes.length - 1];
 }
 
+/** When approved work runs: at its scheduled time, now, or (a freeze holding it: its own reply says) not yet. */
+function whenItRuns(request: CloudRequest): string {
+  if (request.state === 'frozen') return '';
+  return request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.';
+}
+
 /** One thread reply for a state change. */
 function threadReply(
   request: CloudRequest,
@@ -236,14 +242,12 @@ function threadReply(
       return leaseReply(request, event, step);
     case 'approved':
       return {
-        text: `Approved by ${listed(approvedBy(request)) || mention('unknown')}.${request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.'}`,
+        text: `Approved by ${listed(approvedBy(request)) || mention('unknown')}.${whenItRuns(request)}`,
       };
     case 'frozen': {
-      const by = approvedBy(request);
-      const approved = by.length > 0 ? `Approved by ${listed(by)}, but a` : 'A';
       const until = request.frozenUntil ? slackDate(new Date(request.frozenUntil)) : 'its end';
       return {
-        text: `${approved} freeze holds ${escapeMrkdwn(request.projectName)}${request.freezeReason ? ` (${escapeMrkdwn(request.freezeReason)})` : ''}: it runs when the freeze ends, ${until}, after the rules are checked again. Nothing was sent to the API yet.`,
+        text: `A freeze holds ${escapeMrkdwn(request.projectName)}${request.freezeReason ? ` (${escapeMrkdwn(request.freezeReason)})` : ''}: it runs when the freeze ends, ${until}, after the rules are checked again. Nothing was sent to the API yet.`,
       };
     }
     case 'unfrozen':
