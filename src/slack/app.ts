@@ -8,6 +8,7 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import { register as registerHome } from './home/app-home-opened.ts';
 import { createRouter } from './router.ts';
 import { createViewOpener, type ViewOpener } from './view-opener.ts';
 import { register as registerResize } from './views/resize-submit.ts';
@@ -86,6 +87,7 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
     ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
     : undefined;
   registerCloud(app, deps, opener);
+  registerHome(app, deps);
   const router = createRouter();
   registerResize(router, deps);
   registerSchedule(router, deps);
