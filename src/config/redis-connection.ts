@@ -71,7 +71,7 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
   const url = new URL(target.url);
   const db = Number(url.pathname.slice(1) || '0');
   const tls = url.protocol === 'rediss:';
-  return new Redis({
+  const client = new Redis({
     sentinels: target.sentinels,
     name: target.sentinelName,
     username: decodeURIComponent(url.username) || undefined,
@@ -82,4 +82,17 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
     failoverDetector: true,
     ...common,
   });
+  // ioredis' failover detector outlives a connection that broke by itself (a crashed master): when the Sentinels then
+  // announce the new master while the client is reconnecting, it cancels that reconnect and the client ends for good
+  // ("Connection is closed." on every command; bench/redis-loss.ts saw it in 1 crash of 6). The detector goes with
+  // its connection; the next connection brings its own.
+  client.on('close', () => (client as unknown as WithConnector).connector?.failoverDetector?.cleanup());
+  // BullMQ opens its blocking connections with duplicate(): they get the same treatment.
+  client.duplicate = (override?: Partial<RedisOptions>) => createRedis(target, { ...options, ...override });
+  return client;
+}
+
+/** The private part of an ioredis client the workaround above reaches (ioredis 5 SentinelConnector). */
+interface WithConnector {
+  connector?: { failoverDetector?: { cleanup(): void } | null };
 }
