@@ -9,13 +9,22 @@ import { isScheduledWaiting } from './approvers.ts';
 import { costPreview } from './cost-preview.ts';
 import type { Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
-import type { CloudRequest, CostPreview, RequestState, ResizeParams, RestoreParams } from './types.ts';
+import type {
+  CloudRequest,
+  CostPreview,
+  RequestState,
+  ResizeParams,
+  RestoreParams,
+  WorkflowStepRun,
+} from './types.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
 export interface Origin {
   user: string;
   teamId: string;
   channel: string;
+  /** Asked by a Workflow Builder step, which waits for the request's end. */
+  workflowStep?: WorkflowStepRun;
 }
 
 /** A resize that passed the rules. */
@@ -309,6 +318,7 @@ export class RequestLifecycle {
         runAt: fields.runAt?.toISOString(),
         notes: fields.notes,
         cost: fields.cost,
+        workflowStep: origin.workflowStep,
       },
       origin.user,
     );

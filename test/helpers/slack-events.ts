@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
+import type { FunctionExecution } from '../../sim/slack/server.ts';
 import type { Harness } from './harness.ts';
 import { interactionBody, type SlackHttpResponse, slackSignature } from './slack-request.ts';
 
@@ -135,4 +136,41 @@ export function clickOnHome(
     ],
   };
   return h.send(interactionBody(payload));
+}
+
+/**
+ * A workflow runs one of the bot's steps: the stand-in starts the run (its execution id and token) and Slack sends
+ * `function_executed` with the inputs. Returns the run, whose state the stand-in updates when the bot completes it.
+ */
+export async function runStep(
+  h: Pick<Harness, 'slack' | 'eventsUrl' | 'signingSecret'>,
+  callbackId: string,
+  inputs: Record<string, unknown>,
+): Promise<FunctionExecution> {
+  const run = h.slack.startFunction(callbackId, inputs);
+  const response = await postSignedJson(
+    h.eventsUrl,
+    eventCallback(h.slack.teamId, {
+      type: 'function_executed',
+      function: {
+        id: `Fn0${callbackId.length}`,
+        callback_id: callbackId,
+        title: callbackId,
+        type: 'app',
+        input_parameters: [],
+        output_parameters: [],
+        app_id: 'A0CLOUDOPS',
+        date_created: 1_700_000_000,
+        date_updated: 1_700_000_000,
+        date_deleted: 0,
+      },
+      inputs,
+      function_execution_id: run.id,
+      workflow_execution_id: `Wx${run.id}`,
+      bot_access_token: run.token,
+    }),
+    h.signingSecret,
+  );
+  if (response.status !== 200) throw new Error(`function_executed: HTTP ${response.status}`);
+  return run;
 }
