@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FunctionExecution } from '../../sim/slack/server.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
-import { eventCallback, postSignedJson, runStep } from '../helpers/slack-events.ts';
+import { deliverEvent, functionExecuted, runStep } from '../helpers/slack-events.ts';
 
 // The whole bot: steps are started by signed function_executed events and completed by the workers.
 let h: Harness;
@@ -131,29 +131,8 @@ describe('Workflow Builder steps', () => {
   it('a second delivery of the same run makes no second request', async () => {
     const run = h.slack.startFunction('request_vm_resize', resizeInputs({ cores: 12 }));
     // The same execution id and token delivered twice, as Slack retries an event it saw no answer to.
-    const event = eventCallback(h.slack.teamId, {
-      type: 'function_executed',
-      function: {
-        id: 'Fn0',
-        callback_id: 'request_vm_resize',
-        title: 't',
-        type: 'app',
-        input_parameters: [],
-        output_parameters: [],
-        app_id: 'A0CLOUDOPS',
-        date_created: 1,
-        date_updated: 1,
-        date_deleted: 0,
-      },
-      inputs: run.inputs,
-      function_execution_id: run.id,
-      workflow_execution_id: `Wx${run.id}`,
-      bot_access_token: run.token,
-    });
-    await Promise.all([
-      postSignedJson(h.eventsUrl, event, h.signingSecret),
-      postSignedJson(h.eventsUrl, event, h.signingSecret),
-    ]);
+    const event = functionExecuted(h.slack.teamId, run);
+    await Promise.all([deliverEvent(h, event), deliverEvent(h, { ...event })]);
     await h.nextRequest();
     // Time for a second request to be stored, had the second delivery made one.
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { loadEnv } from '../../src/config/env.ts';
-import { createRedis, redisTarget } from '../../src/config/redis-connection.ts';
+import { createRedis, redisTarget, watchReplicas } from '../../src/config/redis-connection.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
@@ -45,10 +45,20 @@ async function holders(key: string, db: number): Promise<number[]> {
 }
 
 describe('Redis through Sentinels', () => {
-  it('a critical write waits for a replica (WAIT 1): confirmed with one following, refused on a master alone', async () => {
-    const redis = botClient({ REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_NAME: group.name });
-    const ack = new ReplicaAck(redis, true, 500);
-    expect(await ack.durably(() => redis.set('sentinel-test:critical', '1'))).toBe('OK');
+  it('a critical write waits for the replicas the Sentinels see up (WAIT n), and fails when fewer acknowledge', async () => {
+    const env = { REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_NAME: group.name };
+    const redis = botClient(env);
+    const replicas = watchReplicas(redisTarget(loadEnv(env)), 100);
+    try {
+      // One replica follows the master: the count the Sentinels give, and what a write waits for.
+      await expect.poll(() => replicas.current()).toBe(1);
+      const ack = new ReplicaAck(redis, replicas.current, 500);
+      expect(await ack.durably(() => redis.set('sentinel-test:critical', '1'))).toBe('OK');
+      // Waiting for a second replica that does not exist: refused, not taken as written.
+      await expect(new ReplicaAck(redis, () => 2, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
+    } finally {
+      replicas.close();
+    }
 
     const alone = await startLocalRedis();
     const lonely = createRedis({ url: alone.url, sentinelName: 'mymaster' }, QUEUE_REDIS_OPTIONS);
@@ -56,9 +66,9 @@ describe('Redis through Sentinels', () => {
     clients.push(lonely);
     try {
       await lonely.set('critical', '1');
-      await expect(new ReplicaAck(lonely, true, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
+      await expect(new ReplicaAck(lonely, () => 1, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
       // Without Sentinels the bot does not wait: the same call is a no-op.
-      await expect(new ReplicaAck(lonely, false, 100).confirm()).resolves.toBeUndefined();
+      await expect(new ReplicaAck(lonely, undefined, 100).confirm()).resolves.toBeUndefined();
     } finally {
       await alone.stop();
     }
