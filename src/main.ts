@@ -10,6 +10,7 @@ import { createRedis, describeRedis, redisTarget, watchReplicas } from './config
 import { createDigestJobs } from './jobs/digests.ts';
 import { type DuePolicy, startDueScheduler } from './jobs/due-times.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { markHomeSeen, startHomeRefresh } from './jobs/home.ts';
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
@@ -17,6 +18,7 @@ import { ReplicaAck } from './jobs/replica-ack.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
 import type { LockPolicy } from './jobs/retry-policy.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
+import { StepTokens, startStepCompletion } from './jobs/workflow-steps.ts';
 import {
   healthRoutes,
   metricsHandlers,
@@ -32,6 +34,7 @@ import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { digestRenderer } from './slack/blocks/digest.ts';
+import { homeRenderer } from './slack/blocks/home.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { boltLogger } from './slack/bolt-logger.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
@@ -237,11 +240,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       logger: boltLogger(logger),
     });
     const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
+    const approvals = createApprovalPolicy(policy, userGroups);
     const requests = new RequestLifecycle({
       policy,
       store,
       outbox: createOutbox(queues, now),
-      approvals: createApprovalPolicy(policy, userGroups),
+      approvals,
       prices,
       now,
       logger,
@@ -294,6 +298,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           policy,
           store,
           requests,
+          approvals,
+          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user) },
+          stepTokens: new StepTokens(fastRedis, prefix),
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
           prices,
@@ -316,6 +323,23 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       port ??= started.port;
     }
     if (runs('worker')) {
+      const homes = startHomeRefresh({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        approvals,
+        renderer: homeRenderer,
+        slack: slackClient,
+        now,
+        logger,
+      });
+      const steps = startStepCompletion({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        slack: slackClient,
+        logger,
+      });
       const execution = createExecution({
         connection: queueRedis,
         prefix,
@@ -329,6 +353,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         metrics,
         slack: slackClient,
         renderer: createRequestRenderer(),
+        // A change reaches the App Homes of those it concerns and completes the workflow step that asked for it.
+        followUps: {
+          changed: async (request) =>
+            void (await Promise.all([homes.changed(request), steps.changed(request)])),
+        },
         stalledIntervalMs: options.stalledIntervalMs,
         concurrency: options.concurrency,
         vmLock: options.vmLock,
@@ -352,7 +381,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         options.retentionPolicy,
       );
       intake.push(() => retention.stop());
-      work.push((budget) => execution.close(budget));
+      // The home refresh and step completion after the notify worker that feeds them.
+      work.push(async (budget) => {
+        await execution.close(budget);
+        await Promise.all([homes.close(), steps.close()]);
+      });
       const digestWorker = digests.startWorker();
       work.push(() => digestWorker.close());
     }

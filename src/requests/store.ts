@@ -15,6 +15,8 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CROCKFORD_LETTERS = CROCKFORD.slice(10);
 /** How many request ids a channel's index keeps for `/cloud jobs`. */
 const CHANNEL_INDEX_KEEP = 1000;
+/** How many of a person's own requests their index keeps (the App Home shows the most recent). */
+const REQUESTER_INDEX_KEEP = 100;
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
 /** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
@@ -109,19 +111,23 @@ end
 `;
 
 /**
- * KEYS: request, channel index, audit, awaiting-run index, created index. ARGV: json, nowMs, id, initial state,
- * actor, at, score, keep, detail of the 'created' entry ('' for none).
+ * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, then the live-involvement
+ * index of each person named (requester and approvers). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
+ * requester keep, detail of the 'created' entry ('' for none).
  */
 const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[9]) + 1))
+for i = 7, #KEYS do redis.call('ZADD', KEYS[i], ARGV[7], ARGV[3]) end
 index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
 local created = {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]}
-if ARGV[9] ~= '' then
+if ARGV[10] ~= '' then
   table.insert(created, 'detail')
-  table.insert(created, ARGV[9])
+  table.insert(created, ARGV[10])
 end
 audit_append(KEYS[3], ARGV[2], created)
 audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
@@ -129,23 +135,28 @@ return 1
 `);
 
 /**
- * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run
- * retention and open-lease indexes, in the same script so a state change and its records cannot part. KEYS: request,
- * audit, awaiting-run, retention, open leases. ARGV: expected version, new json, nowMs, id, state ('' for no state
- * change), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), the new state when it
- * changes, the lease's end in ms while it is open ('closed' when it just closed, '' otherwise).
+ * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run,
+ * retention, open-lease and involvement indexes, in the same script so a state change and its records cannot part.
+ * KEYS: request, audit, awaiting-run, retention, open leases, then the live-involvement index of each person named.
+ * ARGV: expected version, new json, nowMs, id, audit label (the new state, a note such as 'approval', or '' for no
+ * entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1' when the new state is
+ * final, the new state ('' when the state does not change), the lease's end in ms while it is open ('closed' when it
+ * just closed, '' otherwise).
  */
 const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}
 local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
 if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'conflict', current} end
 redis.call('SET', KEYS[1], ARGV[2])
-index_awaiting_run(KEYS[3], ARGV[10], ARGV[3], ARGV[4])
+index_awaiting_run(KEYS[3], ARGV[11], ARGV[3], ARGV[4])
 index_retention(KEYS[4], ARGV[9], ARGV[4])
-if ARGV[11] == 'closed' then
+if ARGV[12] == 'closed' then
   redis.call('ZREM', KEYS[5], ARGV[4])
-elseif ARGV[11] ~= '' then
-  redis.call('ZADD', KEYS[5], ARGV[11], ARGV[4])
+elseif ARGV[12] ~= '' then
+  redis.call('ZADD', KEYS[5], ARGV[12], ARGV[4])
+end
+if ARGV[10] == '1' then
+  for i = 6, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
 end
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
@@ -160,8 +171,8 @@ return {'ok'}
 
 /**
  * Removes one request that ended before the cutoff, unless a later write opened a lease (then it only leaves the
- * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix. Returns 1 when
- * the request was removed.
+ * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix, requester-key
+ * prefix, involvement-key prefix. Returns 1 when the request was removed.
  */
 const REMOVE_EXPIRED = new LuaScript(`
 local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
@@ -178,6 +189,9 @@ redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', ARGV[3] .. request.channel, ARGV[1])
+redis.call('ZREM', ARGV[4] .. request.requester, ARGV[1])
+redis.call('ZREM', ARGV[5] .. request.requester, ARGV[1])
+for _, person in ipairs(request.approvers or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
 return 1
 `);
 
@@ -195,6 +209,13 @@ export function requestKeys(prefix: string) {
     created: `${prefix}:created`,
     /** Requests whose lease is open, scored by when the lease ends. */
     leases: `${prefix}:leases`,
+    /** A person's own most recent requests, scored by creation (the App Home). */
+    requestedBy: (person: string) => `${prefix}:requested-by:${person}`,
+    /**
+     * Requests not yet final that name a person (requester or approver), scored by creation: what the App Home and
+     * its refresh read instead of scanning all requests. Removed when the request reaches a final state.
+     */
+    involving: (person: string) => `${prefix}:involving:${person}`,
   };
 }
 
@@ -207,6 +228,8 @@ export class RequestStore {
   private readonly now: () => Date;
   private readonly retentionMs: number;
   private readonly channelPrefix: string;
+  private readonly requestedByPrefix: string;
+  private readonly involvingPrefix: string;
 
   constructor(
     private readonly redis: Redis,
@@ -216,6 +239,8 @@ export class RequestStore {
     this.now = options.now ?? (() => new Date());
     this.retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS;
     this.channelPrefix = this.keys.channel('');
+    this.requestedByPrefix = this.keys.requestedBy('');
+    this.involvingPrefix = this.keys.involving('');
   }
 
   /** Stores a new request with a fresh id; audits 'created' (with `createdDetail`, e.g. the rule applied) and its initial state. */
@@ -239,6 +264,8 @@ export class RequestStore {
           this.keys.audit,
           this.keys.awaitingRun,
           this.keys.created,
+          this.keys.requestedBy(request.requester),
+          ...peopleOf(request).map(this.keys.involving),
         ],
         [
           JSON.stringify(request),
@@ -249,6 +276,7 @@ export class RequestStore {
           request.createdAt,
           at.getTime(),
           CHANNEL_INDEX_KEEP,
+          REQUESTER_INDEX_KEEP,
           createdDetail ?? '',
         ],
       );
@@ -349,7 +377,31 @@ export class RequestStore {
   /** The channel's most recent requests, newest first. */
   async listByChannel(channel: string, limit = 15): Promise<CloudRequest[]> {
     if (limit <= 0) return [];
-    const ids = await this.redis.zrevrange(this.keys.channel(channel), 0, limit - 1);
+    return this.getMany(await this.redis.zrevrange(this.keys.channel(channel), 0, limit - 1));
+  }
+
+  /** `person`'s own most recent requests, newest first. */
+  async listRequestedBy(person: string, limit = 10): Promise<CloudRequest[]> {
+    if (limit <= 0) return [];
+    return this.getMany(await this.redis.zrevrange(this.keys.requestedBy(person), 0, limit - 1));
+  }
+
+  /**
+   * Requests not yet final that name `person` as requester or approver, oldest first, at most `limit`, and how many
+   * there are. Reads only that person's index; ids whose request is gone or final leave it on the way.
+   */
+  async listInvolving(person: string, limit = 2000): Promise<{ requests: CloudRequest[]; total: number }> {
+    const key = this.keys.involving(person);
+    const [ids, total] = await Promise.all([this.redis.zrange(key, 0, limit - 1), this.redis.zcard(key)]);
+    const requests = await this.getMany(ids);
+    const live = new Set(requests.filter((r) => !FINAL_STATES.includes(r.state)).map((r) => r.id));
+    const stale = ids.filter((id) => !live.has(id));
+    if (stale.length > 0) await this.redis.zrem(key, ...stale);
+    return { requests: requests.filter((r) => live.has(r.id)), total: total - stale.length };
+  }
+
+  /** The requests with these ids that exist, in the order given. */
+  private async getMany(ids: string[]): Promise<CloudRequest[]> {
     if (ids.length === 0) return [];
     const values = await this.redis.mget(ids.map((id) => this.keys.request(id)));
     return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as CloudRequest);
@@ -394,7 +446,7 @@ export class RequestStore {
         REMOVE_EXPIRED.run(
           this.redis,
           [this.keys.request(id), this.keys.retention, this.keys.created, this.keys.awaitingRun],
-          [id, cutoff, this.channelPrefix],
+          [id, cutoff, this.channelPrefix, this.requestedByPrefix, this.involvingPrefix],
         ),
       ),
     );
@@ -432,6 +484,7 @@ export class RequestStore {
           this.keys.awaitingRun,
           this.keys.retention,
           this.keys.leases,
+          ...peopleOf(next, current).map(this.keys.involving),
         ],
         [
           current.version,
@@ -443,6 +496,7 @@ export class RequestStore {
           next.updatedAt,
           planned.audit?.detail ?? '',
           FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
+          FINAL_STATES.includes(next.state) ? '1' : '',
           next.state !== current.state ? next.state : '',
           leaseIndex(current, next),
         ],
@@ -460,6 +514,11 @@ export class RequestStore {
 function leaseIndex(current: CloudRequest, next: CloudRequest): string {
   if (next.leaseOpen && next.lease) return String(new Date(next.lease.endsAt).getTime());
   return current.leaseOpen ? 'closed' : '';
+}
+
+/** Everyone a request names as requester or approver (current and earlier versions), once each. */
+function peopleOf(...versions: Pick<CloudRequest, 'requester' | 'approvers'>[]): string[] {
+  return [...new Set(versions.flatMap((r) => [r.requester, ...r.approvers]))];
 }
 
 function stripProtected(patch: Partial<CloudRequest> | undefined): Partial<CloudRequest> {
