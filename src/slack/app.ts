@@ -8,6 +8,7 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import { register as registerHome } from './home/app-home-opened.ts';
 import type { RedeliveryGuard } from './redelivery.ts';
 import { createRouter } from './router.ts';
 import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
@@ -110,6 +111,7 @@ export function createSlackApp(
     ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
     : undefined;
   registerCloud(app, deps, opener);
+  registerHome(app, deps);
   const router = createRouter();
   registerResize(router, deps);
   registerSchedule(router, deps);
