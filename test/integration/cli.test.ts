@@ -308,8 +308,10 @@ describe.concurrent('cloudops audit', () => {
   });
 
   it('shows every decision of an approval policy: the rule, each approval, reminder, escalation, freeze, break glass', async () => {
+    // A prefix of its own: the other audit tests of this block count every entry after their time.
+    const own = uniquePrefix('cli-audit-policy');
     const clock = new Date('2025-04-01T08:00:00Z');
-    const store = new RequestStore(redis, { prefix, now: () => clock });
+    const store = new RequestStore(redis, { prefix: own, now: () => clock });
     const created = await store.create(
       resizeRequest({ requiredApprovals: 2, approvals: [], approvers: ['U0LEAD', 'S0OPS'] }),
       'U0DEV',
@@ -338,8 +340,9 @@ describe.concurrent('cloudops audit', () => {
     const run = await cloudops(['audit', '--since', '2025-04-01T00:00:00Z'], {
       ...env,
       REDIS_URL: testRedisUrl(),
-      REDIS_PREFIX: prefix,
+      REDIS_PREFIX: own,
     });
+    await deleteKeys(redis, own);
     expect(run.code).toBe(0);
     const lines = run.stdout
       .trimEnd()
