@@ -152,6 +152,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
           baseline: bareCpu,
           ratio: cpuRatio,
           limit: `≤ ${CPU_TARGET_MS} ms`,
+          unit: ' ms',
         },
       ],
     };
