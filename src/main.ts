@@ -231,6 +231,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       now,
       logger,
       metrics,
+      vmFacts,
     });
     const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,

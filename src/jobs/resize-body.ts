@@ -1,6 +1,6 @@
 import type { ResizeBody } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
-import type { CpuClass, OnOff, ResizeTarget, VmKnown } from '../rules/types.ts';
+import type { CpuClass, OnOff, ResizeTarget } from '../rules/types.ts';
 
 const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
 const ON_OFF: readonly OnOff[] = ['off', 'on'];
@@ -42,18 +42,4 @@ export function resizeBody(step: ResizeTarget, fields: Policy['resize_fields']):
     body[mapping.field] = value;
   }
   return body;
-}
-
-/**
- * Whether applying `step` increases cores, RAM or CPU class (light → regular) over what was known; an unknown
- * previous value counts as an increase, so the 24-hour rule errs on the side the API enforces.
- */
-export function isIncrease(
-  step: ResizeTarget,
-  before: Pick<VmKnown, 'cores' | 'ramGb' | 'cpuClass'>,
-): boolean {
-  if (step.cores !== undefined && (before.cores === undefined || step.cores > before.cores)) return true;
-  if (step.ramGb !== undefined && (before.ramGb === undefined || step.ramGb > before.ramGb)) return true;
-  if (step.cpuClass === 'regular' && before.cpuClass !== 'regular') return true;
-  return false;
 }
