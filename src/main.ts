@@ -9,6 +9,7 @@ import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { createRedis, describeRedis, redisTarget, watchReplicas } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { markHomeSeen, startHomeRefresh } from './jobs/home.ts';
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
@@ -16,6 +17,7 @@ import { ReplicaAck } from './jobs/replica-ack.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
 import type { LockPolicy } from './jobs/retry-policy.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
+import { StepTokens, startStepCompletion } from './jobs/workflow-steps.ts';
 import {
   healthRoutes,
   metricsHandlers,
@@ -31,6 +33,7 @@ import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { digestRenderer } from './slack/blocks/digest.ts';
+import { homeRenderer } from './slack/blocks/home.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { boltLogger } from './slack/bolt-logger.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
@@ -222,11 +225,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
+    const approvals = createApprovalPolicy(policy);
     const requests = new RequestLifecycle({
       policy,
       store,
       outbox: createOutbox(queues, now),
-      approvals: createApprovalPolicy(policy),
+      approvals,
       prices,
       now,
       logger,
@@ -287,6 +291,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           policy,
           store,
           requests,
+          approvals,
+          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user) },
+          stepTokens: new StepTokens(fastRedis, prefix),
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
           prices,
@@ -309,6 +316,23 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       port ??= started.port;
     }
     if (runs('worker')) {
+      const homes = startHomeRefresh({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        approvals,
+        renderer: homeRenderer,
+        slack: slackClient,
+        now,
+        logger,
+      });
+      const steps = startStepCompletion({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        slack: slackClient,
+        logger,
+      });
       const execution = createExecution({
         connection: queueRedis,
         prefix,
@@ -322,6 +346,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         metrics,
         slack: slackClient,
         renderer: createRequestRenderer(),
+        // A change reaches the App Homes of those it concerns and completes the workflow step that asked for it.
+        followUps: {
+          changed: async (request) =>
+            void (await Promise.all([homes.changed(request), steps.changed(request)])),
+        },
         stalledIntervalMs: options.stalledIntervalMs,
         concurrency: options.concurrency,
         vmLock: options.vmLock,
@@ -336,7 +365,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         options.retentionPolicy,
       );
       intake.push(() => retention.stop());
-      work.push((budget) => execution.close(budget));
+      // The home refresh and step completion after the notify worker that feeds them.
+      work.push(async (budget) => {
+        await execution.close(budget);
+        await Promise.all([homes.close(), steps.close()]);
+      });
       const digestWorker = digests.startWorker();
       work.push(() => digestWorker.close());
     }

@@ -5,6 +5,7 @@ import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestStore } from '../requests/store.ts';
+import type { CloudRequest } from '../requests/types.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
@@ -32,6 +33,8 @@ export interface ExecutionDeps {
   retry?: { execute: RetryPolicy; notify: RetryPolicy };
   /** The per-VM lock; default VM_LOCK. */
   vmLock?: LockPolicy;
+  /** What else follows a change of a request, once its report is handled (App Homes, workflow steps). */
+  followUps?: FollowUps;
   /**
    * With Sentinels: waits for a replica to hold the writes a POST or a Slack reply depends on (on `connection`, the
    * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
@@ -39,4 +42,9 @@ export interface ExecutionDeps {
   replicaAck?: ReplicaAck;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
+}
+
+/** Surfaces beyond the request message that follow a request's changes (App Homes, workflow steps). */
+export interface FollowUps {
+  changed(request: CloudRequest): Promise<void>;
 }

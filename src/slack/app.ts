@@ -8,9 +8,12 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import { register as registerHome } from './home/app-home-opened.ts';
 import type { RedeliveryGuard } from './redelivery.ts';
 import { createRouter } from './router.ts';
 import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
+import { register as registerResizeStep } from './steps/request-resize.ts';
+import { register as registerRestoreStep } from './steps/request-restore.ts';
 import { createViewOpener, type ViewOpener } from './view-opener.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
@@ -110,6 +113,9 @@ export function createSlackApp(
     ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
     : undefined;
   registerCloud(app, deps, opener);
+  registerHome(app, deps);
+  registerResizeStep(app, deps);
+  registerRestoreStep(app, deps);
   const router = createRouter();
   registerResize(router, deps);
   registerSchedule(router, deps);

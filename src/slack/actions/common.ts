@@ -1,19 +1,30 @@
 import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
 import type { CloudRequest } from '../../requests/types.ts';
+import { noticeModal } from '../blocks/home.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 
 export type ButtonArgs = SlackActionMiddlewareArgs<BlockAction<ButtonAction>> & AllMiddlewareArgs;
 
-/** Who clicked, where, and on which request (the button's value is only an id; all else comes from the store). */
+/**
+ * Who clicked, where, and on which request (the button's value is only an id; all else comes from the store). A click
+ * on the clicker's own App Home has no channel: the same buttons, the same checks.
+ */
 export interface Click {
   user: string;
   channel?: string;
+  /** The button sits on the clicker's App Home, not on a message. */
+  home: boolean;
   requestId: string;
 }
 
 export function clickOf(args: ButtonArgs): Click {
-  return { user: args.body.user.id, channel: args.body.channel?.id, requestId: args.action.value ?? '' };
+  return {
+    user: args.body.user.id,
+    channel: args.body.channel?.id,
+    home: args.body.view?.type === 'home',
+    requestId: args.action.value ?? '',
+  };
 }
 
 /** Request ids as the store makes them; anything else is not looked up. */
@@ -27,6 +38,13 @@ export async function tellClicker(
   text: string,
 ): Promise<void> {
   deps.metrics.approvals.inc({ decision: 'refused_click' });
+  // The App Home has no place for an ephemeral message: a small modal says it instead.
+  if (click.home) {
+    await args.client.views
+      .open({ trigger_id: args.body.trigger_id, view: noticeModal(text) })
+      .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not show an explanation'));
+    return;
+  }
   const channel = click.channel;
   if (!channel) return;
   await args.client.chat.postEphemeral({ channel, user: click.user, text }).catch((error: unknown) => {
@@ -50,8 +68,9 @@ async function requestForClick(
     return undefined;
   }
   // A payload replayed into another channel, or a forged id, finds nothing to act on.
-  if (!request || request.channel !== click.channel) {
-    await tellClicker(args, deps, click, 'This request does not exist in this channel.');
+  if (!request || (!click.home && request.channel !== click.channel)) {
+    const where = click.home ? '' : ' in this channel';
+    await tellClicker(args, deps, click, `This request does not exist${where}.`);
     return undefined;
   }
   return request;
