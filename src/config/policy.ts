@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
 
 const slackUserId = z
   .string()
@@ -11,7 +12,7 @@ const slackChannelId = z
 const uuid = z
   .string()
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a UUID' });
-const wanMode = z.enum(['off', 'ipv4', 'ipv6', 'dual']);
+const wanMode = z.enum(WAN_MODES);
 const approvalMode = z.enum(['required', 'none']);
 
 /** Facts about a VM that the API cannot be asked for (PRODUCT.md §2). */
@@ -24,8 +25,8 @@ const vmFactsSchema = z
     ram_gb: z.number().int().positive().optional(),
     os_disk_gb: z.number().int().positive().optional(),
     wan_mode: wanMode.optional(),
-    cpu_class: z.enum(['regular', 'light']).optional(),
-    private_network: z.enum(['off', 'on']).optional(),
+    cpu_class: z.enum(CPU_CLASSES).optional(),
+    private_network: z.enum(ON_OFF).optional(),
     /** When the VM was created (ISO 8601); the 24-hour rule counts from it. */
     created_at: z.iso.datetime({ offset: true }).optional(),
   })
@@ -95,8 +96,8 @@ const policySchema = z
       .default({ cores: 64, ram_gb: 512, os_disk_gb: 4096 }),
     resize_fields: z
       .object({
-        cpu_class: apiField(['regular', 'light'] as const).optional(),
-        private_network: apiField(['off', 'on'] as const).optional(),
+        cpu_class: apiField(CPU_CLASSES).optional(),
+        private_network: apiField(ON_OFF).optional(),
       })
       .strict()
       .default({}),
@@ -106,7 +107,7 @@ const policySchema = z
         cores: z.number().int().positive().default(2),
         ram_gb: z.number().int().positive().default(4),
         os_disk_gb: z.number().int().positive().default(50),
-        cpu_class: z.enum(['regular', 'light']).default('regular'),
+        cpu_class: z.enum(CPU_CLASSES).default('regular'),
         public_ip: z.boolean().default(true),
       })
       .strict()

@@ -2,10 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
+import { checkResizeUnder } from '../requests/resize-check.ts';
 import { requestKeys } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
-import { knownVm } from '../requests/vm-facts.ts';
-import { checkResize } from '../rules/resize.ts';
 import type { ResizeTarget } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { type ExecuteJobData, enqueueNotify } from './queues.ts';
@@ -276,15 +275,9 @@ export class ExecuteProcessor {
    */
   private async recheckScheduled(request: CloudRequest): Promise<true | string> {
     if (!request.runAt || request.params.kind !== 'resize') return true;
-    const { limits, resize_fields } = this.deps.policy;
-    const check = checkResize({
+    const check = checkResizeUnder(this.deps.policy, {
       vm: await this.vmBefore(request),
       target: request.params.target,
-      limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
-      configured: {
-        cpuClass: resize_fields.cpu_class !== undefined,
-        privateNetwork: resize_fields.private_network !== undefined,
-      },
       confirmedStopped: request.params.confirmedStopped,
       acceptWanTwoStep: request.params.steps.length > 1,
       now: this.deps.now(),
@@ -298,12 +291,7 @@ export class ExecuteProcessor {
     const project =
       findProject(this.deps.policy, request.projectUuid) ??
       findProject(this.deps.policy, request.projectName);
-    const recorded = await this.deps.vmFacts.get(request.projectUuid, request.vmid);
-    return knownVm(
-      project?.vms.find((v) => v.vmid === request.vmid),
-      recorded,
-      request.vmid,
-    );
+    return this.deps.vmFacts.known({ uuid: request.projectUuid, vms: project?.vms ?? [] }, request.vmid);
   }
 
   /** Message sync and thread reply, as one notify job (its reply is posted at most once). */

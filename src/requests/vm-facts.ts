@@ -1,16 +1,10 @@
 import type { Redis } from 'ioredis';
-import type { VmPolicyFacts } from '../config/policy.ts';
+import type { ProjectPolicy, VmPolicyFacts } from '../config/policy.ts';
 import type { CpuClass, OnOff, ResizeTarget, VmKnown, WanMode } from '../rules/types.ts';
 import { LuaScript } from './lua.ts';
 
 /** What the bot itself applied to a VM (PRODUCT.md §4): the last size it set and its last increase. */
-export interface RecordedVmFacts {
-  cores?: number;
-  ramGb?: number;
-  osDiskGb?: number;
-  cpuClass?: CpuClass;
-  wanMode?: WanMode;
-  privateNetwork?: OnOff;
+export interface RecordedVmFacts extends ResizeTarget {
   /** The last time the bot increased cores, RAM or CPU class. */
   lastIncreaseAt?: Date;
   /** The last time the bot applied anything to this VM. */
@@ -74,6 +68,19 @@ export class VmFactsStore {
     if (hash.lastIncreaseAt) facts.lastIncreaseAt = new Date(hash.lastIncreaseAt);
     if (hash.appliedAt) facts.appliedAt = new Date(hash.appliedAt);
     return facts;
+  }
+
+  /**
+   * What is known of this VM now: the policy file's facts with what the bot applied laid over them. The one
+   * answer to "what do we know of this VM" for the modal, the rules, scheduled runs and the CLI.
+   */
+  async known(project: Pick<ProjectPolicy, 'uuid' | 'vms'>, vmid: number): Promise<VmKnown> {
+    const recorded = await this.get(project.uuid, vmid);
+    return knownVm(
+      project.vms.find((v) => v.vmid === vmid),
+      recorded,
+      vmid,
+    );
   }
 
   /** Records a size the API accepted, atomically; `increased` marks an increase of cores, RAM or CPU class. */

@@ -1,4 +1,12 @@
-import type { CpuClass, OnOff, Violation, WanMode } from './types.ts';
+import {
+  CPU_CLASSES,
+  type CpuClass,
+  ON_OFF,
+  type OnOff,
+  type Violation,
+  WAN_MODES,
+  type WanMode,
+} from './types.ts';
 
 /** The numeric resize fields a requester types. */
 export type NumberField = 'cores' | 'ramGb' | 'osDiskGb';
@@ -119,10 +127,6 @@ export function checkBackupSlug(raw: string): Violation | undefined {
     message: `${why} A backup slug has only letters, digits, ".", "_" and "-", as in the portal’s backup list.`,
   };
 }
-
-export const WAN_MODES: readonly WanMode[] = ['off', 'ipv4', 'ipv6', 'dual'];
-export const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
-export const ON_OFF: readonly OnOff[] = ['off', 'on'];
 
 function choice<T extends string>(
   raw: string,

@@ -2,6 +2,7 @@ import { CloudApiError } from '../../cloud/errors.ts';
 import type { Cluster } from '../../cloud/types.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
 import { resizeBody } from '../../jobs/resize-body.ts';
+import { checkResizeUnder } from '../../requests/resize-check.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';
 import {
@@ -12,7 +13,7 @@ import {
   parseWanMode,
   parseWholeNumber,
 } from '../../rules/inputs.ts';
-import { checkResize, formatUtc, type ResizeCheck } from '../../rules/resize.ts';
+import { formatUtc, type ResizeCheck } from '../../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
 import { policyOf, withCloud } from '../cloud.ts';
 import { CliError, type CliIo, UsageError, write } from '../io.ts';
@@ -197,14 +198,9 @@ export async function planResizeCommand(io: CliIo, args: string[], options: Plan
     undefined,
     vmid,
   );
-  const check = checkResize({
+  const check = checkResizeUnder(policy, {
     vm,
     target,
-    limits: { cores: policy.limits.cores, ramGb: policy.limits.ram_gb, osDiskGb: policy.limits.os_disk_gb },
-    configured: {
-      cpuClass: policy.resize_fields.cpu_class !== undefined,
-      privateNetwork: policy.resize_fields.private_network !== undefined,
-    },
     confirmedStopped: options.stopped,
     acceptWanTwoStep: options.twoStep,
     now,

@@ -2,7 +2,6 @@ import type { App } from '@slack/bolt';
 import type { ModalView } from '@slack/types';
 import { findProject, type ProjectPolicy } from '../../config/policy.ts';
 import { closedLabel, OTHER } from '../../observability/metrics.ts';
-import { knownVm } from '../../requests/vm-facts.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { jobsBlocks } from '../blocks/jobs.ts';
 import { resizeModal, restoreModal } from '../blocks/modals.ts';
@@ -48,12 +47,7 @@ async function knownOf(
   vmid: number | undefined,
 ): Promise<VmKnown | undefined> {
   if (!project || vmid === undefined) return undefined;
-  const recorded = await deps.vmFacts.get(project.uuid, vmid);
-  return knownVm(
-    project.vms.find((v) => v.vmid === vmid),
-    recorded,
-    vmid,
-  );
+  return deps.vmFacts.known(project, vmid);
 }
 
 const projectChoices = (deps: SlackDeps, channel: string) =>

@@ -1,4 +1,12 @@
-import type { CpuClass, OnOff, WanMode } from '../../rules/types.ts';
+import {
+  CPU_CLASSES,
+  type CpuClass,
+  ON_OFF,
+  type OnOff,
+  type ResizeTarget,
+  WAN_MODES,
+  type WanMode,
+} from '../../rules/types.ts';
 
 /** Splits command text into words; double or single quotes keep spaces inside one word. */
 export function tokenize(text: string): string[] | { error: string } {
@@ -14,16 +22,10 @@ export function tokenize(text: string): string[] | { error: string } {
 }
 
 /** What `/cloud resize …` typed, before anything is checked against the policy or the rules. */
-export interface ResizeCommand {
+export interface ResizeCommand extends ResizeTarget {
   word: 'resize';
   project?: string;
   vmid?: number;
-  cores?: number;
-  ramGb?: number;
-  osDiskGb?: number;
-  cpuClass?: CpuClass;
-  wanMode?: WanMode;
-  privateNetwork?: OnOff;
 }
 
 export interface RestoreCommand {
@@ -40,10 +42,6 @@ export type ParsedCommand =
   | RestoreCommand
   | { word: 'other'; name: string; args: string[] }
   | { word: 'error'; message: string };
-
-const WAN_MODES: readonly WanMode[] = ['off', 'ipv4', 'ipv6', 'dual'];
-const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
-const ON_OFF: readonly OnOff[] = ['off', 'on'];
 
 /** Usage lines for the words this module parses. */
 export const USAGE = {

@@ -1,9 +1,8 @@
 import type { ViewOutput } from '@slack/bolt';
 import { findProject } from '../../config/policy.ts';
-import { knownVm } from '../../requests/vm-facts.ts';
+import { checkResizeUnder } from '../../requests/resize-check.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
-import { checkResize } from '../../rules/resize.ts';
-import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
+import type { CpuClass, OnOff, ResizeTarget, Violation, VmKnown, WanMode } from '../../rules/types.ts';
 import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { Draft } from '../drafts.ts';
@@ -92,27 +91,17 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       }));
     }
 
-    let vm: ReturnType<typeof knownVm>;
+    let vm: VmKnown;
     try {
-      const recorded = await withDeadline(deps.vmFacts.get(project.uuid, vmid));
-      vm = knownVm(
-        project.vms.find((v) => v.vmid === vmid),
-        recorded,
-        vmid,
-      );
+      vm = await withDeadline(deps.vmFacts.known(project, vmid));
     } catch {
       return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
     }
     const confirmedStopped = ticked(form, FIELDS.confirm, CONFIRM.stopped);
     const acceptWanTwoStep = ticked(form, FIELDS.confirm, CONFIRM.wanTwoStep);
-    const check = checkResize({
+    const check = checkResizeUnder(deps.policy, {
       vm,
       target,
-      limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
-      configured: {
-        cpuClass: deps.policy.resize_fields.cpu_class !== undefined,
-        privateNetwork: deps.policy.resize_fields.private_network !== undefined,
-      },
       confirmedStopped,
       acceptWanTwoStep,
       now: deps.now(),

@@ -1,7 +1,7 @@
 import { findProject } from '../../config/policy.ts';
-import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';
 import { checkRestore } from '../../rules/restore.ts';
+import type { VmKnown } from '../../rules/types.ts';
 import { CONFIRM, FIELDS, VIEWS } from '../blocks/modals.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
@@ -33,14 +33,9 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         errors: fieldErrors([vmid], blocks, FIELDS.vmid),
       }));
     }
-    let vm: ReturnType<typeof knownVm>;
+    let vm: VmKnown;
     try {
-      const recorded = await withDeadline(deps.vmFacts.get(project.uuid, vmid));
-      vm = knownVm(
-        project.vms.find((v) => v.vmid === vmid),
-        recorded,
-        vmid,
-      );
+      vm = await withDeadline(deps.vmFacts.known(project, vmid));
     } catch {
       return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
     }

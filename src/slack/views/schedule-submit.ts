@@ -1,6 +1,6 @@
 import { findProject } from '../../config/policy.ts';
-import { knownVm } from '../../requests/vm-facts.ts';
-import { checkResize } from '../../rules/resize.ts';
+import { checkResizeUnder } from '../../requests/resize-check.ts';
+import type { VmKnown } from '../../rules/types.ts';
 import { VIEWS } from '../blocks/modals.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
@@ -21,27 +21,16 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
     }
     const runAt = new Date(scheduled.runAt);
-    let vm: ReturnType<typeof knownVm>;
+    let vm: VmKnown;
     try {
-      const recorded = await withDeadline(deps.vmFacts.get(project.uuid, scheduled.vmid));
-      vm = knownVm(
-        project.vms.find((v) => v.vmid === scheduled.vmid),
-        recorded,
-        scheduled.vmid,
-      );
+      vm = await withDeadline(deps.vmFacts.known(project, scheduled.vmid));
     } catch {
       return void (await ack({ response_action: 'update', view: notice(TRY_AGAIN) }));
     }
-    const limits = deps.policy.limits;
     // Checked as of runAt: the 24-hour rule passes then, and anything else must pass too.
-    const check = checkResize({
+    const check = checkResizeUnder(deps.policy, {
       vm,
       target: scheduled.target,
-      limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
-      configured: {
-        cpuClass: deps.policy.resize_fields.cpu_class !== undefined,
-        privateNetwork: deps.policy.resize_fields.private_network !== undefined,
-      },
       confirmedStopped: scheduled.confirmedStopped,
       acceptWanTwoStep: scheduled.acceptWanTwoStep,
       now: runAt,
