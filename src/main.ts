@@ -24,7 +24,7 @@ import {
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
 import { createApprovalPolicy } from './requests/approvers.ts';
-import { RequestLifecycle } from './requests/lifecycle.ts';
+import { type LifecycleDeps, RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
@@ -209,7 +209,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
-    const requests = new RequestLifecycle({
+    const lifecycleDeps: LifecycleDeps = {
       policy,
       store,
       outbox: createOutbox(queues, now),
@@ -218,7 +218,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       now,
       logger,
       metrics,
-    });
+    };
+    const requests = new RequestLifecycle(lifecycleDeps);
+    // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
+    const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
     const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,
       // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
@@ -281,6 +284,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         connection: queueRedis,
         prefix,
         store: workerStore,
+        requests: workerRequests,
         vmFacts: new VmFactsStore(queueRedis, { prefix }),
         cloud,
         policy,

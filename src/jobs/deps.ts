@@ -4,6 +4,7 @@ import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { Queues } from './queues.ts';
@@ -16,6 +17,8 @@ export interface ExecutionDeps {
   connection: Redis;
   prefix: string;
   store: RequestStore;
+  /** The request lifecycle on this connection: the expire job expires through it, as a click would. */
+  requests: RequestLifecycle;
   vmFacts: VmFactsStore;
   cloud: CloudApi;
   policy: Policy;

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { ProjectPolicy, VmPolicyFacts } from '../config/policy.ts';
-import type { CpuClass, OnOff, ResizeTarget, VmKnown, WanMode } from '../rules/types.ts';
+import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import { LuaScript } from './lua.ts';
 
 /** What the bot itself applied to a VM (PRODUCT.md §4): the last size it set and its last increase. */

@@ -68,7 +68,11 @@ async function runChild(): Promise<void> {
   const { Redis } = await import('ioredis');
   const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
   const { parsePolicy } = await import('../../src/config/policy.ts');
+  const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { createExecution } = await import('../../src/jobs/execution.ts');
+  const { createOutbox } = await import('../../src/jobs/outbox.ts');
+  const { createApprovalPolicy } = await import('../../src/requests/approvers.ts');
+  const { RequestLifecycle } = await import('../../src/requests/lifecycle.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
   const { createLogger } = await import('../../src/observability/logger.ts');
@@ -85,17 +89,34 @@ async function runChild(): Promise<void> {
     apiKey: config.cloudApiKey,
     timeouts: { ...DEFAULT_TIMEOUTS, headersMs: config.cloudHeadersTimeoutMs ?? 30_000 },
   });
+  const store = new RequestStore(redis, { prefix: config.prefix });
+  const policy = parsePolicy(config.policyYaml);
+  const queues = createQueues(redis, config.prefix);
+  const now = () => new Date();
+  const logger = createLogger({ level: 'warn', name: 'worker-process' }, process.stderr);
+  const metrics = createMetrics({ defaultMetrics: false });
+  const requests = new RequestLifecycle({
+    policy,
+    store,
+    outbox: createOutbox(queues, now),
+    approvals: createApprovalPolicy(policy),
+    prices: createPriceCache(cloud),
+    now,
+    logger,
+    metrics,
+  });
   const execution = createExecution({
     connection: redis,
     prefix: config.prefix,
-    store: new RequestStore(redis, { prefix: config.prefix }),
+    store,
+    requests,
     vmFacts: new VmFactsStore(redis, { prefix: config.prefix }),
     cloud,
-    policy: parsePolicy(config.policyYaml),
-    queues: createQueues(redis, config.prefix),
-    now: () => new Date(),
-    logger: createLogger({ level: 'warn', name: 'worker-process' }, process.stderr),
-    metrics: createMetrics({ defaultMetrics: false }),
+    policy,
+    queues,
+    now,
+    logger,
+    metrics,
     slack: new WebClient(config.slackToken, {
       slackApiUrl: config.slackApiUrl,
       retryConfig: { retries: 0 },

@@ -3,13 +3,17 @@ import { Redis } from 'ioredis';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { CloudApiClient, FAST_TIMEOUTS, type TimeoutPolicy } from '../../src/cloud/client.ts';
+import { createPriceCache } from '../../src/cloud/price-cache.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createExecution, type Execution, type ExecutionDeps } from '../../src/jobs/execution.ts';
+import { createOutbox } from '../../src/jobs/outbox.ts';
 import { createQueues, enqueueExecution, enqueueNotify, type Queues } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { FAST_RETRY, FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.ts';
+import { createApprovalPolicy } from '../../src/requests/approvers.ts';
+import { RequestLifecycle } from '../../src/requests/lifecycle.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest, NewRequest, RequestState } from '../../src/requests/types.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
@@ -78,16 +82,29 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
   const queues = createQueues(redis, prefix);
   const metrics = createMetrics({ defaultMetrics: false });
   const policy = parsePolicy(JOBS_POLICY_YAML);
+  const now = () => new Date();
+  const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const requests = new RequestLifecycle({
+    policy,
+    store,
+    outbox: createOutbox(queues, now),
+    approvals: createApprovalPolicy(policy),
+    prices: createPriceCache(cloud),
+    now,
+    logger,
+    metrics,
+  });
   const deps: ExecutionDeps = {
     connection: redis,
     prefix,
     store,
+    requests,
     vmFacts,
     cloud,
     policy,
     queues,
-    now: () => new Date(),
-    logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    now,
+    logger,
     metrics,
     slack: new WebClient(slack.botToken, {
       slackApiUrl: slack.apiUrl,
