@@ -120,6 +120,8 @@ export interface SlackStandIn {
   waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs?: number): Promise<T>;
   /** The next call(s) of `method` fail as told; several failNext calls on one method apply in the order given. */
   failNext(method: string, options?: FailOptions): void;
+  /** The bot leaves `channel` (or was never invited): posting, updating and ephemerals there answer `not_in_channel`. */
+  leaveChannel(channel: string): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
   limitPerChannel(perSecond: number | undefined): void;
   close(): Promise<void>;
@@ -169,6 +171,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
   const sent = new Map<string, number[]>();
   let perSecond: number | undefined;
+  const notMember = new Set<string>();
   let counter = 0;
   let base = '';
 
@@ -217,6 +220,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     const channel = typeof args.channel === 'string' ? args.channel : undefined;
     const blocks = Array.isArray(args.blocks) ? args.blocks : undefined;
     const text = typeof args.text === 'string' ? args.text : undefined;
+    if (channel && notMember.has(channel) && CHANNEL_LIMITED.has(method))
+      return { ok: false, error: 'not_in_channel' };
     switch (method) {
       case 'auth.test':
         return {
@@ -228,7 +233,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
           bot_id: botId,
         };
       case 'chat.postMessage': {
-        if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
+        // A user id posts to the person's direct messages with the app.
+        if (!channel || !/^[CGDUW][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
         const threadTs = typeof args.thread_ts === 'string' ? args.thread_ts : undefined;
         if (threadTs !== undefined && !findMessage(channel, threadTs)) {
           problem(method, `thread_ts ${threadTs} is not a message in ${channel}`);
@@ -346,7 +352,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
             id: channel,
             name: channel.toLowerCase(),
             is_channel: true,
-            is_member: true,
+            is_member: !notMember.has(channel),
             is_archived: false,
           },
         };
@@ -624,6 +630,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         events.on('call', check);
         check();
       });
+    },
+    leaveChannel(channel) {
+      notMember.add(channel);
     },
     failNext(method, fail = {}) {
       failures.set(method, [...(failures.get(method) ?? []), { ...fail, times: fail.times ?? 1 }]);

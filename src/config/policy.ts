@@ -1,7 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { largestTypeable, type NumberField } from '../rules/inputs.ts';
 import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
+
+/** A size limit: a whole number above 0 that the modal's input for it can hold. */
+const limit = (field: NumberField) =>
+  z
+    .number()
+    .int()
+    .positive()
+    .max(largestTypeable(field), {
+      message: `expected at most ${largestTypeable(field)} (the most the modal's input takes)`,
+    });
 
 const slackUserId = z
   .string()
@@ -88,9 +99,9 @@ const policySchema = z
     /** Upper bounds for what a requester may type; the API documents none. */
     limits: z
       .object({
-        cores: z.number().int().positive().default(64),
-        ram_gb: z.number().int().positive().default(512),
-        os_disk_gb: z.number().int().positive().default(4096),
+        cores: limit('cores').default(64),
+        ram_gb: limit('ramGb').default(512),
+        os_disk_gb: limit('osDiskGb').default(4096),
       })
       .strict()
       .default({ cores: 64, ram_gb: 512, os_disk_gb: 4096 }),

@@ -2,7 +2,7 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import type { ExecutionDeps } from './deps.ts';
-import { enqueueNotify, type NotifyJob, replyId } from './queues.ts';
+import { cancelExecution, enqueueNotify, type NotifyJob, removeExpireJob, replyId } from './queues.ts';
 import { slackFailure } from './slack-failure.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
@@ -22,6 +22,20 @@ export class SlackRetryLaterError extends Error {
   }
 }
 
+/** Slack refused a call for good (`not_in_channel`, `channel_not_found`, …): retrying will not change it. */
+export class SlackRefusedError extends UnrecoverableError {
+  override readonly name = 'SlackRefusedError';
+  readonly code = 'SLACK_REFUSED';
+
+  constructor(
+    method: string,
+    /** Slack's error code, e.g. `not_in_channel`. */
+    readonly error: string,
+  ) {
+    super(`${method}: ${error}`);
+  }
+}
+
 /** A report needs the request message, which is not posted yet: the job retries later. */
 export class MessageNotPostedError extends Error {
   override readonly name = 'MessageNotPostedError';
@@ -31,6 +45,7 @@ export class MessageNotPostedError extends Error {
 /** How a notify job ended, for metrics.jobs. */
 export type NotifyOutcome =
   | 'posted'
+  | 'undeliverable'
   | 'updated'
   | 'replied'
   | 'duplicate'
@@ -47,6 +62,11 @@ export class NotifyProcessor {
 
   private repliedKey(jobId: string): string {
     return `${this.deps.prefix}:replied:${jobId}`;
+  }
+
+  /** Set when Slack refused a request's message for good: its reports then go to the requester directly. */
+  private refusedKey(requestId: string): string {
+    return `${this.deps.prefix}:message-refused:${requestId}`;
   }
 
   /** The BullMQ processor. */
@@ -68,8 +88,13 @@ export class NotifyProcessor {
         await this.update(request, request.messageTs);
         return 'updated';
       case 'thread-reply':
-        if (!request.messageTs) return this.waitForMessage(request);
-        return this.threadReply(request, request.messageTs, data, replied > 0);
+        if (!request.messageTs) return this.withoutMessage(request, data, replied > 0);
+        return this.threadReply(
+          request,
+          { channel: request.channel, thread_ts: request.messageTs },
+          data,
+          replied > 0,
+        );
       case 'report':
         return this.report(request, data, replied > 0);
       case 'expire':
@@ -84,13 +109,19 @@ export class NotifyProcessor {
       return 'updated';
     }
     const message = this.deps.renderer.requestMessage(request);
-    const result = await this.slackCall('chat.postMessage', (withBlocks) =>
-      this.deps.slack.chat.postMessage({
-        channel: request.channel,
-        text: message.text,
-        blocks: withBlocks ? message.blocks : undefined,
-      }),
-    );
+    let result: Awaited<ReturnType<typeof this.deps.slack.chat.postMessage>>;
+    try {
+      result = await this.slackCall('chat.postMessage', (withBlocks) =>
+        this.deps.slack.chat.postMessage({
+          channel: request.channel,
+          text: message.text,
+          blocks: withBlocks ? message.blocks : undefined,
+        }),
+      );
+    } catch (error) {
+      if (error instanceof SlackRefusedError) return this.messageRefused(request, error.error);
+      throw error;
+    }
     if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');
     // The compare-and-set write returns the stored request: if its state moved while the post was under way
     // (more than this one write since), render it once more.
@@ -112,6 +143,54 @@ export class NotifyProcessor {
   }
 
   /**
+   * Slack refused the request message for good (the bot not in the channel, an archived or unknown channel): a
+   * request nobody can see is cancelled unless it already runs, and the requester is told why and what to do, in a
+   * direct message. The request's later reports go there too.
+   */
+  private async messageRefused(request: CloudRequest, error: string): Promise<NotifyOutcome> {
+    const { store, queues, connection, slack, logger, metrics } = this.deps;
+    await connection.set(this.refusedKey(request.id), error, 'EX', REPLIED_TTL_S);
+    const cancelled = await store.transition(request.id, {
+      from: ['pending', 'queued'],
+      to: 'cancelled',
+      actor: 'cloudops',
+      detail: `Slack refused the request message (${error}); nothing was sent`,
+    });
+    if (cancelled.ok) {
+      metrics.requests.inc({ kind: request.kind, state: 'cancelled' });
+      // A run that already started is stopped by the store's state check.
+      await Promise.all([
+        cancelExecution(queues, request.id).catch(() => undefined),
+        removeExpireJob(queues, request.id),
+      ]);
+    }
+    logger.warn(
+      { requestId: request.id, error, cancelled: cancelled.ok },
+      'request message refused by slack',
+    );
+    const latest = cancelled.ok ? cancelled.request : ((await store.get(request.id)) ?? request);
+    const notice = this.deps.renderer.messageRefused(latest, error);
+    await this.slackCall('chat.postMessage', () =>
+      slack.chat.postMessage({ channel: request.requester, text: notice.text }),
+    );
+    return 'undeliverable';
+  }
+
+  /**
+   * A reply for a request without a message: to the requester directly when Slack refused the message, else after
+   * the message is posted.
+   */
+  private async withoutMessage(
+    request: CloudRequest,
+    reply: { requestId: string; event: ReplyEvent; step?: number },
+    alreadyReplied: boolean,
+  ): Promise<NotifyOutcome> {
+    if (!(await this.deps.connection.exists(this.refusedKey(request.id))))
+      return this.waitForMessage(request);
+    return this.threadReply(request, { channel: request.requester }, reply, alreadyReplied);
+  }
+
+  /**
    * Posts the event's reply in the request's thread once, then syncs the request message: one job for what used to
    * be a `thread-reply` and a `sync-message`. The reply goes first so a retry (after a rate limit) repeats only the
    * step that failed: the reply is skipped by its "posted" record. A message Slack refuses to update does not fail
@@ -122,8 +201,9 @@ export class NotifyProcessor {
     data: Extract<NotifyJob, { type: 'report' }>,
     alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
-    if (!request.messageTs) return this.waitForMessage(request);
-    const replied = await this.threadReply(request, request.messageTs, data, alreadyReplied);
+    if (!request.messageTs) return this.withoutMessage(request, data, alreadyReplied);
+    const thread = { channel: request.channel, thread_ts: request.messageTs };
+    const replied = await this.threadReply(request, thread, data, alreadyReplied);
     try {
       await this.update(request, request.messageTs);
     } catch (error) {
@@ -133,10 +213,10 @@ export class NotifyProcessor {
     return replied;
   }
 
-  /** Posts the reply in the request's thread unless its record (looked up by the caller) says it was posted. */
+  /** Posts the reply in `where` (the request's thread) unless its record (looked up by the caller) says it was posted. */
   private async threadReply(
     request: CloudRequest,
-    thread_ts: string,
+    where: { channel: string; thread_ts?: string },
     reply: { requestId: string; event: ReplyEvent; step?: number },
     alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
@@ -145,8 +225,7 @@ export class NotifyProcessor {
     const message = this.deps.renderer.threadReply(request, reply.event, reply.step);
     const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
-        channel: request.channel,
-        thread_ts,
+        ...where,
         text: message.text,
         blocks: withBlocks ? message.blocks : undefined,
       }),
@@ -197,7 +276,7 @@ export class NotifyProcessor {
       }
       if (failure.verdict === 'final') {
         this.deps.logger.error({ method, error: label }, 'slack refused a report');
-        throw new UnrecoverableError(`${method}: ${label}`);
+        throw new SlackRefusedError(method, label);
       }
       if (failure.retryAfterMs !== undefined) {
         throw new SlackRetryLaterError(method, 'rate limited', {

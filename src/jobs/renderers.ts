@@ -22,6 +22,8 @@ export interface RequestRenderer {
     event: ReplyEvent,
     step?: number,
   ): { text: string; blocks?: KnownBlock[] };
+  /** To the requester directly: Slack refused the request message with `error`, why, and what to do. */
+  messageRefused(request: CloudRequest, error: string): { text: string };
 }
 
 export interface DigestRenderer {

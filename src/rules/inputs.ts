@@ -20,6 +20,20 @@ const FIELD_NAME: Record<NumberField, string> = {
 /** Longest backup slug accepted; the modal's input allows the same. */
 export const MAX_SLUG_LENGTH = 128;
 
+/**
+ * How many characters the modal's inputs take (their `max_length`). The command line refuses a VM id longer than
+ * this, and the policy's `limits` must fit, so nothing typed on the command line is too long for its input.
+ */
+export const INPUT_MAX_LENGTH = { vmid: 12, cores: 6, ramGb: 6, osDiskGb: 7 } as const;
+
+/** The largest VM id the modal's input can hold. */
+export const MAX_VMID = 10 ** INPUT_MAX_LENGTH.vmid - 1;
+
+/** The largest value a modal input of `field` can hold. */
+export function largestTypeable(field: NumberField): number {
+  return 10 ** INPUT_MAX_LENGTH[field] - 1;
+}
+
 /** Shows what was typed inside a message without letting a huge paste through. */
 function quoted(raw: string): string {
   const trimmed = raw.trim();
@@ -30,11 +44,11 @@ function quoted(raw: string): string {
 export function parseVmid(raw: string): number | Violation {
   const trimmed = raw.trim();
   const n = Number(trimmed);
-  if (!/^\d+$/.test(trimmed) || !Number.isSafeInteger(n) || n <= 0) {
+  if (!/^\d+$/.test(trimmed) || n <= 0 || n > MAX_VMID) {
     return {
       field: 'vmid',
       code: 'bad_vmid',
-      message: `The VM id is a whole number above 0, such as 101${trimmed ? `, not ${quoted(trimmed)}` : ''}.`,
+      message: `The VM id is a whole number above 0 of at most ${INPUT_MAX_LENGTH.vmid} digits, such as 101${trimmed ? `, not ${quoted(trimmed)}` : ''}.`,
     };
   }
   return n;

@@ -241,3 +241,49 @@ describe('secrets', () => {
       expect(everything).not.toContain(secret);
   });
 });
+
+describe('the command line and the limits', () => {
+  it('numbers beyond the limits are refused on the command line with the limit, and no form opens (issue 17.7)', async () => {
+    const viewsBefore = h.slack.views.length;
+    // The harness policy's limits: cores 32, RAM 256, disk 2000; the modal's VM id input takes 12 digits.
+    const refusals: [string, string][] = [
+      [
+        'resize shop-prod 101 disk=999999999999',
+        "`disk` must be at most 2000 (the policy's limit), not `999999999999`",
+      ],
+      [
+        'resize shop-prod 101 cores=99999999',
+        "`cores` must be at most 32 (the policy's limit), not `99999999`",
+      ],
+      ['resize shop-prod 101 ram=257', "`ram` must be at most 256 (the policy's limit), not `257`"],
+      [
+        `resize shop-prod 101 disk=${'9'.repeat(400)}`,
+        `\`disk\` must be at most 2000 (the policy's limit), not \`${'9'.repeat(24)}…\``,
+      ],
+      ['resize shop-prod 1234567890123 cores=4', 'the VM id has at most 12 digits, not `1234567890123`'],
+      ['restore shop-prod 1234567890123', 'the VM id has at most 12 digits, not `1234567890123`'],
+    ];
+    for (const [text, message] of refusals) {
+      const answer = await h.command(text);
+      expect(answer.status, text).toBe(200);
+      expect(answer.json?.response_type, text).toBe('ephemeral');
+      expect(answer.json?.text, text).toBe(`:warning: ${message}`);
+    }
+    expect(h.slack.views).toHaveLength(viewsBefore);
+
+    // At the limits the form opens, prefilled, and every prefilled number fits its input.
+    const view = await h.openModal('resize shop-prod 101 cores=32 ram=256 disk=2000');
+    const inputs = (view.blocks as { block_id: string; element?: Record<string, unknown> }[]).filter(
+      (b) => b.element?.type === 'plain_text_input',
+    );
+    const initial = Object.fromEntries(inputs.map((b) => [b.block_id, b.element?.initial_value]));
+    expect(initial).toMatchObject({ cores: '32', ram_gb: '256', os_disk_gb: '2000', vmid: '101' });
+    for (const block of inputs) {
+      const value = block.element?.initial_value;
+      if (typeof value === 'string')
+        expect(value.length, block.block_id).toBeLessThanOrEqual(Number(block.element?.max_length));
+    }
+    const restore = await h.openModal('restore shop-prod 999999999999');
+    expect(JSON.stringify(restore)).toContain('"initial_value":"999999999999"');
+  });
+});

@@ -95,6 +95,19 @@ describe('parsePolicy', () => {
     );
   });
 
+  it('refuses limits larger than the modal inputs hold, so the command line and the form agree (issue 17.7)', () => {
+    expect(parsePolicy(withLine(4, 'limits: { cores: 999999, os_disk_gb: 9999999 }')).limits).toMatchObject({
+      cores: 999999,
+      os_disk_gb: 9999999,
+    });
+    expect(failure(withLine(4, 'limits: { os_disk_gb: 10000000 }'))).toBe(
+      "policy.yml:4: limits.os_disk_gb: expected at most 9999999 (the most the modal's input takes)",
+    );
+    expect(failure(withLine(4, 'limits: { cores: 1000000 }'))).toMatch(
+      /limits\.cores: expected at most 999999/,
+    );
+  });
+
   it('names an unknown key itself, on its own line (fixed: it used to say "(top level)" at line 1)', () => {
     expect(failure(`${GOOD}colour: blue\n`)).toBe('policy.yml:17: colour: Unrecognized key: "colour"');
     expect(failure(withLine(11, '    clutser: zone-1'))).toMatch(

@@ -21,7 +21,7 @@ describe('parseVmid', () => {
     expect(parseVmid(raw)).toBe(expected);
   });
 
-  it.each(['', '0', '-1', '1.5', '1e3', 'abc', '101;rm', '99999999999999999999', '１０１'])(
+  it.each(['', '0', '-1', '1.5', '1e3', 'abc', '101;rm', '99999999999999999999', '１０１', '1234567890123'])(
     'refuses %j with a bad_vmid on the vmid field',
     (raw) => {
       const result = parseVmid(raw);

@@ -1,4 +1,5 @@
 import type { KnownBlock, ModalView, PlainTextOption } from '@slack/types';
+import { INPUT_MAX_LENGTH, MAX_SLUG_LENGTH } from '../../rules/inputs.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { escapeMrkdwn, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
@@ -137,23 +138,23 @@ export function resizeModal(input: ResizeModalInput): ModalView {
       initial: input.vmid !== undefined ? String(input.vmid) : undefined,
       placeholder: 'e.g. 101',
       optional: false,
-      max: 12,
+      max: INPUT_MAX_LENGTH.vmid,
     }),
     textInput(FIELDS.cores, 'Cores', {
       initial: initialNumber(input.typed.cores, vm?.cores),
       placeholder: 'unchanged',
-      max: 6,
+      max: INPUT_MAX_LENGTH.cores,
     }),
     textInput(FIELDS.ramGb, 'RAM (GB)', {
       initial: initialNumber(input.typed.ramGb, vm?.ramGb),
       placeholder: 'unchanged',
-      max: 6,
+      max: INPUT_MAX_LENGTH.ramGb,
     }),
     textInput(FIELDS.osDiskGb, 'OS disk (GB)', {
       initial: initialNumber(input.typed.osDiskGb, vm?.osDiskGb),
       placeholder: 'unchanged',
       hint: 'The OS disk can grow, never shrink.',
-      max: 7,
+      max: INPUT_MAX_LENGTH.osDiskGb,
     }),
   ];
   if (input.cpuClassConfigured) {
@@ -243,13 +244,13 @@ export function restoreModal(input: RestoreModalInput): ModalView {
       initial: input.vmid !== undefined ? String(input.vmid) : undefined,
       placeholder: 'e.g. 101',
       optional: false,
-      max: 12,
+      max: INPUT_MAX_LENGTH.vmid,
     }),
     textInput(FIELDS.backupSlug, 'Backup', {
       initial: input.backupSlug,
       placeholder: 'the backup slug from the portal’s backup list',
       optional: false,
-      max: 128,
+      max: MAX_SLUG_LENGTH,
     }),
   ];
   // Autostart is refused for HA VMs, so it is not offered where the VM is known to be HA.
@@ -281,7 +282,7 @@ export function restoreModal(input: RestoreModalInput): ModalView {
     textInput(FIELDS.typedVmid, 'Type the VM id again', {
       optional: false,
       placeholder: 'the same VM id, to confirm the overwrite',
-      max: 12,
+      max: INPUT_MAX_LENGTH.vmid,
     }),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,

@@ -240,6 +240,45 @@ function threadReply(
 }
 
 /** The renderer the notify worker uses; rendering is pure, from the stored request alone. */
+/** Why Slack refused the request message, and what the requester can do about it. */
+function refusalHelp(channel: string, project: string, error: string): { why: string; todo: string } {
+  const where = `<#${channel}>`;
+  const rebind = `or ask an admin to bind project ${escapeMrkdwn(project)} to another channel in the policy file`;
+  switch (error) {
+    case 'not_in_channel':
+      return {
+        why: `cloudops is not a member of ${where}`,
+        todo: `Invite @cloudops to ${where} (type \`/invite @cloudops\` there), then make the request again.`,
+      };
+    case 'channel_not_found':
+      return {
+        why: `cloudops cannot see ${where} (a private channel it was not invited to, or a deleted one)`,
+        todo: `Invite @cloudops to ${where} (\`/invite @cloudops\`) ${rebind}, then make the request again.`,
+      };
+    case 'is_archived':
+      return {
+        why: `${where} is archived`,
+        todo: `Unarchive ${where} ${rebind}, then make the request again.`,
+      };
+    default:
+      return {
+        why: `Slack refused it (\`${escapeMrkdwn(error)}\`)`,
+        todo: `Ask a workspace admin to check that @cloudops may post in ${where}, then make the request again.`,
+      };
+  }
+}
+
+function messageRefused(request: CloudRequest, error: string): { text: string } {
+  const { why, todo } = refusalHelp(request.channel, request.projectName, error);
+  const state =
+    request.state === 'cancelled'
+      ? 'It was cancelled; nothing was sent to the API.'
+      : 'It needs no approval and had already started: its outcome comes to you here.';
+  return {
+    text: `:warning: ${title(request)} (request ${request.id}) could not be posted in <#${request.channel}>: ${why}. ${state} ${todo}`,
+  };
+}
+
 export function createRequestRenderer(): RequestRenderer {
-  return { requestMessage, threadReply };
+  return { requestMessage, threadReply, messageRefused };
 }

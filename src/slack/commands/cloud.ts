@@ -169,12 +169,14 @@ async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
  */
 export function register(app: App, deps: SlackDeps, opener?: ViewOpener): void {
   const words = deps.words ?? [];
+  const { cores, ram_gb: ramGb, os_disk_gb: osDiskGb } = deps.policy.limits;
+  const limits = { cores, ramGb, osDiskGb };
   // The label's closed set: the words the bot knows, a command that did not parse, and `other` for the rest.
   const labels = new Set(['help', 'jobs', 'resize', 'restore', 'error', ...words.map((w) => w.word), OTHER]);
   // Every series exists from the start, so the count never grows with what is typed.
   for (const word of labels) deps.metrics.commands.inc({ word }, 0);
   app.command('/cloud', async (slack) => {
-    const parsed = parseCloudCommand(slack.command.text ?? '');
+    const parsed = parseCloudCommand(slack.command.text ?? '', limits);
     deps.metrics.commands.inc({
       word: closedLabel(parsed.word === 'other' ? parsed.name : parsed.word, labels),
     });

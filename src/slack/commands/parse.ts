@@ -1,9 +1,11 @@
+import { INPUT_MAX_LENGTH, MAX_VMID } from '../../rules/inputs.ts';
 import {
   CPU_CLASSES,
   type CpuClass,
   ON_OFF,
   type OnOff,
   type ResizeTarget,
+  type SizeLimits,
   WAN_MODES,
   type WanMode,
 } from '../../rules/types.ts';
@@ -54,15 +56,25 @@ export const USAGE = {
 
 const fail = (message: string): ParsedCommand => ({ word: 'error', message });
 
-function wholeNumber(key: string, value: string): number | string {
-  if (!/^\d+$/.test(value)) return `\`${key}\` takes a whole number, not \`${value}\``;
+/** Shows a typed value in a refusal without letting a huge paste through. */
+const shown = (value: string) => `\`${value.length > 24 ? `${value.slice(0, 24)}…` : value}\``;
+
+/** A whole number from 1 to `limit` (the policy's), or why not. */
+function wholeNumber(key: string, value: string, limit: number): number | string {
+  if (!/^\d+$/.test(value)) return `\`${key}\` takes a whole number, not ${shown(value)}`;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n <= 0) return `\`${key}\` must be a whole number above 0`;
+  if (n <= 0) return `\`${key}\` must be a whole number above 0`;
+  // Compared as numbers: any run of digits too long for a safe integer is far above every limit.
+  if (n > limit) return `\`${key}\` must be at most ${limit} (the policy's limit), not ${shown(value)}`;
   return n;
 }
 
-/** Parses the text after `/cloud`. Never throws; a mistake comes back as `{ word: 'error', message }`. */
-export function parseCloudCommand(text: string): ParsedCommand {
+/**
+ * Parses the text after `/cloud`. Never throws; a mistake comes back as `{ word: 'error', message }`. Sizes above
+ * the policy's `limits` and VM ids longer than the modal's input are refused here, with the limit, instead of
+ * being copied into the modal.
+ */
+export function parseCloudCommand(text: string, limits: SizeLimits): ParsedCommand {
   const tokens = tokenize(text.trim());
   if (!Array.isArray(tokens)) return fail(`${tokens.error}. `);
   const [first, ...args] = tokens;
@@ -74,7 +86,7 @@ export function parseCloudCommand(text: string): ParsedCommand {
     case 'jobs':
       return args.length === 0 ? { word: 'jobs' } : fail(`\`jobs\` takes no arguments. Usage: ${USAGE.jobs}`);
     case 'resize':
-      return parseResize(args);
+      return parseResize(args, limits);
     case 'restore':
       return parseRestore(args);
     default:
@@ -90,12 +102,14 @@ function parsePositional(
   const [project, vmidText, ...rest] = positional;
   if (project === undefined) return { rest: [] };
   if (vmidText === undefined) return `give the VM id after the project. Usage: ${usage}`;
-  const vmid = wholeNumber('vmid', vmidText);
-  if (typeof vmid === 'string') return `the VM id must be a whole number above 0, not \`${vmidText}\``;
+  const vmid = Number(vmidText);
+  if (!/^\d+$/.test(vmidText) || vmid <= 0)
+    return `the VM id must be a whole number above 0, not ${shown(vmidText)}`;
+  if (vmid > MAX_VMID) return `the VM id has at most ${INPUT_MAX_LENGTH.vmid} digits, not ${shown(vmidText)}`;
   return { project, vmid, rest };
 }
 
-function parseResize(args: string[]): ParsedCommand {
+function parseResize(args: string[], limits: SizeLimits): ParsedCommand {
   const positional = parsePositional(args, USAGE.resize);
   if (typeof positional === 'string') return fail(positional);
   if (positional.rest.length > 0) {
@@ -117,7 +131,7 @@ function parseResize(args: string[]): ParsedCommand {
         const field = key === 'cores' ? 'cores' : key === 'ram' ? 'ramGb' : 'osDiskGb';
         const twice = seen(field);
         if (twice) return fail(twice);
-        const n = wholeNumber(key, value);
+        const n = wholeNumber(key, value, limits[field]);
         if (typeof n === 'string') return fail(n);
         command[field] = n;
         break;

@@ -1,0 +1,39 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { enqueueExecution, enqueueNotify } from '../../src/jobs/queues.ts';
+import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
+
+let env: JobsEnv;
+
+beforeEach(async () => {
+  env = await startJobsEnv({ name: 'jobs-refused' });
+});
+
+afterEach(async () => {
+  expect(env.slack.problems).toEqual([]);
+  await env.close();
+});
+
+describe('a request whose message Slack refuses while it already runs (no approval needed)', () => {
+  it('is not cancelled; the requester hears why, and its outcome comes to them directly, once', async () => {
+    env.slack.leaveChannel('C0PROD');
+    env.sim.fault('resize', { kind: 'latency', ms: 800 });
+    env.startWorkers();
+    const request = await env.store.create({ ...resizeOf(env, 102, { cores: 6 }), state: 'queued' }, 'U0DEV');
+    await enqueueExecution(env.queues, request, new Date());
+    await env.waitForState(request.id, ['sending']);
+    await enqueueNotify(env.queues, { type: 'post-request', requestId: request.id });
+
+    const done = await env.waitForState(request.id, ['succeeded']);
+    expect(done.messageTs).toBeUndefined();
+    const told = await env.slack.waitFor(() => {
+      const texts = env.slack.messages(request.requester).map((m) => m.text ?? '');
+      return texts.length >= 2 ? texts : undefined;
+    });
+    expect(told[0]).toContain('cloudops is not a member of <#C0PROD>');
+    expect(told[0]).toContain('had already started: its outcome comes to you here');
+    expect(told[1]).toMatch(/^:white_check_mark: Done/);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(env.slack.messages(request.requester)).toHaveLength(2);
+    expect(env.sim.applied).toHaveLength(1);
+  });
+});
