@@ -1,4 +1,4 @@
-import { INPUT_MAX_LENGTH, MAX_VMID } from '../../rules/inputs.ts';
+import { INPUT_MAX_LENGTH, MAX_VMID, readTargetWords } from '../../rules/inputs.ts';
 import {
   CPU_CLASSES,
   type CpuClass,
@@ -117,50 +117,53 @@ function parseResize(args: string[], limits: SizeLimits): ParsedCommand {
       `unexpected \`${positional.rest[0]}\`: options are written key=value. Usage: ${USAGE.resize}`,
     );
   }
-  const command: ResizeCommand = { word: 'resize', project: positional.project, vmid: positional.vmid };
-  for (const arg of args.filter((a) => a.includes('='))) {
-    const [rawKey, ...valueParts] = arg.split('=');
-    const key = (rawKey ?? '').toLowerCase();
-    const value = valueParts.join('=').toLowerCase();
-    const seen = (name: keyof ResizeCommand) =>
-      command[name] !== undefined ? `\`${key}\` is given twice` : undefined;
-    switch (key) {
-      case 'cores':
-      case 'ram':
-      case 'disk': {
-        const field = key === 'cores' ? 'cores' : key === 'ram' ? 'ramGb' : 'osDiskGb';
-        const twice = seen(field);
-        if (twice) return fail(twice);
-        const n = wholeNumber(key, value, limits[field]);
-        if (typeof n === 'string') return fail(n);
-        command[field] = n;
-        break;
-      }
-      case 'cpu': {
-        if (command.cpuClass !== undefined) return fail(`\`${key}\` is given twice`);
-        if (!CPU_CLASSES.includes(value as CpuClass))
-          return fail(`\`cpu\` is regular or light, not \`${value}\``);
-        command.cpuClass = value as CpuClass;
-        break;
-      }
-      case 'wan': {
-        if (command.wanMode !== undefined) return fail(`\`${key}\` is given twice`);
-        if (!WAN_MODES.includes(value as WanMode))
-          return fail(`\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\``);
-        command.wanMode = value as WanMode;
-        break;
-      }
-      case 'private': {
-        if (command.privateNetwork !== undefined) return fail(`\`${key}\` is given twice`);
-        if (!ON_OFF.includes(value as OnOff)) return fail(`\`private\` is off or on, not \`${value}\``);
-        command.privateNetwork = value as OnOff;
-        break;
-      }
+  const read = readTargetWords<string>(
+    args.filter((a) => a.includes('=')),
+    (field, raw, key) => typedValue(field, key, raw.toLowerCase(), limits),
+  );
+  if ('problem' in read) {
+    const { problem } = read;
+    switch (problem.code) {
+      case 'twice':
+        return fail(`\`${problem.key}\` is given twice`);
+      case 'bad_value':
+        return fail(problem.error);
       default:
-        return fail(`unknown option \`${key}\`. Usage: ${USAGE.resize}`);
+        return fail(
+          `unknown option \`${problem.code === 'unknown_key' ? problem.key : problem.word}\`. Usage: ${USAGE.resize}`,
+        );
     }
   }
-  return command;
+  return { word: 'resize', project: positional.project, vmid: positional.vmid, ...read.target };
+}
+
+/** One typed value (already lower case), or why not, in the command line's words. */
+function typedValue(
+  field: keyof ResizeTarget,
+  key: string,
+  value: string,
+  limits: SizeLimits,
+): ResizeTarget[keyof ResizeTarget] | { error: string } {
+  switch (field) {
+    case 'cores':
+    case 'ramGb':
+    case 'osDiskGb': {
+      const n = wholeNumber(key, value, limits[field]);
+      return typeof n === 'number' ? n : { error: n };
+    }
+    case 'cpuClass':
+      return CPU_CLASSES.includes(value as CpuClass)
+        ? (value as CpuClass)
+        : { error: `\`cpu\` is regular or light, not \`${value}\`` };
+    case 'wanMode':
+      return WAN_MODES.includes(value as WanMode)
+        ? (value as WanMode)
+        : { error: `\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\`` };
+    case 'privateNetwork':
+      return ON_OFF.includes(value as OnOff)
+        ? (value as OnOff)
+        : { error: `\`private\` is off or on, not \`${value}\`` };
+  }
 }
 
 function parseRestore(args: string[]): ParsedCommand {
