@@ -3,6 +3,7 @@ import type { Cluster } from '../../cloud/types.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
 import { resizeBody } from '../../jobs/resize-body.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
+import type { CostPreview } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';
 import {
@@ -65,13 +66,8 @@ export function parseTarget(words: string[], policy: Policy): ResizeTarget {
   }
 }
 
-interface CostPlan {
-  cluster: string;
-  currency: string;
-  hourly: string;
-  monthly: string;
-  diffHourly?: string;
-  diffMonthly?: string;
+/** The request message's cost preview, with the percentage and the prices the cluster does not list. */
+interface CostPlan extends Omit<CostPreview, 'note'> {
   diffPercent?: string;
   missing: string[];
 }
