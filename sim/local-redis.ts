@@ -59,10 +59,11 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts `redis-server` on a free loopback port in a new temp dir.
- * `appendOnly` turns on AOF with fsync always, for tests that restart Redis and expect their queue back.
+ * `appendOnly` turns on AOF with fsync always, for tests that restart Redis and expect their queue back;
+ * `extraArgs` are more `redis-server` options (e.g. `--replicaof`).
  */
 export async function startLocalRedis(
-  options: { appendOnly?: boolean; port?: number } = {},
+  options: { appendOnly?: boolean; port?: number; extraArgs?: string[] } = {},
 ): Promise<LocalRedis> {
   const port = options.port ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'cloudops-redis-'));
@@ -84,6 +85,7 @@ export async function startLocalRedis(
     'always',
     '--maxmemory-policy',
     'noeviction',
+    ...(options.extraArgs ?? []),
   ];
 
   const launch = async () => {

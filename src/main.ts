@@ -1,12 +1,12 @@
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { WebClient } from '@slack/web-api';
-import { Redis } from 'ioredis';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import { createRedis, describeRedis, redisTarget } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createOutbox } from './jobs/outbox.ts';
@@ -143,14 +143,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   try {
     if (signal.aborted) throw signal.reason;
     // Web handlers must answer Slack within 3 s: their Redis client fails fast instead of queueing while Redis is down.
-    const fastRedis = new Redis(env.REDIS_URL, {
+    // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
+    const target = redisTarget(env);
+    const fastRedis = createRedis(target, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,
       lazyConnect: false,
     });
     // Queues and workers wait for Redis to come back: BullMQ needs maxRetriesPerRequest null.
-    const queueRedis = new Redis(env.REDIS_URL, QUEUE_REDIS_OPTIONS);
+    const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
     for (const client of [fastRedis, queueRedis]) {
       client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
     }
@@ -160,11 +162,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       await within(queueRedis.quit(), budget).catch(() => undefined);
       queueRedis.disconnect();
     });
-    waitingFor = 'Redis (REDIS_URL)';
+    waitingFor = `Redis (${describeRedis(target).variable})`;
     // Within what is left of the start-up, so the line names Redis rather than the deadline.
     await waitForRedis(
       fastRedis,
-      env.REDIS_URL,
+      target,
       Math.max(100, Math.min(REDIS_STARTUP_MS, startupLeft() - 100)),
       signal,
     );

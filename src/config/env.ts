@@ -46,6 +46,20 @@ const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'expected letters, digits, ":", "_" or "-" (at most 64)' })
     .default('cloudops'),
+  /** `host:port,host:port` of Redis Sentinels: the master is found through them; REDIS_URL gives password, db, TLS. */
+  REDIS_SENTINELS: z
+    .string()
+    .refine((v) => parseSentinels(v) !== undefined, {
+      message: 'expected host:port of each Sentinel, separated by commas, e.g. 10.0.0.1:26379,10.0.0.2:26379',
+    })
+    .optional(),
+  /** The master's name at the Sentinels (default `mymaster`, applied where the connection is made). */
+  REDIS_SENTINEL_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, {
+      message: 'expected the master name the Sentinels monitor, e.g. mymaster',
+    })
+    .optional(),
   PORT: port.default(3000),
   /**
    * Address the HTTP receiver binds to (not used in Socket Mode). Default `0.0.0.0`: every IPv4 interface, as a
@@ -63,6 +77,25 @@ const envSchema = z.object({
     })
     .default('info'),
 });
+
+/** A Sentinel's address. */
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+/** `host:port,host:port` (IPv6 hosts in brackets) → addresses; undefined when any part is malformed. */
+export function parseSentinels(value: string): SentinelAddress[] | undefined {
+  const parts = value.split(',').map((p) => p.trim());
+  const out: SentinelAddress[] = [];
+  for (const part of parts) {
+    const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*):(\d{1,5})$/.exec(part);
+    const port = Number(match?.[2]);
+    if (!match?.[1] || !Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+    out.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
+  }
+  return out.length > 0 ? out : undefined;
+}
 
 /** The process environment, parsed and typed. Secrets stay in here and are never logged. */
 export type Env = z.infer<typeof envSchema>;
@@ -87,6 +120,11 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(`${String(issue.path[0])}: ${issue.message}`);
   }
+  // A name alone would silently connect to REDIS_URL's single Redis, not to the master the operator named.
+  if (parsed.data.REDIS_SENTINEL_NAME !== undefined && parsed.data.REDIS_SENTINELS === undefined)
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME: set without REDIS_SENTINELS; give the Sentinels as host:port,host:port, or unset both to use REDIS_URL alone',
+    );
   return parsed.data;
 }
 

@@ -23,6 +23,15 @@ export const DIGEST_JOB_OPTIONS = {
   removeOnFail: { count: 200 },
 } as const;
 
+/**
+ * Shortest gap between two `/cloud digest now` in one channel. Each one reads the whole price list from the API and
+ * posts a full digest in the channel; prices do not change by the minute.
+ */
+export const DIGEST_NOW_INTERVAL_MS = 10 * 60_000;
+
+/** What `digest now` did: queued one, or refused until `nextAt` because one was asked for shortly before. */
+export type SendNowResult = { queued: true; nextAt: Date } | { queued: false; nextAt: Date };
+
 /** A channel's subscription as it lives in Redis. */
 export interface Subscription {
   channel: string;
@@ -39,15 +48,27 @@ export interface Subscription {
 export class DigestScheduler {
   readonly queue: Queue<DigestJobData>;
 
-  constructor(options: { connection: Redis; prefix: string; now: () => Date }) {
+  constructor(options: {
+    connection: Redis;
+    prefix: string;
+    now: () => Date;
+    /** Shortest gap between two `digest now` in a channel (default DIGEST_NOW_INTERVAL_MS). */
+    nowIntervalMs?: number;
+  }) {
     this.queue = new Queue<DigestJobData>(DIGEST_QUEUE, {
       connection: options.connection,
       prefix: options.prefix,
     });
     this.now = options.now;
+    this.redis = options.connection;
+    this.prefix = options.prefix;
+    this.nowIntervalMs = options.nowIntervalMs ?? DIGEST_NOW_INTERVAL_MS;
   }
 
   private readonly now: () => Date;
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  private readonly nowIntervalMs: number;
 
   /** Creates or replaces the channel's schedule; returns when the first digest runs. */
   async subscribe(channel: string, schedule: DigestSchedule, by?: string): Promise<Subscription> {
@@ -93,14 +114,32 @@ export class DigestScheduler {
     return this.queue.getJobSchedulersCount();
   }
 
-  /** Queues one digest for the channel right away, besides its schedule. */
-  async sendNow(channel: string, by?: string): Promise<void> {
-    // Custom BullMQ job ids may not contain ':'; the time keeps two quick requests apart.
-    await this.queue.add(
-      'digest',
-      { channel, kind: 'now', by },
-      { ...DIGEST_JOB_OPTIONS, jobId: `now-${channel}-${this.now().getTime()}` },
-    );
+  /**
+   * Queues one digest for the channel right away, besides its schedule: at most one per `nowIntervalMs` per channel,
+   * whichever process is asked (a Redis key with that TTL, set only when absent). Refused, it says when the next one
+   * may be asked for.
+   */
+  async sendNow(channel: string, by?: string): Promise<SendNowResult> {
+    const key = `${this.prefix}:digest-now:${channel}`;
+    const at = this.now().getTime();
+    const claimed = await this.redis.set(key, by ?? '', 'PX', this.nowIntervalMs, 'NX');
+    if (claimed !== 'OK') {
+      const left = await this.redis.pttl(key);
+      return { queued: false, nextAt: new Date(at + Math.max(left, 1000)) };
+    }
+    try {
+      // Custom BullMQ job ids may not contain ':'; the time keeps two requests apart.
+      await this.queue.add(
+        'digest',
+        { channel, kind: 'now', by },
+        { ...DIGEST_JOB_OPTIONS, jobId: `now-${channel}-${at}` },
+      );
+    } catch (error) {
+      // Nothing was queued: the channel may ask again at once.
+      await this.redis.del(key).catch(() => undefined);
+      throw error;
+    }
+    return { queued: true, nextAt: new Date(at + this.nowIntervalMs) };
   }
 
   async close(): Promise<void> {

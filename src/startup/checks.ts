@@ -4,27 +4,17 @@
  */
 import { ErrorCode, WebClient } from '@slack/web-api';
 import type { Redis } from 'ioredis';
+import { describeRedis, type RedisTarget, redactUrl } from '../config/redis-connection.ts';
 
 /** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
 export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
 
-/** `redis://user:secret@host` → `redis://host`, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return 'the configured URL';
-  }
-}
-
 /** The line for a Redis refusal that no reconnect will cure, or undefined for a passing problem. */
-export function redisRefusal(error: Error, url: string): string | undefined {
-  const where = redactUrl(url);
+export function redisRefusal(error: Error, target: RedisTarget): string | undefined {
+  // The credentials come from REDIS_URL, with or without Sentinels.
+  const { where } = describeRedis(target);
   if (error.message.startsWith('NOAUTH'))
     return `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
   if (error.message.startsWith('WRONGPASS'))
@@ -38,11 +28,12 @@ export function redisRefusal(error: Error, url: string): string | undefined {
  */
 export function waitForRedis(
   client: Redis,
-  url: string,
+  target: RedisTarget,
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
+  const { variable, where } = describeRedis(target);
   return new Promise<void>((resolve, reject) => {
     const done = (error?: unknown) => {
       clearTimeout(timer);
@@ -54,7 +45,7 @@ export function waitForRedis(
     };
     const onReady = () => done();
     const onError = (error: Error) => {
-      const refusal = redisRefusal(error, url);
+      const refusal = redisRefusal(error, target);
       if (refusal) done(new StartupError(refusal));
     };
     const onAbort = () => done(signal?.reason);
@@ -62,7 +53,7 @@ export function waitForRedis(
       () =>
         done(
           new StartupError(
-            `REDIS_URL: no Redis answered at ${redactUrl(url)} within ${Math.round(timeoutMs / 100) / 10} s`,
+            `${variable}: no Redis answered at ${where} within ${Math.round(timeoutMs / 100) / 10} s`,
           ),
         ),
       timeoutMs,

@@ -114,6 +114,35 @@ describe('/cloud digest', () => {
     expect(none?.text).toContain('This channel has no pricing digest');
   });
 
+  it('digest now is throttled per channel: 30 commands make one digest and one API call, the others say when (issue 17.9)', async () => {
+    const channel = CHANNELS.random;
+    const isDigest = (m: { text?: string }) => (m.text ?? '').startsWith('Pricing digest');
+    const listCalls = () => h.sim.calls.filter((c) => c.route === 'list').length;
+    const callsBefore = listCalls();
+    const results: CommandResult[] = [];
+    for (let i = 0; i < 30; i += 1) results.push(await h.command('digest now', USERS.dev, channel));
+    const bodies = (await Promise.all(results.map((r) => answers(r)))).map((b) => b[0]);
+    const queued = bodies.filter((b) => b?.text?.startsWith('A pricing digest is on its way'));
+    const refused = bodies.filter((b) => b?.text?.startsWith(':hourglass:'));
+    expect(queued).toHaveLength(1);
+    expect(refused).toHaveLength(29);
+    for (const body of [...queued, ...refused]) {
+      expect(body?.response_type).toBe('ephemeral');
+      // When the next one may be asked for: ten minutes after the first, as a Slack date.
+      expect(body?.text).toMatch(/The next one may be asked for from <!date\^\d+\^/);
+    }
+    const first = Number(/<!date\^(\d+)\^/.exec(queued[0]?.text ?? '')?.[1]);
+    expect(first * 1000 - h.clock.now().getTime()).toBeGreaterThan(9 * 60_000);
+    await h.slack.waitFor(() => h.slack.messages(channel).find(isDigest), 8000);
+    // Long enough for 29 more digests to have been posted, had they been queued.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(h.slack.messages(channel).filter(isDigest)).toHaveLength(1);
+    expect(listCalls() - callsBefore).toBe(1);
+    // Another channel has its own allowance.
+    const [other] = await answers(await h.command('digest now', USERS.dev, CHANNELS.prod));
+    expect(other?.text).toMatch(/^A pricing digest is on its way/);
+  });
+
   it('help lists the pricing words', async () => {
     const help = await h.command('help');
     for (const word of ['/cloud clusters', '/cloud cluster <name>', '/cloud digest daily']) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadEnv, missingForRole } from '../../src/config/env.ts';
+import { describeRedis, reconnectOnError, redisTarget } from '../../src/config/redis-connection.ts';
 
 /** Runs loadEnv and returns the error it throws. */
 function failure(raw: Record<string, string>): ConfigError {
@@ -64,6 +65,10 @@ describe('loadEnv', () => {
     ['LOG_LEVEL', 'SECRETVALUE', /pino level/],
     ['REDIS_PREFIX', 'SECRET VALUE', /letters, digits/],
     ['HOST', 'http://SECRETVALUE', /IP address or host name/],
+    ['REDIS_SENTINELS', 'SECRETVALUE', /host:port of each Sentinel/],
+    ['REDIS_SENTINELS', '10.0.0.1:26379,SECRETVALUE:99999', /host:port of each Sentinel/],
+    ['REDIS_SENTINELS', '10.0.0.1:26379,,10.0.0.2:26379', /host:port of each Sentinel/],
+    ['REDIS_SENTINEL_NAME', 'SECRET VALUE', /master name/],
   ])(
     'stops on a bad %s with one line naming it and what is expected, without its value',
     (name, value, expected) => {
@@ -84,6 +89,52 @@ describe('loadEnv', () => {
       expect(loadEnv({ HOST: ` ${host} ` }).HOST).toBe(host);
     },
   );
+});
+
+describe('Redis through Sentinels', () => {
+  it('uses REDIS_URL alone when no Sentinels are set', () => {
+    const target = redisTarget(loadEnv({ REDIS_URL: 'redis://:pw@cache:6380/2' }));
+    expect(target).toEqual({
+      url: 'redis://:pw@cache:6380/2',
+      sentinels: undefined,
+      sentinelName: 'mymaster',
+    });
+    expect(describeRedis(target)).toEqual({ variable: 'REDIS_URL', where: 'redis://cache:6380/2' });
+  });
+
+  it('reads REDIS_SENTINELS as host:port pairs (IPv6 in brackets), with the default master name', () => {
+    const env = loadEnv({ REDIS_SENTINELS: ' 10.0.0.1:26379, sentinel-2.internal:26380,[::1]:26381 ' });
+    const target = redisTarget(env);
+    expect(target.sentinels).toEqual([
+      { host: '10.0.0.1', port: 26379 },
+      { host: 'sentinel-2.internal', port: 26380 },
+      { host: '::1', port: 26381 },
+    ]);
+    expect(target.sentinelName).toBe('mymaster');
+    expect(describeRedis(target)).toEqual({
+      variable: 'REDIS_SENTINELS',
+      where: 'master "mymaster" of the Sentinels 10.0.0.1:26379,sentinel-2.internal:26380,[::1]:26381',
+    });
+  });
+
+  it('takes the master name from REDIS_SENTINEL_NAME', () => {
+    const env = loadEnv({ REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_NAME: 'cloudops-main' });
+    expect(redisTarget(env).sentinelName).toBe('cloudops-main');
+  });
+
+  it('stops on REDIS_SENTINEL_NAME without REDIS_SENTINELS, naming both', () => {
+    const error = failure({ REDIS_SENTINEL_NAME: 'cloudops-main' });
+    expect(error.message).toMatch(/^REDIS_SENTINEL_NAME: set without REDIS_SENTINELS/);
+    expect(error.message).not.toContain('\n');
+  });
+
+  it('resends on READONLY and NOREPLICAS (a failover under way), nothing else', () => {
+    expect(reconnectOnError(new Error("READONLY You can't write against a read only replica."))).toBe(2);
+    expect(reconnectOnError(new Error('NOREPLICAS Not enough good replicas to write.'))).toBe(2);
+    expect(
+      reconnectOnError(new Error('WRONGTYPE Operation against a key holding the wrong kind of value')),
+    ).toBe(false);
+  });
 });
 
 describe('missingForRole', () => {

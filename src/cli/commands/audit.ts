@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { createRedis, describeRedis, redisTarget } from '../../config/redis-connection.ts';
 import { exportAudit } from '../../requests/audit.ts';
 import { parseSince, SinceError, writeAuditJsonLines } from '../../requests/audit-export.ts';
 import { CliError, type CliIo, UsageError, write } from '../io.ts';
@@ -6,17 +6,10 @@ import { CliError, type CliIo, UsageError, write } from '../io.ts';
 /** How long to wait for Redis before saying it cannot be reached. */
 const REDIS_CONNECT_TIMEOUT_MS = 5_000;
 
-/** host:port of a Redis URL, never its password. */
-function where(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}`;
-  } catch {
-    return 'REDIS_URL';
-  }
-}
-
-/** `cloudops audit --since <ISO|24h> [--json]`: the audit log from REDIS_URL / REDIS_PREFIX, oldest first. */
+/**
+ * `cloudops audit --since <ISO|24h> [--json]`: the audit log from REDIS_URL (or the master of REDIS_SENTINELS) /
+ * REDIS_PREFIX, oldest first.
+ */
 export async function auditCommand(io: CliIo, since: string | undefined, json: boolean): Promise<number> {
   if (since === undefined)
     throw new UsageError('audit needs --since, e.g. --since 24h or --since 2025-01-31T08:00:00Z');
@@ -27,7 +20,8 @@ export async function auditCommand(io: CliIo, since: string | undefined, json: b
     if (error instanceof SinceError) throw new UsageError(error.message);
     throw error;
   }
-  const redis = new Redis(io.env.REDIS_URL, {
+  const target = redisTarget(io.env);
+  const redis = createRedis(target, {
     lazyConnect: true,
     connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 0,
@@ -45,7 +39,8 @@ export async function auditCommand(io: CliIo, since: string | undefined, json: b
       await redis.connect();
     } catch (error) {
       const code = lastError?.code ?? (error as NodeJS.ErrnoException).code;
-      throw new CliError(`REDIS_URL: cannot reach ${where(io.env.REDIS_URL)} (${code ?? 'no answer'})`);
+      const { variable, where } = describeRedis(target);
+      throw new CliError(`${variable}: cannot reach ${where} (${code ?? 'no answer'})`);
     }
     if (json) {
       await writeAuditJsonLines(redis, io.env.REDIS_PREFIX, from, io.stdout);

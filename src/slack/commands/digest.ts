@@ -55,10 +55,12 @@ export function digestWord(pricing: PricingContext): CommandWord {
             return;
           }
           case 'now': {
-            await withDeadline(scheduler.sendNow(channel, user));
+            const sent = await withDeadline(scheduler.sendNow(channel, user));
             await slack.respond({
               response_type: 'ephemeral',
-              text: 'A pricing digest is on its way to this channel.',
+              text: sent.queued
+                ? `A pricing digest is on its way to this channel. The next one may be asked for from ${slackDate(sent.nextAt)}.`
+                : `:hourglass: A pricing digest was asked for in this channel a short while ago; prices do not change by the minute. The next one may be asked for from ${slackDate(sent.nextAt)}.`,
             });
             return;
           }

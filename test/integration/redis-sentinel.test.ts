@@ -1,0 +1,89 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../sim/local-redis.ts';
+import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
+import { loadEnv } from '../../src/config/env.ts';
+import { createRedis, redisTarget } from '../../src/config/redis-connection.ts';
+import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
+import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
+
+// A real master, a replica and three Sentinels of the test's own, on free ports.
+let group: SentinelGroup;
+const clients: Redis[] = [];
+beforeAll(async () => {
+  group = await startSentinelGroup({ downAfterMs: 1000, failoverTimeoutMs: 5000 });
+}, 30_000);
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await group?.stop();
+});
+
+/** A client as the bot builds it from its environment. */
+function botClient(env: Record<string, string>): Redis {
+  const client = createRedis(redisTarget(loadEnv(env)), QUEUE_REDIS_OPTIONS);
+  client.on('error', () => undefined);
+  clients.push(client);
+  return client;
+}
+
+/** Which nodes hold `key` in `db`: the port of every data node that has it. */
+async function holders(key: string, db: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const node of group.nodes) {
+    const direct = new Redis(node.port, '127.0.0.1', { db, maxRetriesPerRequest: 1 });
+    if ((await direct.get(key)) !== null) found.push(node.port);
+    direct.disconnect();
+  }
+  return found;
+}
+
+describe('Redis through Sentinels', () => {
+  it('finds the master through the Sentinels, writes there, and follows a failover to the new master', async () => {
+    const redis = botClient({
+      REDIS_SENTINELS: group.sentinels,
+      REDIS_SENTINEL_NAME: group.name,
+      // REDIS_URL gives only the db with Sentinels: its host is not where the bot connects.
+      REDIS_URL: 'redis://unused.invalid:1/3',
+    });
+    await waitForRedis(redis, redisTarget(loadEnv({ REDIS_SENTINELS: group.sentinels })), 10_000);
+    const first = await group.masterPort();
+    expect(group.nodes.map((n) => n.port)).toContain(first);
+    await redis.set('sentinel-test:before', '1');
+    expect(await redis.call('ROLE').then((r) => (r as string[])[0])).toBe('master');
+    // On the master, in REDIS_URL's db 3 (and replicated from there).
+    expect(await holders('sentinel-test:before', 3)).toContain(first);
+
+    const { to } = await group.failover();
+    expect(to).not.toBe(first);
+    // The same client, after the switch: its next writes reach the new master (the old one is not a master now).
+    const deadline = Date.now() + 10_000;
+    let wroteOn: number | undefined;
+    while (Date.now() < deadline) {
+      await redis.set('sentinel-test:after', 'x');
+      const [role] = (await redis.call('ROLE')) as [string];
+      const port = Number(((await redis.config('GET', 'port')) as string[])[1]);
+      if (role === 'master' && port === to) {
+        wroteOn = port;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(wroteOn).toBe(to);
+    expect(await holders('sentinel-test:after', 3)).toContain(to);
+  });
+
+  it('says which Sentinels it could not reach, naming REDIS_SENTINELS', async () => {
+    const nobody = await freePort();
+    const target = redisTarget(
+      loadEnv({ REDIS_SENTINELS: `127.0.0.1:${nobody}`, REDIS_SENTINEL_NAME: 'gone' }),
+    );
+    const redis = createRedis(target, { lazyConnect: false });
+    redis.on('error', () => undefined);
+    clients.push(redis);
+    const failed = await waitForRedis(redis, target, 500).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(StartupError);
+    expect((failed as Error).message).toBe(
+      `REDIS_SENTINELS: no Redis answered at master "gone" of the Sentinels 127.0.0.1:${nobody} within 0.5 s`,
+    );
+  });
+});
