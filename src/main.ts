@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
-import { WebClient } from '@slack/web-api';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
@@ -30,9 +29,9 @@ import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { digestRenderer } from './slack/blocks/digest.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
-import { boltLogger } from './slack/bolt-logger.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
+import { SlackApi } from './slack-api/client.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
@@ -224,14 +223,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     const requests = new RequestLifecycle(lifecycleDeps);
     // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
     const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
-    const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
-      slackApiUrl: env.SLACK_API_URL,
-      // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-      // Its warnings go to the redacted JSON log, not the console.
-      logger: boltLogger(logger),
-    });
+    // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
+    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '' });
+    connections.push(() => slackClient.close());
 
     const readiness: Readiness = {
       redisPing: async () => (await fastRedis.ping()) === 'PONG',
@@ -264,6 +258,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           policy,
           store,
           requests,
+          slack: slackClient,
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
           prices,

@@ -1,4 +1,3 @@
-import type { WebClient } from '@slack/web-api';
 import type { Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
@@ -7,6 +6,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
 import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
@@ -26,7 +26,7 @@ export interface ExecutionDeps {
   now: () => Date;
   logger: Logger;
   metrics: Metrics;
-  slack: WebClient;
+  slack: SlackApi;
   renderer: RequestRenderer;
   /** Stall detection (and job lock) interval; short in tests so a killed worker's job is picked up soon. */
   stalledIntervalMs?: number;

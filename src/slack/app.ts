@@ -9,7 +9,6 @@ import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
 import { createRouter } from './router.ts';
-import { createViewOpener, type ViewOpener } from './view-opener.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
 import { register as registerSchedule } from './views/schedule-submit.ts';
@@ -81,11 +80,7 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
     deferInitialization: true,
   });
   registerWorkspaceGuard(app, deps);
-  // Modals open on the command path at the rate commands arrive: one lean POST each instead of the Web API client.
-  const opener: ViewOpener | undefined = env.SLACK_BOT_TOKEN
-    ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
-    : undefined;
-  registerCloud(app, deps, opener);
+  registerCloud(app, deps);
   const router = createRouter();
   registerResize(router, deps);
   registerSchedule(router, deps);
@@ -109,7 +104,6 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
     },
     async stop() {
       await app.stop();
-      await opener?.close();
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { DraftStore } from './drafts.ts';
 
@@ -15,6 +16,8 @@ export interface SlackDeps {
   store: RequestStore;
   /** A request's life: create, approve, reject, cancel, resolve, expire. */
   requests: RequestLifecycle;
+  /** What the handlers send to Slack themselves (modals, ephemeral answers): the lean Web API client. */
+  slack: SlackApi;
   vmFacts: VmFactsStore;
   drafts: DraftStore;
   prices: PriceSource;

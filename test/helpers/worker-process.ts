@@ -64,7 +64,7 @@ export async function startWorkerProcess(config: WorkerProcessConfig): Promise<W
 
 /** The child's side: the same wiring as `src/main.ts` for the worker role, with the config from the parent. */
 async function runChild(): Promise<void> {
-  const { WebClient } = await import('@slack/web-api');
+  const { SlackApi } = await import('../../src/slack-api/client.ts');
   const { Redis } = await import('ioredis');
   const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
   const { parsePolicy } = await import('../../src/config/policy.ts');
@@ -117,11 +117,7 @@ async function runChild(): Promise<void> {
     now,
     logger,
     metrics,
-    slack: new WebClient(config.slackToken, {
-      slackApiUrl: config.slackApiUrl,
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-    }),
+    slack: new SlackApi({ apiUrl: config.slackApiUrl, token: config.slackToken }),
     renderer: createRequestRenderer(),
     stalledIntervalMs: config.stalledIntervalMs ?? 1_000,
     retry: { execute: FAST_RETRY, notify: FAST_RETRY },

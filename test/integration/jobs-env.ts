@@ -1,4 +1,3 @@
-import { WebClient } from '@slack/web-api';
 import { Redis } from 'ioredis';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
@@ -19,6 +18,7 @@ import type { CloudRequest, NewRequest, RequestState } from '../../src/requests/
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import type { ResizeTarget, WanMode } from '../../src/rules/types.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';
+import { SlackApi } from '../../src/slack-api/client.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
@@ -106,11 +106,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
     now,
     logger,
     metrics,
-    slack: new WebClient(slack.botToken, {
-      slackApiUrl: slack.apiUrl,
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-    }),
+    slack: new SlackApi({ apiUrl: slack.apiUrl, token: slack.botToken }),
     renderer: createRequestRenderer(),
     stalledIntervalMs: 1_000,
     retry: { execute: FAST_RETRY, notify: FAST_RETRY },
@@ -159,6 +155,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
       await Promise.all(running.map((e) => e.close(2_000)));
       await queues.close();
       await cloud.close();
+      await deps.slack.close();
       await sim.close();
       await slack.close();
       await deleteKeys(redis, prefix).catch(() => undefined);

@@ -29,7 +29,7 @@ export async function tellClicker(
   deps.metrics.approvals.inc({ decision: 'refused_click' });
   const channel = click.channel;
   if (!channel) return;
-  await args.client.chat.postEphemeral({ channel, user: click.user, text }).catch((error: unknown) => {
+  await deps.slack.chat.postEphemeral({ channel, user: click.user, text }).catch((error: unknown) => {
     deps.logger.warn({ err: error }, 'could not send an ephemeral explanation');
   });
 }

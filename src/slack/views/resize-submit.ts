@@ -44,7 +44,7 @@ function optionalNumber(
 
 /** Handles the resize modal: rules as field errors, the 24-hour offer as a pushed view, else a request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.view(VIEWS.resize, async ({ ack, body, view, client }) => {
+  app.view(VIEWS.resize, async ({ ack, body, view }) => {
     let draft: Draft | undefined;
     try {
       draft = await draftFor(deps, view, body.user.id);
@@ -151,7 +151,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       await deps.requests.createResize(origin, { project, vm, target, check, confirmedStopped, reason });
     } catch (error) {
       deps.logger.error({ err: error }, 'resize request could not be stored');
-      await client.chat
+      await deps.slack.chat
         .postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN })
         .catch(() => undefined);
     }

@@ -10,7 +10,7 @@ import { draftFor, STALE_FORM } from './resize-submit.ts';
 
 /** Handles the restore modal: typed VM id, stopped confirmation, slug shape and HA autostart as field errors. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.view(VIEWS.restore, async ({ ack, body, view, client }) => {
+  app.view(VIEWS.restore, async ({ ack, body, view }) => {
     const draft = await draftFor(deps, view, body.user.id).catch(() => null);
     if (draft === null)
       return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
@@ -66,7 +66,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       );
     } catch (error) {
       deps.logger.error({ err: error }, 'restore request could not be stored');
-      await client.chat
+      await deps.slack.chat
         .postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN })
         .catch(() => undefined);
     }

@@ -8,7 +8,7 @@ import { draftFor, STALE_FORM } from './resize-submit.ts';
 
 /** The requester accepted the earliest allowed time: re-check as of then and store a scheduled request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.view(VIEWS.schedule, async ({ ack, body, view, client }) => {
+  app.view(VIEWS.schedule, async ({ ack, body, view }) => {
     const draft = await draftFor(deps, view, body.user.id).catch(() => undefined);
     const scheduled = draft?.scheduled;
     const project = scheduled ? findProject(deps.policy, scheduled.projectName) : undefined;
@@ -59,7 +59,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       );
     } catch (error) {
       deps.logger.error({ err: error }, 'scheduled resize could not be stored');
-      await client.chat
+      await deps.slack.chat
         .postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN })
         .catch(() => undefined);
     }
