@@ -11,7 +11,9 @@ import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
+import { ReplicaAck } from './jobs/replica-ack.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
+import type { LockPolicy } from './jobs/retry-policy.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
 import {
   healthRoutes,
@@ -75,6 +77,8 @@ export interface StartOptions {
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
   concurrency?: ExecutionConcurrency;
+  /** The per-VM lock of the workers (default VM_LOCK); tests use a fast one so a lock a failover left behind frees soon. */
+  vmLock?: LockPolicy;
   /** How often workers look for requests stranded between two writes; tests use a fast one. */
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */
@@ -293,6 +297,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         renderer: createRequestRenderer(),
         stalledIntervalMs: options.stalledIntervalMs,
         concurrency: options.concurrency,
+        vmLock: options.vmLock,
+        // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
+        replicaAck: new ReplicaAck(queueRedis, target.sentinels !== undefined),
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
       const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);

@@ -9,6 +9,7 @@ import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
+import type { ReplicaAck } from './replica-ack.ts';
 import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
 
 /** What the execution needs; `src/main.ts` wires it, tests pass fast policies. */
@@ -34,6 +35,11 @@ export interface ExecutionDeps {
   retry?: { execute: RetryPolicy; notify: RetryPolicy };
   /** The per-VM lock; default VM_LOCK. */
   vmLock?: LockPolicy;
+  /**
+   * With Sentinels: waits for a replica to hold the writes a POST or a Slack reply depends on (on `connection`, the
+   * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
+   */
+  replicaAck?: ReplicaAck;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
 }

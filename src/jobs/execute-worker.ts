@@ -3,11 +3,12 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { findProject } from '../config/policy.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
-import { requestKeys } from '../requests/store.ts';
+import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
 import type { ResizeTarget } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { type ExecuteJobData, enqueueNotify } from './queues.ts';
+import { NotReplicatedError } from './replica-ack.ts';
 import { isIncrease, resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
 import type { SendMarkers } from './send-markers.ts';
@@ -65,8 +66,8 @@ export class ExecuteProcessor {
       const request = taken.value === null ? undefined : (JSON.parse(taken.value) as CloudRequest);
       return await this.run(job, request, vm, held);
     } catch (error) {
-      if (!(error instanceof LockLostError)) throw error;
-      // Nothing was sent and no marker set: the next run continues from the same step.
+      if (!(error instanceof LockLostError || error instanceof NotReplicatedError)) throw error;
+      // Nothing was sent and no marker left: the next run continues from the same step.
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
       throw new DelayedError();
     } finally {
@@ -133,6 +134,7 @@ export class ExecuteProcessor {
       ]);
       if (marked === 'lost') throw new LockLostError(`lost the lock of VM ${request.vmid}`);
       if (marked === 'exists') return this.unknown(request, step, INTERRUPTED_REASON);
+      await this.markerReplicated(id, step);
 
       let outcome: StepOutcome;
       try {
@@ -162,7 +164,7 @@ export class ExecuteProcessor {
         await this.announce(request, 'step_succeeded', step);
         continue;
       }
-      const done = await store.transition(id, {
+      const done = await this.settle(id, {
         from: ['sending'],
         to: 'succeeded',
         actor: 'cloudops',
@@ -174,6 +176,36 @@ export class ExecuteProcessor {
       return 'succeeded';
     }
     return 'skipped';
+  }
+
+  /**
+   * With Sentinels the marker must be on a replica before the POST leaves: a master lost after it (a crash, or the
+   * moment an old master still takes writes during a failover) would come back without it, and the step would be
+   * sent again. When no replica confirms, the marker goes and nothing is sent ({@link NotReplicatedError}).
+   */
+  private async markerReplicated(id: string, step: number): Promise<void> {
+    try {
+      await this.deps.replicaAck?.confirm();
+    } catch (error) {
+      if (error instanceof NotReplicatedError) await this.markers.clear(id, step);
+      throw error;
+    }
+  }
+
+  /**
+   * A request's end state after its call, made to outlive a failover with Sentinels: while no replica confirms it,
+   * the request is read again on the master the client reaches now and the transition made again where it was lost.
+   * Without it a new master would find the request still sending, and end it as 'unknown'.
+   */
+  private async settle(id: string, input: TransitionInput): Promise<TransitionResult> {
+    const { store, replicaAck } = this.deps;
+    let result = await store.transition(id, input);
+    if (!replicaAck?.enabled || !result.ok) return result;
+    await replicaAck.durably(async () => {
+      const now = await store.get(id);
+      if (now && input.from.includes(now.state)) result = await store.transition(id, input);
+    });
+    return result;
   }
 
   /** One API call; the answer becomes the step's outcome. */
@@ -257,7 +289,7 @@ export class ExecuteProcessor {
     status?: number,
   ): Promise<ExecuteOutcome> {
     const outcome: StepOutcome = { step, status, reason, at: this.at() };
-    const finished = await this.deps.store.transition(request.id, {
+    const finished = await this.settle(request.id, {
       from: ['sending'],
       to,
       actor: 'cloudops',

@@ -108,6 +108,8 @@ export class NotifyProcessor {
       await this.update(request, request.messageTs);
       return 'updated';
     }
+    // With Sentinels: post only from a master whose replica knows the message is not posted yet.
+    await this.deps.replicaAck?.confirm();
     const message = this.deps.renderer.requestMessage(request);
     let result: Awaited<ReturnType<typeof this.deps.slack.chat.postMessage>>;
     try {
@@ -125,8 +127,11 @@ export class NotifyProcessor {
     if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');
     // The compare-and-set write returns the stored request: if its state moved while the post was under way
     // (more than this one write since), render it once more.
-    const latest = await this.deps.store.update(request.id, { messageTs: result.ts });
-    if (latest && latest.version !== request.version + 1) await this.update(latest, result.ts);
+    const ts = result.ts;
+    const write = () => this.deps.store.update(request.id, { messageTs: ts });
+    // Kept until a replica has it (the same value again is harmless): a lost messageTs would post a second message.
+    const latest = await (this.deps.replicaAck?.durably(write) ?? write());
+    if (latest && latest.version !== request.version + 1) await this.update(latest, ts);
     return 'posted';
   }
 
@@ -222,6 +227,9 @@ export class NotifyProcessor {
   ): Promise<NotifyOutcome> {
     if (alreadyReplied) return 'duplicate';
     const key = this.repliedKey(replyId(reply));
+    // With Sentinels: post only from a master whose replica has this job's state (no record yet), never from an old
+    // master that a failover left behind, whose writes are about to be dropped.
+    await this.deps.replicaAck?.confirm();
     const message = this.deps.renderer.threadReply(request, reply.event, reply.step);
     const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
@@ -230,7 +238,9 @@ export class NotifyProcessor {
         blocks: withBlocks ? message.blocks : undefined,
       }),
     );
-    await this.deps.connection.set(key, result.ts ?? 'posted', 'EX', REPLIED_TTL_S);
+    const record = () => this.deps.connection.set(key, result.ts ?? 'posted', 'EX', REPLIED_TTL_S);
+    // Kept until a replica has it: after a failover the record lands on the new master, so no retry posts again.
+    await (this.deps.replicaAck?.durably(record) ?? record());
     return 'replied';
   }
 

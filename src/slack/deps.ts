@@ -5,8 +5,8 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
-import type { SlackApi } from '../slack-api/client.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import type { DraftStore } from './drafts.ts';
 
 /** Everything the Slack side needs; built by main.ts, replaced by tests. */

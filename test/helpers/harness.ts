@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { type CloudSim, type SimSeed, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, type SlackView, startSlackStandIn } from '../../sim/slack/server.ts';
 import { loadEnv, type Role } from '../../src/config/env.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
+import { createRedis, type RedisTarget } from '../../src/config/redis-connection.ts';
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { type Running, type StartOptions, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -82,7 +83,11 @@ export interface HarnessOptions {
   /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
   role?: Role;
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
-  startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy'>;
+  startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy' | 'vmLock'>;
+  /** The cloud sim's world (default its DEFAULT_SEED). */
+  simSeed?: SimSeed;
+  /** Where the harness's own client reads and cleans up (default the test Redis), e.g. the master of Sentinels. */
+  redisTarget?: RedisTarget;
   /**
    * Environment variables over the harness's own, given the cloud sim (e.g. `CLOUD_API_URL` of a proxy in front
    * of it, `REDIS_URL` of a slow proxy); the harness's own Redis client keeps the real Redis.
@@ -194,7 +199,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const botToken = `xoxb-test-${randomBytes(8).toString('hex')}`;
   const prefix = uniquePrefix('slack');
 
-  const sim = await startCloudSim({ now: clock.now });
+  const sim = await startCloudSim({ now: clock.now, seed: options.simSeed });
   const slack = await startSlackStandIn({ botToken, teamId: TEAM });
   const logs: string[] = [];
   const env = loadEnv({
@@ -228,7 +233,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     await Promise.all([sim.close(), slack.close()]);
     throw error;
   }
-  const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+  const redis = options.redisTarget
+    ? createRedis(options.redisTarget, { maxRetriesPerRequest: null })
+    : new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const store = new RequestStore(redis, { prefix, now: clock.now });
   const queues = createQueues(redis, prefix);
   const eventsUrl = `http://127.0.0.1:${bot.port}/slack/events`;

@@ -1,10 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../sim/local-redis.ts';
+import { freePort, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { loadEnv } from '../../src/config/env.ts';
 import { createRedis, redisTarget } from '../../src/config/redis-connection.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
+import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
 
 // A real master, a replica and three Sentinels of the test's own, on free ports.
@@ -38,6 +39,24 @@ async function holders(key: string, db: number): Promise<number[]> {
 }
 
 describe('Redis through Sentinels', () => {
+  it('a critical write waits for a replica (WAIT 1): confirmed with one following, refused on a master alone', async () => {
+    const redis = botClient({ REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_NAME: group.name });
+    const ack = new ReplicaAck(redis, true, 500);
+    expect(await ack.durably(() => redis.set('sentinel-test:critical', '1'))).toBe('OK');
+
+    const alone = await startLocalRedis();
+    const lonely = createRedis({ url: alone.url, sentinelName: 'mymaster' }, QUEUE_REDIS_OPTIONS);
+    clients.push(lonely);
+    try {
+      await lonely.set('critical', '1');
+      await expect(new ReplicaAck(lonely, true, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
+      // Without Sentinels the bot does not wait: the same call is a no-op.
+      await expect(new ReplicaAck(lonely, false, 100).confirm()).resolves.toBeUndefined();
+    } finally {
+      await alone.stop();
+    }
+  });
+
   it('finds the master through the Sentinels, writes there, and follows a failover to the new master', async () => {
     const redis = botClient({
       REDIS_SENTINELS: group.sentinels,

@@ -95,11 +95,7 @@ function factsAndDraft(
   );
 }
 
-async function resize(
-  slack: CommandArgs,
-  deps: SlackDeps,
-  parsed: ResizeCommand,
-): Promise<void> {
+async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand): Promise<void> {
   const { command } = slack;
   const project = resolveProject(deps, command.channel_id, parsed.project);
   if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
@@ -120,11 +116,7 @@ async function resize(
   });
 }
 
-async function restore(
-  slack: CommandArgs,
-  deps: SlackDeps,
-  parsed: RestoreCommand,
-): Promise<void> {
+async function restore(slack: CommandArgs, deps: SlackDeps, parsed: RestoreCommand): Promise<void> {
   const { command } = slack;
   const project = resolveProject(deps, command.channel_id, parsed.project);
   if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
