@@ -3,6 +3,7 @@ import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { largestTypeable, type NumberField } from '../rules/inputs.ts';
 import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
+import { isTimeZone, parseClock, parseWallTime, zonedToUtc } from '../rules/zoned-time.ts';
 
 /** A size limit: a whole number above 0 that the modal's input for it can hold. */
 const limit = (field: NumberField) =>
@@ -14,9 +15,10 @@ const limit = (field: NumberField) =>
       message: `expected at most ${largestTypeable(field)} (the most the modal's input takes)`,
     });
 
-const slackUserId = z
-  .string()
-  .regex(/^[UW][A-Z0-9]+$/, { message: 'expected a Slack user id such as U0123ABC' });
+/** Who may approve: a user (U…/W…) or a Slack user group (S…), resolved when someone clicks. */
+const approverId = z.string().regex(/^[UWS][A-Z0-9]+$/, {
+  message: 'expected a Slack user id such as U0123ABC or a user group id such as S0123ABC',
+});
 const slackChannelId = z
   .string()
   .regex(/^[CGD][A-Z0-9]+$/, { message: 'expected a Slack channel id such as C0123ABC' });
@@ -25,6 +27,110 @@ const uuid = z
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a UUID' });
 const wanMode = z.enum(WAN_MODES);
 const approvalMode = z.enum(['required', 'none']);
+
+/** `kind` and `change` of a rule's `when` take one value or a list. */
+const oneOrMany = <T extends readonly [string, ...string[]]>(values: T, what: string) => {
+  const one = z.enum(values, { message: `expected a ${what}: ${values.join(', ')}` });
+  return z.union([one.transform((v) => [v]), z.array(one).min(1)], {
+    message: `expected a ${what} or a list of them: ${values.join(', ')}`,
+  });
+};
+export const APPROVAL_KINDS = ['resize_up', 'resize_down', 'restore'] as const;
+export const CHANGE_NAMES = ['cores', 'ram', 'disk', 'cpu_class', 'wan', 'private_network'] as const;
+const approvalCount = z
+  .number({ message: 'expected a whole number of approvals, 0 or more' })
+  .int({ message: 'expected a whole number of approvals, 0 or more' })
+  .min(0, { message: 'expected a whole number of approvals, 0 or more' })
+  .max(20, { message: 'expected at most 20 approvals' });
+const money = z.number({ message: 'expected an amount per month, such as 100' }).finite();
+
+/** One approval rule: every key of `when` must match; the first rule that matches sets the count. */
+const approvalRuleSchema = z
+  .object({
+    /** Shown on the request message; default: the `when` in words. */
+    name: z.string().min(1).max(80).optional(),
+    when: z
+      .object({
+        kind: oneOrMany(APPROVAL_KINDS, 'kind').optional(),
+        change: oneOrMany(CHANGE_NAMES, 'change').optional(),
+        monthly_delta_over: money.optional(),
+        monthly_delta_under: money.optional(),
+      })
+      .strict(),
+    count: approvalCount,
+  })
+  .strict();
+
+/** `approvals:` of a project or the default (PRODUCT.md §2 "Approval policies"). */
+const approvalsSchema = z
+  .object({
+    count: approvalCount.default(1),
+    rules: z.array(approvalRuleSchema).default([]),
+    remind_after_hours: z
+      .number({ message: 'expected a number of hours above 0' })
+      .positive({ message: 'expected a number of hours above 0' })
+      .max(24 * 30)
+      .optional(),
+    escalate_to: z.array(approverId).default([]),
+  })
+  .strict();
+
+const timeZone = z
+  .string()
+  .refine(isTimeZone, { message: 'unknown time zone (expected e.g. Europe/Berlin)' });
+const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
+const clock = z.string().refine((v) => parseClock(v) !== undefined, {
+  message: 'expected a time of day such as "15:00" (00:00 to 24:00)',
+});
+const wallTime = z.string().refine((v) => parseWallTime(v) !== undefined, {
+  message: 'expected a local date and time such as "2026-12-20T00:00"',
+});
+
+/**
+ * A freeze: dates (`from`/`to` local to `tz`) or a weekly window (`weekly: { days, from, to }`, which may cross
+ * midnight). Approved work waits until it ends.
+ */
+const freezeWindowSchema = z
+  .object({
+    from: wallTime.optional(),
+    to: wallTime.optional(),
+    weekly: z
+      .object({
+        days: z.array(z.enum(WEEKDAYS, { message: `expected a day: ${WEEKDAYS.join(', ')}` })).min(1),
+        from: clock,
+        to: clock,
+      })
+      .strict()
+      .optional(),
+    tz: timeZone.default('UTC'),
+    reason: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .superRefine((window, ctx) => {
+    if (window.weekly) {
+      if (window.from !== undefined || window.to !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['weekly'],
+          message: 'a window is either dates (from, to) or weekly',
+        });
+      else if (window.weekly.from === window.weekly.to)
+        ctx.addIssue({ code: 'custom', path: ['weekly', 'to'], message: 'the window ends when it starts' });
+      return;
+    }
+    if (window.from === undefined || window.to === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [window.from === undefined ? 'from' : 'to'],
+        message: 'a freeze needs from and to (local dates and times), or weekly',
+      });
+      return;
+    }
+    const from = parseWallTime(window.from);
+    const to = parseWallTime(window.to);
+    if (from && to && isTimeZone(window.tz) && zonedToUtc(to, window.tz) <= zonedToUtc(from, window.tz))
+      ctx.addIssue({ code: 'custom', path: ['to'], message: 'the window must end after it starts' });
+  });
 
 /** Facts about a VM that the API cannot be asked for (PRODUCT.md §2). */
 const vmFactsSchema = z
@@ -51,7 +157,7 @@ const projectSchema = z
     uuid,
     cluster: z.string().min(1).optional(),
     channels: z.array(slackChannelId).min(1, { message: 'expected at least one channel' }),
-    approvers: z.array(slackUserId).optional(),
+    approvers: z.array(approverId).optional(),
     approval: z
       .object({
         resize_up: approvalMode.default('required'),
@@ -61,6 +167,9 @@ const projectSchema = z
       .strict()
       .default({ resize_up: 'required', resize_down: 'required', restore: 'required' }),
     vms: z.array(vmFactsSchema).default([]),
+    approvals: approvalsSchema.optional(),
+    freeze: z.array(freezeWindowSchema).optional(),
+    break_glass: z.array(approverId).optional(),
   })
   .strict();
 
@@ -83,7 +192,10 @@ const policySchema = z
       .regex(/^T[A-Z0-9]+$/, { message: 'expected a Slack team id such as T0123ABC' })
       .optional(),
     currency: z.string().min(1).max(8).default('EUR'),
-    approvers: z.array(slackUserId).default([]),
+    approvers: z.array(approverId).default([]),
+    approvals: approvalsSchema.optional(),
+    freeze: z.array(freezeWindowSchema).optional(),
+    break_glass: z.array(approverId).optional(),
     approval_ttl_hours: z
       .number()
       .positive()
@@ -160,13 +272,53 @@ const policySchema = z
           message: 'approval is required but neither the project nor the policy names approvers',
         });
       }
+      unreachableCounts(policy, project, index, ctx);
     });
   });
+
+/**
+ * Without a group to grow the list, a count above the listed users can never be reached (the requester never
+ * counts, so the real need is one more): refused where the count stands.
+ */
+function unreachableCounts(
+  policy: { approvers: string[]; approvals?: z.infer<typeof approvalsSchema> },
+  project: { approvers?: string[]; approvals?: z.infer<typeof approvalsSchema> },
+  index: number,
+  ctx: z.RefinementCtx,
+): void {
+  const own = project.approvals !== undefined;
+  const approvals = project.approvals ?? policy.approvals;
+  if (!approvals) return;
+  const listed = [...(project.approvers ?? policy.approvers), ...approvals.escalate_to];
+  if (listed.some((id) => id.startsWith('S'))) return;
+  const users = new Set(listed).size;
+  const base: (string | number)[] = own ? ['projects', index, 'approvals'] : ['approvals'];
+  const counts: { path: (string | number)[]; count: number }[] = [
+    { path: [...base, 'count'], count: approvals.count },
+    ...approvals.rules.map((rule, r) => ({ path: [...base, 'rules', r, 'count'], count: rule.count })),
+  ];
+  for (const { path, count } of counts) {
+    if (count > users) {
+      ctx.addIssue({
+        code: 'custom',
+        path,
+        message: `${count} approvals can never be reached: only ${users} approver(s) are listed and no user group${own ? '' : ` (for project ${index})`}`,
+      });
+      return;
+    }
+  }
+}
 
 export type Policy = z.infer<typeof policySchema>;
 export type ProjectPolicy = Policy['projects'][number];
 export type VmPolicyFacts = ProjectPolicy['vms'][number];
 export type ApprovalMode = z.infer<typeof approvalMode>;
+export type ApprovalsPolicy = z.infer<typeof approvalsSchema>;
+export type ApprovalRule = ApprovalsPolicy['rules'][number];
+export type FreezeWindow = z.infer<typeof freezeWindowSchema>;
+export type Weekday = (typeof WEEKDAYS)[number];
+export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
+export type ChangeName = (typeof CHANGE_NAMES)[number];
 
 /** A policy file problem: one line with the file, the line and the field. */
 export class PolicyError extends Error {
@@ -225,7 +377,37 @@ export function findProject(policy: Policy, nameOrUuid: string): ProjectPolicy |
   return policy.projects.find((p) => p.name.toLowerCase() === key || p.uuid.toLowerCase() === key);
 }
 
-/** The approvers of a project: its own list, else the policy's default. */
+/** The approvers of a project: its own list, else the policy's default (users and user groups). */
 export function approversOf(policy: Policy, project: ProjectPolicy): string[] {
   return project.approvers ?? policy.approvers;
+}
+
+/** The approval policy of a project: its own `approvals`, else the top-level default, else one approval. */
+export function approvalsOf(policy: Policy, project: ProjectPolicy): ApprovalsPolicy {
+  return project.approvals ?? policy.approvals ?? { count: 1, rules: [], escalate_to: [] };
+}
+
+/** The freeze windows of a project: its own, else the top-level ones. */
+export function freezeOf(policy: Policy, project: ProjectPolicy): FreezeWindow[] {
+  return project.freeze ?? policy.freeze ?? [];
+}
+
+/** Who may run frozen work now: the project's own list, else the top-level one. */
+export function breakGlassOf(policy: Policy, project: ProjectPolicy): string[] {
+  return project.break_glass ?? policy.break_glass ?? [];
+}
+
+/** Every user group (S…) the policy names, for start-up and `cloudops policy check` to resolve. */
+export function userGroupsOf(policy: Policy): string[] {
+  const ids = [
+    ...policy.approvers,
+    ...(policy.approvals?.escalate_to ?? []),
+    ...(policy.break_glass ?? []),
+    ...policy.projects.flatMap((p) => [
+      ...(p.approvers ?? []),
+      ...(p.approvals?.escalate_to ?? []),
+      ...(p.break_glass ?? []),
+    ]),
+  ];
+  return [...new Set(ids.filter((id) => id.startsWith('S')))];
 }

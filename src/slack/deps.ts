@@ -75,6 +75,18 @@ export async function withDeadline<T>(promise: Promise<T>, ms = 1500): Promise<T
   }
 }
 
+/**
+ * All the Redis work a modal submission does before its ack shares this budget (PRODUCT.md §6: Slack's answer
+ * within 3 s, whatever Redis does), leaving the rest of the 3 s for the answer to travel.
+ */
+export const PRE_ACK_BUDGET_MS = 2_000;
+
+/** One deadline for several Redis calls before an ack: each call waits only what is left of `ms`. */
+export function ackBudget(ms = PRE_ACK_BUDGET_MS): <T>(promise: Promise<T>) => Promise<T> {
+  const end = performance.now() + ms;
+  return (promise) => withDeadline(promise, Math.max(0, Math.floor(end - performance.now())));
+}
+
 /** The bot's own storage did not answer in time. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';

@@ -89,6 +89,8 @@ export async function startTrickleProxy(target: string): Promise<TrickleProxy> {
 export interface SlowTcpProxy extends TestProxy {
   /** Sets the delay of each client write from now on. */
   setDelay(ms: number): void;
+  /** Resolves once every write held so far has been sent on. */
+  drained(): Promise<void>;
 }
 
 /**
@@ -98,6 +100,7 @@ export interface SlowTcpProxy extends TestProxy {
 export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<SlowTcpProxy> {
   const upstream = new URL(target);
   let delay = delayMs;
+  let held = 0;
   const sockets = new Set<Socket>();
   const server = createTcpServer((client) => {
     const server = connect(Number(upstream.port || 6379), upstream.hostname);
@@ -107,10 +110,12 @@ export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<Sl
     let last = Promise.resolve();
     client.on('data', (chunk) => {
       const due = Date.now() + delay;
+      held += 1;
       last = last.then(async () => {
         const wait = due - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         if (!server.destroyed) server.write(chunk);
+        held -= 1;
       });
     });
     server.pipe(client);
@@ -132,6 +137,9 @@ export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<Sl
     port,
     setDelay(ms) {
       delay = ms;
+    },
+    async drained() {
+      while (held > 0) await new Promise((resolve) => setTimeout(resolve, 20));
     },
     async close() {
       for (const socket of sockets) socket.destroy();

@@ -2,7 +2,17 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approversOf, findProject, loadPolicy, PolicyError, parsePolicy } from '../../src/config/policy.ts';
+import {
+  approvalsOf,
+  approversOf,
+  breakGlassOf,
+  findProject,
+  freezeOf,
+  loadPolicy,
+  PolicyError,
+  parsePolicy,
+  userGroupsOf,
+} from '../../src/config/policy.ts';
 
 /** The example of PRODUCT.md §2, with line numbers the tests below rely on. */
 const GOOD = `workspace: T0001
@@ -171,5 +181,199 @@ describe('loadPolicy', () => {
     const empty = join(dir, 'empty.yml');
     await writeFile(empty, '');
     expect((await loadPolicy(empty)).projects).toEqual([]);
+  });
+});
+
+/** The approval policy keys of PRODUCT.md §2 "Approval policies", on top of GOOD; line numbers below rely on it. */
+const APPROVALS = `${GOOD}    approvals:
+      count: 1
+      rules:
+        - { when: { kind: restore }, count: 2 }
+        - { when: { monthly_delta_over: 100 }, count: 2 }
+        - { when: { change: [wan, private_network] }, count: 2 }
+        - { when: { kind: resize_up, monthly_delta_under: 5 }, count: 0 }
+      remind_after_hours: 4
+      escalate_to: [S0ONCALL]
+    freeze:
+      - { from: "2026-12-20T00:00", to: "2027-01-04T00:00", tz: Europe/Berlin, reason: year-end }
+      - { weekly: { days: [fri], from: "15:00", to: "23:59" }, tz: Europe/Berlin, reason: no Friday changes }
+    break_glass: [U0CTO]
+`;
+
+/** Replaces one line (1-based) of APPROVALS. */
+function approvalsWith(line: number, text: string): string {
+  const lines = APPROVALS.split('\n');
+  lines[line - 1] = text;
+  return lines.join('\n');
+}
+
+describe('parsePolicy: approval policies', () => {
+  it('reads the documented example: rules with a value or a list, groups among approvers, freeze, break_glass', () => {
+    const policy = parsePolicy(APPROVALS.replace('approvers: [U0ADMIN]', 'approvers: [U0ADMIN, S0PLATFORM]'));
+    const project = policy.projects[0];
+    expect(policy.approvers).toEqual(['U0ADMIN', 'S0PLATFORM']);
+    expect(project?.approvals?.rules[0]).toEqual({ when: { kind: ['restore'] }, count: 2 });
+    expect(project?.approvals?.rules[2]?.when.change).toEqual(['wan', 'private_network']);
+    expect(project?.approvals).toMatchObject({ count: 1, remind_after_hours: 4, escalate_to: ['S0ONCALL'] });
+    expect(project?.freeze?.[1]).toEqual({
+      weekly: { days: ['fri'], from: '15:00', to: '23:59' },
+      tz: 'Europe/Berlin',
+      reason: 'no Friday changes',
+    });
+    expect(project?.break_glass).toEqual(['U0CTO']);
+    expect(project && approvalsOf(policy, project).rules).toHaveLength(4);
+  });
+
+  it('a project without its own keys takes the top-level ones; its own replace them', () => {
+    const top = `approvals: { count: 2, escalate_to: [U0BOSS] }\nfreeze: [{ weekly: { days: [sat, sun], from: "00:00", to: "24:00" } }]\nbreak_glass: [U0CTO]\n${GOOD.replace('approvers: [U0LEAD]', 'approvers: [U0LEAD, U0LEAD2]')}`;
+    const policy = parsePolicy(top);
+    const project = policy.projects[0]!;
+    expect(approvalsOf(policy, project)).toEqual({ count: 2, rules: [], escalate_to: ['U0BOSS'] });
+    expect(freezeOf(policy, project)[0]?.tz).toBe('UTC');
+    expect(breakGlassOf(policy, project)).toEqual(['U0CTO']);
+    const own = parsePolicy(`${top}    approvals: { count: 0 }\n    freeze: []\n    break_glass: [U0LEAD]\n`);
+    const p = own.projects[0]!;
+    expect(approvalsOf(own, p)).toEqual({ count: 0, rules: [], escalate_to: [] });
+    expect(freezeOf(own, p)).toEqual([]);
+    expect(breakGlassOf(own, p)).toEqual(['U0LEAD']);
+    // Without any approvals key: one approval, as before the second release.
+    expect(approvalsOf(parsePolicy(GOOD), parsePolicy(GOOD).projects[0]!)).toEqual({
+      count: 1,
+      rules: [],
+      escalate_to: [],
+    });
+  });
+
+  it('lists every user group the policy names, once', () => {
+    const policy = parsePolicy(
+      APPROVALS.replace('approvers: [U0ADMIN]', 'approvers: [U0ADMIN, S0ONCALL, S0PLATFORM]'),
+    );
+    expect(userGroupsOf(policy)).toEqual(['S0ONCALL', 'S0PLATFORM']);
+  });
+
+  it.each([
+    [
+      18,
+      '      count: -1',
+      'policy.yml:18: projects[0].approvals.count: expected a whole number of approvals, 0 or more',
+    ],
+    [
+      18,
+      '      count: 1.5',
+      'policy.yml:18: projects[0].approvals.count: expected a whole number of approvals',
+    ],
+    [
+      20,
+      '        - { when: { kind: reboot }, count: 2 }',
+      'policy.yml:20: projects[0].approvals.rules[0].when.kind: expected a kind or a list of them: resize_up, resize_down, restore',
+    ],
+    [
+      22,
+      '        - { when: { change: [wan, colour] }, count: 2 }',
+      'policy.yml:22: projects[0].approvals.rules[2].when.change',
+    ],
+    [
+      21,
+      '        - { when: { monthly_delta_over: lots }, count: 2 }',
+      'policy.yml:21: projects[0].approvals.rules[1].when.monthly_delta_over: expected an amount per month',
+    ],
+    [
+      21,
+      '        - { when: { monthly_delta_abov: 100 }, count: 2 }',
+      'policy.yml:21: projects[0].approvals.rules[1].when.monthly_delta_abov: Unrecognized key',
+    ],
+    [
+      21,
+      '        - { when: { monthly_delta_over: 100 } }',
+      'policy.yml:21: projects[0].approvals.rules[1].count:',
+    ],
+    [
+      24,
+      '      remind_after_hours: 0',
+      'policy.yml:24: projects[0].approvals.remind_after_hours: expected a number of hours above 0',
+    ],
+    [
+      25,
+      '      escalate_to: [oncall]',
+      'policy.yml:25: projects[0].approvals.escalate_to[0]: expected a Slack user id such as U0123ABC or a user group id',
+    ],
+    [
+      27,
+      '      - { from: "2026-12-20T00:00", to: "2026-12-19T00:00", tz: Europe/Berlin }',
+      'policy.yml:27: projects[0].freeze[0].to: the window must end after it starts',
+    ],
+    [
+      27,
+      '      - { from: "2026-12-20T00:00", to: "2026-12-20T00:00", tz: Europe/Berlin }',
+      'policy.yml:27: projects[0].freeze[0].to: the window must end after it starts',
+    ],
+    [
+      27,
+      '      - { from: "2026-12-20T00:00", to: "2027-01-04T00:00", tz: Europe/Berlim }',
+      'policy.yml:27: projects[0].freeze[0].tz: unknown time zone',
+    ],
+    [
+      27,
+      '      - { from: "20 Dec", to: "2027-01-04T00:00" }',
+      'policy.yml:27: projects[0].freeze[0].from: expected a local date and time such as "2026-12-20T00:00"',
+    ],
+    [
+      27,
+      '      - { from: "2026-02-30T00:00", to: "2027-01-04T00:00" }',
+      'policy.yml:27: projects[0].freeze[0].from: expected a local date and time',
+    ],
+    [
+      27,
+      '      - { to: "2027-01-04T00:00" }',
+      'policy.yml:27: projects[0].freeze[0].from: a freeze needs from and to',
+    ],
+    [
+      28,
+      '      - { weekly: { days: [friday], from: "15:00", to: "23:59" } }',
+      'policy.yml:28: projects[0].freeze[1].weekly.days[0]: expected a day: sun, mon',
+    ],
+    [
+      28,
+      '      - { weekly: { days: [fri], from: "3pm", to: "23:59" } }',
+      'policy.yml:28: projects[0].freeze[1].weekly.from: expected a time of day such as "15:00"',
+    ],
+    [
+      28,
+      '      - { weekly: { days: [fri], from: "15:00", to: "25:00" } }',
+      'policy.yml:28: projects[0].freeze[1].weekly.to: expected a time of day',
+    ],
+    [
+      28,
+      '      - { weekly: { days: [fri], from: "15:00", to: "15:00" } }',
+      'policy.yml:28: projects[0].freeze[1].weekly.to: the window ends when it starts',
+    ],
+    [
+      28,
+      '      - { weekly: { days: [fri], from: "15:00", to: "16:00" }, from: "2026-12-20T00:00" }',
+      'policy.yml:28: projects[0].freeze[1].weekly: a window is either dates',
+    ],
+    [29, '    break_glass: [cto]', 'policy.yml:29: projects[0].break_glass[0]: expected a Slack user id'],
+  ])('names file:line:field for a bad approval key on line %d', (line, text, expected) => {
+    expect(failure(approvalsWith(line, text))).toContain(expected);
+  });
+
+  it('refuses a count above the listed users when no group is listed, on the count’s line', () => {
+    const noGroup = approvalsWith(25, '      escalate_to: []');
+    expect(failure(noGroup)).toBe(
+      'policy.yml:20: projects[0].approvals.rules[0].count: 2 approvals can never be reached: only 1 approver(s) are listed and no user group',
+    );
+    // A group among the approvers may hold anyone: the count is checked when a request is made.
+    expect(
+      parsePolicy(noGroup.replace('approvers: [U0LEAD]', 'approvers: [U0LEAD, S0OPS]')).projects,
+    ).toHaveLength(1);
+    // Two listed users reach a count of two.
+    expect(
+      parsePolicy(noGroup.replace('approvers: [U0LEAD]', 'approvers: [U0LEAD, U0LEAD2]')).projects,
+    ).toHaveLength(1);
+    // A top-level default is checked for each project that takes it.
+    const top = `approvals: { count: 3 }\n${GOOD}`;
+    expect(failure(top)).toBe(
+      'policy.yml:1: approvals.count: 3 approvals can never be reached: only 1 approver(s) are listed and no user group (for project 0)',
+    );
   });
 });

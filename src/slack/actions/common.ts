@@ -20,12 +20,7 @@ export function clickOf(args: ButtonArgs): Click {
 export const REQUEST_ID = /^[0-9A-Z]{4,16}$/;
 
 /** Tells only the clicker why nothing happened. */
-export async function tellClicker(
-  args: ButtonArgs,
-  deps: SlackDeps,
-  click: Click,
-  text: string,
-): Promise<void> {
+export async function tellClicker(deps: SlackDeps, click: Click, text: string): Promise<void> {
   deps.metrics.approvals.inc({ decision: 'refused_click' });
   const channel = click.channel;
   if (!channel) return;
@@ -36,7 +31,6 @@ export async function tellClicker(
 
 /** Loads the request behind a click; answers the clicker itself when it cannot. */
 async function requestForClick(
-  args: ButtonArgs,
   deps: SlackDeps,
   click: Click,
 ): Promise<CloudRequest | undefined> {
@@ -46,12 +40,12 @@ async function requestForClick(
       ? await withDeadline(deps.store.get(click.requestId))
       : undefined;
   } catch {
-    await tellClicker(args, deps, click, TRY_AGAIN);
+    await tellClicker(deps, click, TRY_AGAIN);
     return undefined;
   }
   // A payload replayed into another channel, or a forged id, finds nothing to act on.
   if (!request || request.channel !== click.channel) {
-    await tellClicker(args, deps, click, 'This request does not exist in this channel.');
+    await tellClicker(deps, click, 'This request does not exist in this channel.');
     return undefined;
   }
   return request;
@@ -72,7 +66,7 @@ export function onButton(
     await button.ack();
     await afterWaitingAcks();
     const click = clickOf(button);
-    const request = await requestForClick(button, deps, click);
+    const request = await requestForClick(deps, click);
     if (!request) return;
     let answer: string | undefined;
     try {
@@ -84,6 +78,6 @@ export function onButton(
       );
       answer = TRY_AGAIN;
     }
-    if (answer) await tellClicker(button, deps, click, answer);
+    if (answer) await tellClicker(deps, click, answer);
   });
 }

@@ -2,66 +2,81 @@ import { findProject } from '../../config/policy.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { VIEWS } from '../blocks/modals.ts';
-import { projectsForChannel, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
+import { projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
-import { draftFor, STALE_FORM } from './resize-submit.ts';
+import {
+  ALREADY_SUBMITTING,
+  readSubmission,
+  releaseClaim,
+  STALE_FORM,
+  storeFromDraft,
+} from './draft-submission.ts';
 
 /** The requester accepted the earliest allowed time: re-check as of then and store a scheduled request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.schedule, async ({ ack, body, view }) => {
-    const draft = await draftFor(deps, view, body.user.id).catch(() => undefined);
-    const scheduled = draft?.scheduled;
-    const project = scheduled ? findProject(deps.policy, scheduled.projectName) : undefined;
-    if (
-      !draft ||
-      !scheduled ||
-      !project ||
-      !projectsForChannel(deps.policy, draft.channel).includes(project)
-    ) {
-      return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
-    }
-    const runAt = new Date(scheduled.runAt);
-    let vm: VmKnown;
-    try {
-      vm = await withDeadline(deps.vmFacts.known(project, scheduled.vmid));
-    } catch {
-      return void (await ack({ response_action: 'update', view: notice(TRY_AGAIN) }));
-    }
-    // Checked as of runAt: the 24-hour rule passes then, and anything else must pass too.
-    const check = checkResizeUnder(deps.policy, {
-      vm,
-      target: scheduled.target,
-      confirmedStopped: scheduled.confirmedStopped,
-      acceptWanTwoStep: scheduled.acceptWanTwoStep,
-      now: runAt,
+    // The draft (claimed) first, then the VM's facts it names, within one budget before the ack.
+    const submission = await readSubmission(deps, view, body.user.id, {
+      project: undefined,
+      vmid: undefined,
     });
-    if (check.violations.length > 0) {
-      return void (await ack({
-        response_action: 'update',
-        view: notice(`It would still be refused then: ${check.violations.map((v) => v.message).join(' ')}`),
-      }));
-    }
-    const taken = await withDeadline(deps.drafts.take(draft.id)).catch(() => false);
-    if (!taken) return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
-    await ack({ response_action: 'clear' });
+    let storing = false;
     try {
-      await deps.requests.createResize(
-        { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
-        {
-          project,
-          vm,
-          target: scheduled.target,
-          check,
-          confirmedStopped: scheduled.confirmedStopped,
-          reason: scheduled.reason,
-          runAt,
-        },
+      if (submission.unavailable)
+        return void (await ack({ response_action: 'update', view: notice(TRY_AGAIN) }));
+      const { draft } = submission;
+      const scheduled = draft?.scheduled;
+      const project = scheduled ? findProject(deps.policy, scheduled.projectName) : undefined;
+      if (
+        !draft ||
+        !scheduled ||
+        !project ||
+        !projectsForChannel(deps.policy, draft.channel).includes(project)
+      ) {
+        return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
+      }
+      if (!submission.claimed)
+        return void (await ack({ response_action: 'update', view: notice(ALREADY_SUBMITTING) }));
+      const runAt = new Date(scheduled.runAt);
+      let vm: VmKnown;
+      try {
+        vm = await submission.within(deps.vmFacts.known(project, scheduled.vmid));
+      } catch {
+        return void (await ack({ response_action: 'update', view: notice(TRY_AGAIN) }));
+      }
+      // Checked as of runAt: the 24-hour rule passes then, and anything else must pass too.
+      const check = checkResizeUnder(deps.policy, {
+        vm,
+        target: scheduled.target,
+        confirmedStopped: scheduled.confirmedStopped,
+        acceptWanTwoStep: scheduled.acceptWanTwoStep,
+        now: runAt,
+      });
+      if (check.violations.length > 0) {
+        return void (await ack({
+          response_action: 'update',
+          view: notice(`It would still be refused then: ${check.violations.map((v) => v.message).join(' ')}`),
+        }));
+      }
+      await ack({ response_action: 'clear' });
+      storing = true;
+      await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'scheduled resize', () =>
+        deps.requests.createResize(
+          { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
+          {
+            project,
+            vm,
+            target: scheduled.target,
+            check,
+            confirmedStopped: scheduled.confirmedStopped,
+            reason: scheduled.reason,
+            runAt,
+          },
+        ),
       );
-    } catch (error) {
-      deps.logger.error({ err: error }, 'scheduled resize could not be stored');
-      await deps.slack.chat
-        .postEphemeral({ channel: draft.channel, user: body.user.id, text: TRY_AGAIN })
-        .catch(() => undefined);
+    } finally {
+      // Anything but a stored request gives the claim back.
+      if (!storing) releaseClaim(deps, view, submission);
     }
   });
 }

@@ -1,0 +1,78 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { TRY_AGAIN } from '../../src/slack/deps.ts';
+import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { type SlowTcpProxy, startSlowTcpProxy } from '../helpers/proxies.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+
+// The bot's Redis behind a proxy that can make every round trip slow; the test reads Redis directly.
+let h: Harness;
+let proxy: SlowTcpProxy | undefined;
+beforeAll(async () => {
+  h = await startHarness({
+    env: async () => {
+      proxy = await startSlowTcpProxy(testRedisUrl());
+      return { REDIS_URL: proxy.url };
+    },
+  });
+});
+afterEach(() => {
+  proxy?.setDelay(0);
+  expect(h.slack.problems).toEqual([]);
+});
+afterAll(async () => {
+  await h?.close();
+  await proxy?.close();
+});
+
+/** Submits `view` and measures how long the bot took to answer. */
+async function timedSubmit(view: Record<string, unknown>, values: Parameters<Harness['submitView']>[1]) {
+  const started = performance.now();
+  const ack = await h.submitView(view, values, USERS.dev);
+  return { ack, ms: Math.round(performance.now() - started) };
+}
+
+/** Waits until `key` is gone from Redis (10 s at most). */
+async function waitForGone(key: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await h.redis.exists(key)) === 1) {
+    if (Date.now() > deadline) throw new Error(`${key} still there`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const draftKey = (view: Record<string, unknown>) => `${h.prefix}:draft:${String(view.private_metadata)}`;
+
+describe('modal submissions answer within Slack’s 3 s whatever Redis does', () => {
+  it('Redis 1.1 s per round trip: the resize is answered within 3 s and stored; the draft goes only after', async () => {
+    const view = await h.openModal('resize shop-prod 102 cores=6');
+    proxy?.setDelay(1_100);
+    const { ack, ms } = await timedSubmit(view, { reason: 'slow redis' });
+    console.info(`slow-redis: resize submit answered in ${ms} ms with Redis at 1.1 s a round trip`);
+    expect(ack.status).toBe(200);
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    expect(ms).toBeLessThan(3_000);
+    const request = await h.nextRequest();
+    await h.waitForRequest(request.id, (r) => r.reason === 'slow redis', 15_000);
+    await waitForGone(draftKey(view));
+  });
+
+  it('Redis slower than the budget: "try again" within 3 s, and the same form then submits (the draft was kept)', async () => {
+    const view = await h.openModal('restore shop-prod 102 nightly_2025-01-01');
+    const values = { confirm: ['stopped'], typed_vmid: '102' };
+    proxy?.setDelay(2_600);
+    const first = await timedSubmit(view, values);
+    console.info(`slow-redis: restore submit answered in ${first.ms} ms with Redis at 2.6 s a round trip`);
+    expect(first.ms).toBeLessThan(3_000);
+    expect(first.ack.json).toEqual({ response_action: 'errors', errors: { project: TRY_AGAIN } });
+    expect(await h.redis.exists(draftKey(view))).toBe(1);
+
+    // Redis is fast again once what the slow one still held has landed: the claim taken late is given back.
+    proxy?.setDelay(0);
+    await proxy?.drained();
+    expect(await h.redis.exists(`${draftKey(view)}:claim`)).toBe(0);
+    const again = await timedSubmit(view, values);
+    expect(again.ack.json).toEqual({ response_action: 'clear' });
+    const request = await h.nextRequest();
+    expect(request).toMatchObject({ kind: 'restore', vmid: 102, channel: CHANNELS.prod });
+  });
+});
