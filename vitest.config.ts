@@ -1,12 +1,32 @@
 import { defineConfig } from 'vitest/config';
 
+/** The e2e flows that run a second time with Slack reaching the bot over Socket Mode instead of signed HTTP. */
+const SOCKET_MODE_FLOWS = [
+  'test/e2e/slack-approvals.test.ts',
+  'test/e2e/slack-commands.test.ts',
+  'test/e2e/slack-expiry.test.ts',
+  'test/e2e/slack-flow.test.ts',
+  'test/e2e/slack-resize.test.ts',
+  'test/e2e/pricing-commands.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Integration and e2e tests start servers and Redis clients; two cores are shared between files.
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
+    projects: [
+      { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'e2e-socket',
+          include: SOCKET_MODE_FLOWS,
+          env: { CLOUDOPS_TEST_SLACK_MODE: 'socket' },
+        },
+      },
+    ],
   },
 });

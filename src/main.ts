@@ -33,6 +33,8 @@ import { digestRenderer } from './slack/blocks/digest.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
+import { RedeliveryGuard } from './slack/redelivery.ts';
+import type { ReconnectPolicy } from './slack/socket-link.ts';
 import { SlackApi } from './slack-api/client.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
@@ -83,6 +85,8 @@ export interface StartOptions {
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */
   retentionPolicy?: RetentionPolicy;
+  /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
+  reconnectPolicy?: ReconnectPolicy;
 }
 
 /** Something start-up opened, closed in its stage of the shutdown, given the time left. */
@@ -231,9 +235,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '' });
     connections.push(() => slackClient.close());
 
+    const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
+    let slackApp: SlackApp | undefined;
     const readiness: Readiness = {
       redisPing: async () => (await fastRedis.ping()) === 'PONG',
       policyLoaded: () => policy.projects !== undefined,
+      // Socket Mode: not ready until the link is up, and again not while it is lost.
+      slackConnected: socketMode ? () => slackApp?.connected?.() === true : undefined,
       beforeScrape: async () => {
         for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
           metrics.queueDepth.set({ queue: name }, await queue.count());
@@ -254,9 +262,19 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     connections.push(() => digests.close());
 
     let port: number | undefined;
+    // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own
+    // answers from now on: /healthz while the Socket Mode link connects, /readyz 503 until it is up.
+    if (!runs('web') || socketMode) {
+      const healthServer: Server = await step(
+        'the health server on PORT',
+        startHealthServer(env.PORT, readiness, env.HOST),
+      );
+      intake.push(() => closeServer(healthServer));
+      port = portOf(healthServer, env.PORT);
+    }
     // The web part first: when Slack or the port fails it, no worker has started yet.
     if (runs('web')) {
-      const slackApp: SlackApp = createSlackApp(
+      slackApp = createSlackApp(
         env,
         {
           policy,
@@ -271,14 +289,18 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           metrics,
           words: pricingWords({ policy, cloud, prices, scheduler: digests.scheduler, now, logger }),
         },
-        env.SLACK_APP_TOKEN ? [] : healthRoutes(readiness),
+        socketMode ? [] : healthRoutes(readiness),
+        { guard: new RedeliveryGuard(fastRedis, prefix), policy: options.reconnectPolicy },
       );
-      intake.push(() => slackApp.stop());
+      const web = slackApp;
+      intake.push(() => web.stop());
       const started = await step(
-        env.SLACK_APP_TOKEN ? 'the Socket Mode connection to Slack' : `the Slack app listening on PORT`,
-        slackApp.start(env.SLACK_APP_TOKEN ? 0 : env.PORT, env.HOST),
+        socketMode
+          ? 'the Socket Mode connection to Slack (apps.connections.open at SLACK_API_URL)'
+          : `the Slack app listening on PORT`,
+        web.start(socketMode ? 0 : env.PORT, env.HOST),
       );
-      port = started.port;
+      port ??= started.port;
     }
     if (runs('worker')) {
       const execution = createExecution({
@@ -316,15 +338,6 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     if (runs('scheduler')) {
       await step('Redis (the digest scheduler)', digests.startScheduler());
     }
-    // Health lives on PORT in every mode; Bolt serves it in HTTP mode.
-    if (!port) {
-      const healthServer: Server = await step(
-        'the health server on PORT',
-        startHealthServer(env.PORT, readiness, env.HOST),
-      );
-      intake.push(() => closeServer(healthServer));
-      port = portOf(healthServer, env.PORT);
-    }
     // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
     const metricsServer: Server = await step(
       'the metrics server on METRICS_PORT',
@@ -337,7 +350,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         role,
         port,
         metricsPort,
-        mode: env.SLACK_APP_TOKEN ? 'socket' : 'http',
+        mode: socketMode ? 'socket' : 'http',
         startupMs: Math.round(performance.now() - startedAt),
       },
       'cloudops ready',

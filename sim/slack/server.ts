@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Problem, SlackChecks } from './checks.ts';
+import { createSocketMode, type SocketModeStandIn } from './socket-mode.ts';
 
 export type { Problem } from './checks.ts';
 
@@ -72,6 +73,10 @@ export interface StandInOptions {
   port?: number;
   /** The only token accepted (default `xoxb-test-token`). */
   botToken?: string;
+  /** The only app-level token apps.connections.open accepts (default `xapp-1-test-token`). */
+  appToken?: string;
+  /** How long a Socket Mode delivery waits for its ack (default 5 s). */
+  ackTimeoutMs?: number;
   teamId?: string;
   botUserId?: string;
   botId?: string;
@@ -94,6 +99,8 @@ export interface SlackStandIn {
   botToken: string;
   teamId: string;
   botUserId: string;
+  /** Socket Mode: apps.connections.open with the app-level token answers a ws:// URL on this server. */
+  socket: SocketModeStandIn;
   /** Every Web API call, in arrival order. */
   calls: SlackCall[];
   /** What real Slack would refuse; tests assert it stays empty. */
@@ -120,6 +127,11 @@ export interface SlackStandIn {
   waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs?: number): Promise<T>;
   /** The next call(s) of `method` fail as told; several failNext calls on one method apply in the order given. */
   failNext(method: string, options?: FailOptions): void;
+  /**
+   * The next call of `method` takes effect but its answer comes `ms` later: a process killed meanwhile never learns
+   * that Slack accepted it (the crash window between Slack's acceptance and the bot's record).
+   */
+  holdAnswer(method: string, ms: number): void;
   /** The bot leaves `channel` (or was never invited): posting, updating and ephemerals there answer `not_in_channel`. */
   leaveChannel(channel: string): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
@@ -172,6 +184,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const sent = new Map<string, number[]>();
   let perSecond: number | undefined;
   const notMember = new Set<string>();
+  const held = new Map<string, number[]>();
   let counter = 0;
   let base = '';
 
@@ -186,6 +199,17 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const problem = (method: string, why: string) => {
     problems.push({ method, why });
   };
+  const checkPayload = (where: string, payload: { blocks?: unknown; view?: unknown }) => {
+    const found: string[] = [];
+    if (payload.blocks !== undefined) found.push(...checks.checkMessageBlocks(payload.blocks));
+    if (payload.view !== undefined) found.push(...checks.checkView(payload.view));
+    for (const why of found) problem(where, why);
+    return found;
+  };
+  const socketMode = createSocketMode(
+    { appToken: options.appToken ?? 'xapp-1-test-token', ackTimeoutMs: options.ackTimeoutMs },
+    { problem, checkPayload },
+  );
   const findMessage = (channel: string, ts: string) =>
     messages.find((m) => m.channel === channel && m.ts === ts);
 
@@ -238,6 +262,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         const threadTs = typeof args.thread_ts === 'string' ? args.thread_ts : undefined;
         if (threadTs !== undefined && !findMessage(channel, threadTs)) {
           problem(method, `thread_ts ${threadTs} is not a message in ${channel}`);
+        }
+        if (args.metadata !== undefined && !isMessageMetadata(args.metadata)) {
+          problem(method, 'metadata must be an object with a string event_type and an object event_payload');
         }
         const ts = nextTs();
         messages.push({ channel, ts, thread_ts: threadTs, text, blocks, metadata: args.metadata, edits: 0 });
@@ -345,6 +372,26 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       }
       case 'views.publish':
         return { view: { ...(args.view as Record<string, unknown>), id: nextId('V') } };
+      case 'conversations.replies': {
+        const parent = channel && typeof args.ts === 'string' ? findMessage(channel, args.ts) : undefined;
+        if (!parent) return { ok: false, error: 'thread_not_found' };
+        const root = parent.thread_ts ?? parent.ts;
+        const withMetadata = args.include_all_metadata === true || args.include_all_metadata === 'true';
+        const thread = messages
+          .filter((m) => m.channel === channel && (m.ts === root || m.thread_ts === root))
+          .map((m) => ({
+            type: 'message',
+            subtype: 'bot_message',
+            bot_id: botId,
+            text: m.text ?? '',
+            ts: m.ts,
+            thread_ts: root,
+            ...(m.blocks ? { blocks: m.blocks } : {}),
+            ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+          }));
+        const limit = typeof args.limit === 'number' ? args.limit : Number(args.limit ?? 1000) || 1000;
+        return { messages: thread.slice(0, limit), has_more: thread.length > limit };
+      }
       case 'conversations.info':
         if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
         return {
@@ -374,6 +421,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       }
       case 'usergroups.users.list':
         return { users: [] };
+      case 'apps.connections.open':
+        return { url: socketMode.openUrl(base) };
       case 'files.getUploadURLExternal': {
         const id = nextId('F');
         uploads.set(id, { filename: String(args.filename), length: Number(args.length) });
@@ -425,7 +474,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       return record({ status: 200, body: { ok: false, error: 'unknown_method' } });
     }
     if (token === undefined) return record({ status: 200, body: { ok: false, error: 'not_authed' } });
-    if (token !== botToken) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
+    // apps.connections.open takes the app-level token only; every other method the bot token only.
+    const wanted = method === 'apps.connections.open' ? socketMode.standIn.appToken : botToken;
+    const other = method === 'apps.connections.open' ? botToken : socketMode.standIn.appToken;
+    if (token === other) return record({ status: 200, body: { ok: false, error: 'not_allowed_token_type' } });
+    if (token !== wanted) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
 
     const failure = failures.get(method)?.[0];
     if (failure) {
@@ -538,7 +591,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     const api = url.pathname.match(/^\/api\/([a-zA-Z.]+)$/);
     if (api?.[1]) {
       const args = parseArgs(raw, req.headers['content-type'], url.searchParams);
-      return send(res, handleApi(api[1], args, req.headers.authorization, arrivedAt));
+      const answer = handleApi(api[1], args, req.headers.authorization, arrivedAt);
+      const holdMs = held.get(api[1])?.shift();
+      if (holdMs !== undefined) await new Promise((resolve) => setTimeout(resolve, holdMs));
+      if (!res.destroyed) send(res, answer);
+      return;
     }
     const response = url.pathname.match(/^\/response\/([A-Za-z0-9]+)$/);
     if (response?.[1] && req.method === 'POST') {
@@ -556,6 +613,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     send(res, { status: 404, body: { ok: false, error: 'not_found' } });
   }
 
+  server.on('upgrade', (req, socket, head) => socketMode.handleUpgrade(req, socket, head));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
@@ -569,6 +627,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     botToken,
     teamId,
     botUserId,
+    socket: socketMode.standIn,
     calls,
     problems,
     views,
@@ -592,13 +651,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       triggers.set(id, { mintedAt: Date.now(), used: false });
       return id;
     },
-    checkPayload(where, payload) {
-      const found: string[] = [];
-      if (payload.blocks !== undefined) found.push(...checks.checkMessageBlocks(payload.blocks));
-      if (payload.view !== undefined) found.push(...checks.checkView(payload.view));
-      for (const why of found) problem(where, why);
-      return found;
-    },
+    checkPayload,
     waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const check = () => {
@@ -631,6 +684,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         check();
       });
     },
+    holdAnswer(method, ms) {
+      held.set(method, [...(held.get(method) ?? []), ms]);
+    },
     leaveChannel(channel) {
       notMember.add(channel);
     },
@@ -642,6 +698,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       sent.clear();
     },
     close() {
+      socketMode.close();
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -688,6 +745,13 @@ function parseArgs(
     }
   }
   return args;
+}
+
+/** Slack's message metadata: `{ event_type, event_payload }`. */
+function isMessageMetadata(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { event_type, event_payload } = value as { event_type?: unknown; event_payload?: unknown };
+  return typeof event_type === 'string' && typeof event_payload === 'object' && event_payload !== null;
 }
 
 function send(res: ServerResponse, answer: Answer): void {

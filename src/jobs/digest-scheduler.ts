@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { type DigestSchedule, nextRun } from '../pricing/schedule-parse.ts';
+import { EVENTS_MAX_LEN } from './queues.ts';
 
 /** The BullMQ queue that carries digest jobs (keys `${prefix}:pricing-digest:*`). */
 export const DIGEST_QUEUE = 'pricing-digest';
@@ -58,6 +59,7 @@ export class DigestScheduler {
     this.queue = new Queue<DigestJobData>(DIGEST_QUEUE, {
       connection: options.connection,
       prefix: options.prefix,
+      streams: { events: { maxLen: EVENTS_MAX_LEN } },
     });
     this.now = options.now;
     this.redis = options.connection;

@@ -9,6 +9,14 @@ import { slackFailure } from './slack-failure.ts';
 const EXPIRE_RECHECK_MAX_MS = 60_000;
 /** "Posted" records for thread replies outlive every retry of their job (40 attempts of at most 15 min: hours). */
 export const REPLIED_TTL_S = 3 * 24 * 3600;
+/**
+ * The `event_type` of the metadata every thread reply carries, with the reply's id in `event_payload.reply_id`: a
+ * reply Slack accepted before a crash is found in its thread and adopted instead of posted twice.
+ */
+export const REPLY_EVENT_TYPE = 'cloudops_reply';
+/** How many pages of a thread a crashed reply is looked for in (threads of a request are a few messages long). */
+const REPLY_LOOKUP_PAGES = 5;
+
 /** Slack could not take the call now (rate limit, outage, network): the job retries later. */
 export class SlackRetryLaterError extends Error {
   override readonly name = 'SlackRetryLaterError';
@@ -49,6 +57,7 @@ export type NotifyOutcome =
   | 'updated'
   | 'replied'
   | 'duplicate'
+  | 'adopted'
   | 'expired'
   | 'skipped'
   | 'missing';
@@ -62,6 +71,11 @@ export class NotifyProcessor {
 
   private repliedKey(jobId: string): string {
     return `${this.deps.prefix}:replied:${jobId}`;
+  }
+
+  /** Set before a reply is posted: a retry that finds it but no posted record looks for the reply in Slack first. */
+  private sendingKey(replyKey: string): string {
+    return `${this.deps.prefix}:reply-sending:${replyKey}`;
   }
 
   /** Set when Slack refused a request's message for good: its reports then go to the requester directly. */
@@ -218,7 +232,11 @@ export class NotifyProcessor {
     return replied;
   }
 
-  /** Posts the reply in `where` (the request's thread) unless its record (looked up by the caller) says it was posted. */
+  /**
+   * Posts the reply in `where` (the request's thread) unless its record (looked up by the caller) says it was posted.
+   * A reply whose send started but was never recorded (the process died in between) is looked for in the thread by
+   * its metadata and adopted when Slack has it, so a crash does not post it twice.
+   */
   private async threadReply(
     request: CloudRequest,
     where: { channel: string; thread_ts?: string },
@@ -226,22 +244,80 @@ export class NotifyProcessor {
     alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
     if (alreadyReplied) return 'duplicate';
-    const key = this.repliedKey(replyId(reply));
+    const id = replyId(reply);
+    const key = this.repliedKey(id);
+    // Kept until a replica has it: after a failover the record lands on the new master, so no retry posts again.
+    const record = (ts: string) => {
+      const write = () => this.deps.connection.set(key, ts, 'EX', REPLIED_TTL_S);
+      return this.deps.replicaAck?.durably(write) ?? write();
+    };
     // With Sentinels: post only from a master whose replica has this job's state (no record yet), never from an old
     // master that a failover left behind, whose writes are about to be dropped.
     await this.deps.replicaAck?.confirm();
+    const first = await this.deps.connection.set(this.sendingKey(id), '1', 'EX', REPLIED_TTL_S, 'NX');
+    if (first !== 'OK' && where.thread_ts) {
+      const found = await this.findReply(request, where.channel, where.thread_ts, id);
+      if (found) {
+        await record(found);
+        return 'adopted';
+      }
+    }
     const message = this.deps.renderer.threadReply(request, reply.event, reply.step);
     const result = await this.slackCall('chat.postMessage', (withBlocks) =>
       this.deps.slack.chat.postMessage({
         ...where,
         text: message.text,
         blocks: withBlocks ? message.blocks : undefined,
+        metadata: { event_type: REPLY_EVENT_TYPE, event_payload: { reply_id: id } },
       }),
     );
-    const record = () => this.deps.connection.set(key, result.ts ?? 'posted', 'EX', REPLIED_TTL_S);
-    // Kept until a replica has it: after a failover the record lands on the new master, so no retry posts again.
-    await (this.deps.replicaAck?.durably(record) ?? record());
+    await record(result.ts ?? 'posted');
     return 'replied';
+  }
+
+  /**
+   * The ts of the reply `id` in the thread, when Slack has it (read with conversations.replies and the reply's
+   * metadata). Without the history scope (`missing_scope`) or the thread, undefined: the reply is posted, and may
+   * repeat.
+   */
+  private async findReply(
+    request: CloudRequest,
+    channel: string,
+    ts: string,
+    id: string,
+  ): Promise<string | undefined> {
+    let cursor: string | undefined;
+    try {
+      for (let page = 0; page < REPLY_LOOKUP_PAGES; page++) {
+        const answer = await this.slackCall('conversations.replies', () =>
+          this.deps.slack.conversations.replies({
+            channel,
+            ts,
+            cursor,
+            limit: 200,
+            include_all_metadata: true,
+          }),
+        );
+        const found = answer.messages?.find(
+          (m) =>
+            m.metadata?.event_type === REPLY_EVENT_TYPE &&
+            (m.metadata.event_payload as { reply_id?: unknown } | undefined)?.reply_id === id,
+        );
+        if (found?.ts) return found.ts;
+        cursor = answer.response_metadata?.next_cursor || undefined;
+        if (!cursor) return undefined;
+      }
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof SlackRefusedError)) throw error;
+      this.deps.logger.warn(
+        { requestId: request.id, error: error.error },
+        error.error === 'missing_scope'
+          ? 'cannot read the thread (the app lacks channels:history / groups:history): a reply interrupted by a crash may repeat'
+          : 'cannot read the thread; posting the reply, which may repeat',
+      );
+      return undefined;
+    }
   }
 
   /** A pending request past `expiresAt` becomes expired; earlier, the job looks again later. */

@@ -17,6 +17,12 @@ const ID_SEPARATOR = '.';
  */
 export const KEEP_FINISHED = { ageS: 24 * 3600, completed: 1000, failed: 5000 } as const;
 
+/**
+ * BullMQ's events stream of each queue keeps 10,000 entries by default (a few MB); nothing here reads it (no
+ * QueueEvents), so it is trimmed to about this many: what Redis holds stays flat however long the history.
+ */
+export const EVENTS_MAX_LEN = 1000;
+
 /** Execute jobs retry only errors the worker judged "surely not sent"; the delay comes from `retry-policy.ts`. */
 const EXECUTE_JOB_OPTIONS: JobsOptions = {
   attempts: 12,
@@ -61,12 +67,19 @@ export type NotifyJob =
 
 /** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
 export function createQueues(connection: Redis, prefix: string): Queues {
+  const streams = { events: { maxLen: EVENTS_MAX_LEN } };
   const execute = new Queue(QUEUE_NAMES.execute, {
     connection,
     prefix,
+    streams,
     defaultJobOptions: EXECUTE_JOB_OPTIONS,
   });
-  const notify = new Queue(QUEUE_NAMES.notify, { connection, prefix, defaultJobOptions: NOTIFY_JOB_OPTIONS });
+  const notify = new Queue(QUEUE_NAMES.notify, {
+    connection,
+    prefix,
+    streams,
+    defaultJobOptions: NOTIFY_JOB_OPTIONS,
+  });
   return {
     execute,
     notify,

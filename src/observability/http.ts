@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Metrics } from './metrics.ts';
 
-/** What readiness depends on: Redis answering, and the policy loaded. */
+/** What readiness depends on: Redis answering, the policy loaded, and in Socket Mode the link to Slack up. */
 export interface Readiness {
   redisPing(): Promise<boolean>;
   policyLoaded(): boolean;
+  /** Socket Mode only: whether the link to Slack is up. Undefined elsewhere (not part of readiness). */
+  slackConnected?: () => boolean;
   /** Refreshes gauges that are read on scrape (queue depth). */
   beforeScrape?(): Promise<void>;
 }
@@ -32,11 +34,12 @@ export function healthHandlers(readiness: Readiness): Record<string, Handler> {
       void Promise.race([ping, timeout]).then((redis) => {
         clearTimeout(timer);
         const policy = readiness.policyLoaded();
-        const ready = redis && policy;
+        const slack = readiness.slackConnected?.();
+        const ready = redis && policy && slack !== false;
         send(
           res,
           ready ? 200 : 503,
-          JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy }),
+          JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy, slack }),
         );
       });
     },

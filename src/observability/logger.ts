@@ -33,16 +33,19 @@ export const REDACT_PATHS = [
   'env.CLOUD_API_KEY',
 ];
 
-/** Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh) and bearer credentials. */
-const SECRET_IN_TEXT = /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s"'\\,;]+/gi;
+/**
+ * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh), bearer credentials, and the
+ * ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's events).
+ */
+const SECRET_IN_TEXT = /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
 
 /** Secrets shorter than this are not scrubbed as literals: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 6;
 
 /** Replaces Slack tokens, bearer credentials and the given literal secrets in a string. */
 export function scrubSecrets(text: string, secrets: readonly string[] = []): string {
-  let out = text.replace(SECRET_IN_TEXT, (_m, token: string | undefined, bearer: string | undefined) =>
-    token ? '[redacted]' : `${bearer}[redacted]`,
+  let out = text.replace(SECRET_IN_TEXT, (_m, token: string | undefined, lead: string | undefined) =>
+    token ? '[redacted]' : `${lead}[redacted]`,
   );
   for (const secret of secrets) {
     if (secret.length >= MIN_SECRET_LENGTH) out = out.split(secret).join('[redacted]');

@@ -33,6 +33,14 @@ export interface SlackAnswer {
   [field: string]: unknown;
 }
 
+/** A message of a thread as `conversations.replies` gives it (the fields the bot reads). */
+export interface ThreadMessage {
+  ts?: string;
+  thread_ts?: string;
+  text?: string;
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
+}
+
 /** A message as the bot posts it. */
 export interface MessageArgs {
   channel: string;
@@ -109,7 +117,7 @@ export class SlackApi {
     }) =>
       this.call<
         SlackAnswer & {
-          messages?: Record<string, unknown>[];
+          messages?: ThreadMessage[];
           has_more?: boolean;
           response_metadata?: { next_cursor?: string };
         }

@@ -8,7 +8,9 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import type { RedeliveryGuard } from './redelivery.ts';
 import { createRouter } from './router.ts';
+import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
 import { register as registerSchedule } from './views/schedule-submit.ts';
@@ -21,6 +23,15 @@ export interface SlackApp {
    */
   start(port: number, host?: string): Promise<{ port?: number }>;
   stop(): Promise<void>;
+  /** Socket Mode: whether the link to Slack is up now. Undefined in HTTP mode. */
+  connected?: () => boolean;
+}
+
+/** Socket Mode's parts that live outside Bolt: the redelivery guard, the reconnect policy, a state listener. */
+export interface SocketOptions {
+  guard?: RedeliveryGuard;
+  policy?: ReconnectPolicy;
+  onState?(connected: boolean): void;
 }
 
 /** Where the HTTP receiver listens when no host is given: every interface, as before HOST existed. */
@@ -50,29 +61,42 @@ function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
 
 /**
  * The Bolt app with every `/cloud` surface registered. HTTP mode serves `POST /slack/events` (signatures checked by
- * Bolt: v0 HMAC, 5-minute window) plus `customRoutes`; Socket Mode is used when SLACK_APP_TOKEN is set.
+ * Bolt: v0 HMAC, 5-minute window) plus `customRoutes`; when SLACK_APP_TOKEN is set, Socket Mode through a
+ * {@link SocketLink} (reconnects with backoff, deliveries seen before not acted on again).
  */
-export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRoute[] = []): SlackApp {
+export function createSlackApp(
+  env: Env,
+  deps: SlackDeps,
+  customRoutes: CustomRoute[] = [],
+  socket: SocketOptions = {},
+): SlackApp {
   const logger = boltLogger(deps.logger);
   const clientOptions = {
     slackApiUrl: env.SLACK_API_URL,
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
   };
-  const socketMode = env.SLACK_APP_TOKEN !== undefined;
-  const receiver = socketMode
-    ? undefined
-    : new HTTPReceiver({
-        signingSecret: env.SLACK_SIGNING_SECRET ?? '',
-        endpoints: '/slack/events',
-        customRoutes,
-        logger,
-        logLevel: LogLevel.WARN,
-      });
+  const link = env.SLACK_APP_TOKEN
+    ? new SocketLink({
+        appToken: env.SLACK_APP_TOKEN,
+        apiUrl: env.SLACK_API_URL,
+        logger: deps.logger,
+        ...socket,
+      })
+    : undefined;
+  const receiver =
+    link ??
+    new HTTPReceiver({
+      signingSecret: env.SLACK_SIGNING_SECRET ?? '',
+      endpoints: '/slack/events',
+      customRoutes,
+      logger,
+      logLevel: LogLevel.WARN,
+    });
   const app = new App({
     token: env.SLACK_BOT_TOKEN,
     // Bolt's default conversation store costs a rejected promise and an Error per event; nothing here reads it.
     convoStore: false,
-    ...(socketMode ? { appToken: env.SLACK_APP_TOKEN, socketMode: true } : { receiver }),
+    receiver,
     logger,
     logLevel: LogLevel.WARN,
     clientOptions,
@@ -98,12 +122,13 @@ export function createSlackApp(env: Env, deps: SlackDeps, customRoutes: CustomRo
     app,
     async start(port, host = DEFAULT_HOST) {
       await app.init();
-      const server = (await (socketMode ? app.start() : app.start({ port, host }))) as Server | undefined;
+      const server = (await (link ? app.start() : app.start({ port, host }))) as Server | undefined;
       const address = server?.address?.();
       return { port: typeof address === 'object' && address ? address.port : undefined };
     },
     async stop() {
       await app.stop();
     },
+    connected: link ? () => link.connected : undefined,
   };
 }

@@ -66,7 +66,7 @@ export function waitForRedis(
 }
 
 /** Slack's answers to auth.test that mean the token itself is refused: no retry or restart will help. */
-const TOKEN_REFUSED = new Set([
+export const TOKEN_REFUSED = new Set([
   'invalid_auth',
   'not_authed',
   'account_inactive',

@@ -83,7 +83,7 @@ export interface HarnessOptions {
   /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
   role?: Role;
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
-  startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy' | 'vmLock'>;
+  startOptions?: Pick<StartOptions, 'sweepPolicy' | 'retentionPolicy' | 'vmLock' | 'reconnectPolicy'>;
   /** The cloud sim's world (default its DEFAULT_SEED). */
   simSeed?: SimSeed;
   /** Where the harness's own client reads and cleans up (default the test Redis), e.g. the master of Sentinels. */
@@ -93,6 +93,29 @@ export interface HarnessOptions {
    * of it, `REDIS_URL` of a slow proxy); the harness's own Redis client keeps the real Redis.
    */
   env?: (sim: CloudSim) => Record<string, string> | Promise<Record<string, string>>;
+  /**
+   * How Slack reaches the bot: signed HTTP, or envelopes over the Socket Mode stand-in. Default: `socket` when the
+   * environment says CLOUDOPS_TEST_SLACK_MODE=socket (the e2e-socket project), else `http`.
+   */
+  mode?: SlackMode;
+}
+
+export type SlackMode = 'http' | 'socket';
+
+/** The mode the environment asks the e2e flows to run in. */
+export function testSlackMode(): SlackMode {
+  return process.env.CLOUDOPS_TEST_SLACK_MODE === 'socket' ? 'socket' : 'http';
+}
+
+/** Fast reconnects for tests: the production policy's shape, in tens of milliseconds. */
+export const TEST_RECONNECT_POLICY = { firstMs: 50, maxMs: 500, helloTimeoutMs: 2000, openTimeoutMs: 2000 };
+
+/** The action ids of a message's buttons, in order. */
+export function buttonsOf(blocks: unknown[] | undefined): (string | undefined)[] {
+  type Block = { type: string; elements?: { action_id?: string }[] };
+  return ((blocks ?? []) as Block[])
+    .filter((b) => b.type === 'actions')
+    .flatMap((b) => (b.elements ?? []).map((e) => e.action_id));
 }
 
 /** A clock the test moves; the bot and the cloud sim read it. */
@@ -109,6 +132,7 @@ export interface CommandResult extends SlackHttpResponse {
 }
 
 export interface Harness {
+  mode: SlackMode;
   bot: Running;
   sim: CloudSim;
   slack: SlackStandIn;
@@ -116,8 +140,10 @@ export interface Harness {
   policy: Policy;
   /** Redis key and BullMQ prefix of this bot. */
   prefix: string;
-  /** `POST /slack/events` of the bot. */
+  /** `POST /slack/events` of the bot (HTTP mode); in Socket Mode the health server's base URL. */
   eventsUrl: string;
+  /** The bot's health routes' base URL (`/healthz`, `/readyz`). */
+  baseUrl: string;
   signingSecret: string;
   /** Read access to the bot's state, for assertions. */
   store: RequestStore;
@@ -125,10 +151,12 @@ export interface Harness {
   redis: Redis;
   /** The bot's log lines (JSON), for debugging and secret checks. */
   logs: string[];
-  /** Sends a raw, form-encoded body to the bot, signed unless `sign` says otherwise. */
+  /** Sends a raw, form-encoded body to the bot, signed unless `sign` says otherwise (HTTP mode only). */
   send(body: string, sign?: Partial<SignOptions>): Promise<SlackHttpResponse>;
   /** `/cloud <text>` from `user` in `channel`. Checks blocks in the ack against the Block Kit schema. */
   command(text: string, user?: string, channel?: string, team?: string): Promise<CommandResult>;
+  /** Any interaction payload, as Slack delivers it in this mode (signed HTTP or a Socket Mode envelope). */
+  interaction(payload: Record<string, unknown>): Promise<SlackHttpResponse>;
   /** A button click; `message` is the message the button sits on (Slack echoes it back). */
   click(
     actionId: string,
@@ -197,14 +225,17 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const policy = parsePolicy(policyYaml, 'test-policy.yml');
   const signingSecret = randomBytes(16).toString('hex');
   const botToken = `xoxb-test-${randomBytes(8).toString('hex')}`;
+  const appToken = `xapp-1-test-${randomBytes(8).toString('hex')}`;
+  const mode = options.mode ?? testSlackMode();
   const prefix = uniquePrefix('slack');
 
   const sim = await startCloudSim({ now: clock.now, seed: options.simSeed });
-  const slack = await startSlackStandIn({ botToken, teamId: TEAM });
+  const slack = await startSlackStandIn({ botToken, appToken, teamId: TEAM });
   const logs: string[] = [];
   const env = loadEnv({
     SLACK_BOT_TOKEN: botToken,
     SLACK_SIGNING_SECRET: signingSecret,
+    SLACK_APP_TOKEN: mode === 'socket' ? appToken : undefined,
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: sim.url,
     CLOUD_API_KEY: sim.apiKey,
@@ -217,7 +248,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(await options.env?.(sim)),
   });
   const logger = createLogger(
-    { level: 'warn', secrets: [botToken, signingSecret, sim.apiKey] },
+    { level: 'warn', secrets: [botToken, appToken, signingSecret, sim.apiKey] },
     { write: (line: string) => void logs.push(line) },
   );
   let bot: Running;
@@ -227,6 +258,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger,
       stalledIntervalMs: 2000,
       shutdownTimeoutMs: 5000,
+      reconnectPolicy: TEST_RECONNECT_POLICY,
       ...options.startOptions,
     });
   } catch (error) {
@@ -238,10 +270,28 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     : new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const store = new RequestStore(redis, { prefix, now: clock.now });
   const queues = createQueues(redis, prefix);
-  const eventsUrl = `http://127.0.0.1:${bot.port}/slack/events`;
+  const baseUrl = `http://127.0.0.1:${bot.port}`;
+  const eventsUrl = `${baseUrl}/slack/events`;
 
-  const send = (body: string, sign: Partial<SignOptions> = {}) =>
-    postSigned(eventsUrl, body, { secret: signingSecret, ...sign });
+  const send = (body: string, sign: Partial<SignOptions> = {}) => {
+    if (mode === 'socket') throw new Error('h.send posts signed HTTP: the harness runs in Socket Mode');
+    return postSigned(eventsUrl, body, { secret: signingSecret, ...sign });
+  };
+  /** A command or an interaction as Slack sends it in this mode: signed HTTP, or an envelope on the socket. */
+  const deliver = async (
+    kind: 'command' | 'interaction',
+    payload: Record<string, unknown>,
+  ): Promise<SlackHttpResponse> => {
+    if (mode === 'http') {
+      const body =
+        kind === 'command'
+          ? new URLSearchParams(payload as Record<string, string>).toString()
+          : interactionBody(payload);
+      return send(body);
+    }
+    const ack = await slack.socket.deliver(kind === 'command' ? 'slash_commands' : 'interactive', payload);
+    return { status: 200, text: ack.payload ? JSON.stringify(ack.payload) : '', json: ack.payload };
+  };
   const origin = (user: string, channel: string, teamId = TEAM): SlackOrigin => ({ user, channel, teamId });
   /** An ack's body reached Slack too: check its blocks and views like the Web API calls. */
   let acksChecked = 0;
@@ -250,11 +300,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     const json = response.json;
     if (!json) return;
     acksChecked += 1;
+    // The Socket Mode stand-in checks the acks it reads itself.
+    if (mode === 'socket') return;
     if (json.blocks !== undefined) slack.checkPayload('ack', { blocks: json.blocks });
     if (json.view !== undefined) slack.checkPayload('ack', { view: json.view });
   };
 
   const harness: Harness = {
+    mode,
     bot,
     sim,
     slack,
@@ -262,6 +315,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     policy,
     prefix,
     eventsUrl,
+    baseUrl,
     signingSecret,
     store,
     queues,
@@ -271,12 +325,18 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async command(text, user = USERS.dev, channel = CHANNELS.prod, team = TEAM) {
       const triggerId = slack.triggerId();
       const responseUrl = slack.responseUrl({ channel, user });
-      const response = await send(
-        slashCommandBody(origin(user, channel, team), { text, triggerId, responseUrl }),
+      const response = await deliver(
+        'command',
+        Object.fromEntries(
+          new URLSearchParams(
+            slashCommandBody(origin(user, channel, team), { text, triggerId, responseUrl }),
+          ),
+        ),
       );
       checkAck(response);
       return { ...response, triggerId, responseUrl };
     },
+    interaction: (payload) => deliver('interaction', payload),
     async click(actionId, value, user, channel = CHANNELS.prod, message) {
       const payload = blockActionsPayload(origin(user, channel), {
         actionId,
@@ -286,7 +346,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         responseUrl: slack.responseUrl({ channel, user, messageTs: message?.ts }),
         message,
       });
-      const response = await send(interactionBody(payload));
+      const response = await deliver('interaction', payload);
       checkAck(response);
       return response;
     },
@@ -297,7 +357,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         viewState(view, values),
         slack.triggerId(),
       );
-      const response = await send(interactionBody(payload));
+      const response = await deliver('interaction', payload);
       checkAck(response);
       return response;
     },

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
+import { replyId } from '../../src/jobs/queues.ts';
+import { createLogger } from '../../src/observability/logger.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
 import {
   startWorkerProcess,
@@ -129,5 +131,57 @@ describe('Redis outage', () => {
     }
     expect(env.sim.applied).toHaveLength(2);
     expect(await waitForReplies(env, first.id, 1, 15_000)).toHaveLength(1);
+  });
+});
+
+describe('a worker killed after Slack accepted a thread reply, before it recorded it', () => {
+  /**
+   * Runs a resize in a child worker; Slack keeps the "Done" reply but answers late, and the child is killed in that
+   * window. Then a worker in this process takes the stalled report over. Returns the request message's thread.
+   */
+  async function crashAfterReplyAccepted(current: JobsEnv, startWorkers: () => void) {
+    child = await startWorkerProcess(childConfig(current));
+    const request = await current.queueRequest(resizeOf(current, 102, { cores: 6 }));
+    const posted = await current.slack.waitFor(() =>
+      current.slack.messages('C0PROD').find((m) => !m.thread_ts && (m.text ?? '').includes(request.id)),
+    );
+    // The next chat.postMessage is the thread reply: Slack takes it, and its answer never reaches the child.
+    current.slack.holdAnswer('chat.postMessage', 60_000);
+    await current.waitForState(request.id, ['succeeded']);
+    await until(() => current.slack.thread('C0PROD', posted.ts).length === 1, 'the reply accepted by Slack');
+    expect(await child.kill('SIGKILL')).toBeNull();
+    const recorded = `${current.prefix}:replied:${replyId({ requestId: request.id, event: 'succeeded' })}`;
+    expect(await current.redis.exists(recorded)).toBe(0);
+
+    startWorkers();
+    const deadline = Date.now() + 15_000;
+    while ((await current.redis.exists(recorded)) === 0) {
+      if (Date.now() > deadline) throw new Error('the retried report never finished');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return current.slack.thread('C0PROD', posted.ts);
+  }
+
+  it('the retried report finds the reply by its metadata and posts nothing new', async () => {
+    env = await startJobsEnv({ name: 'jobs-reply-crash' });
+    const current = env;
+    const thread = await crashAfterReplyAccepted(current, () => current.startWorkers());
+    expect(thread.map((m) => m.text?.split(' ')[0])).toEqual([':white_check_mark:']);
+    expect(thread[0]?.metadata).toMatchObject({ event_type: 'cloudops_reply' });
+    expect(current.slack.callsOf('conversations.replies').length).toBeGreaterThanOrEqual(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(current.slack.thread('C0PROD', thread[0]?.thread_ts ?? '')).toHaveLength(1);
+    expect(current.sim.applied).toHaveLength(1);
+  });
+
+  it('without the history scope (missing_scope) the reply is posted again and the log says a reply may repeat', async () => {
+    env = await startJobsEnv({ name: 'jobs-reply-scope' });
+    const current = env;
+    const logs: string[] = [];
+    const logger = createLogger({ level: 'warn' }, { write: (line: string) => void logs.push(line) });
+    current.slack.failNext('conversations.replies', { error: 'missing_scope' });
+    const thread = await crashAfterReplyAccepted(current, () => current.startWorkers({ logger }));
+    expect(thread).toHaveLength(2);
+    expect(logs.join('')).toContain('a reply interrupted by a crash may repeat');
   });
 });

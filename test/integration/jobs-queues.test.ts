@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   cancelExecution,
   createQueues,
+  EVENTS_MAX_LEN,
   enqueueExecution,
   enqueueNotify,
   type Queues,
@@ -33,6 +34,24 @@ afterEach(async () => {
 });
 
 describe('queues', () => {
+  it("keeps each queue's events stream near EVENTS_MAX_LEN entries, not BullMQ's 10,000, however many jobs pass", async () => {
+    // The queue writes its settings to Redis once connected; every later XADD trims to them.
+    await expect
+      .poll(() => redis.hget(`${prefix}:notify:meta`, 'opts.maxLenEvents'))
+      .toBe(String(EVENTS_MAX_LEN));
+    // 1,500 jobs add about 3,000 events (added, waiting); nothing reads the stream.
+    await queues.notify.addBulk(
+      Array.from({ length: 1500 }, (_, i) => ({
+        name: 'sync-message',
+        data: { type: 'sync-message', requestId: `r${i}` },
+      })),
+    );
+    const length = await redis.xlen(`${prefix}:notify:events`);
+    expect(length).toBeGreaterThan(0);
+    // Trimming is approximate (whole stream nodes of 100 entries).
+    expect(length).toBeLessThanOrEqual(EVENTS_MAX_LEN + 200);
+  });
+
   it('adds one execute job per request, however often it is enqueued', async () => {
     const request = await store.create(resizeRequest({ state: 'queued' }), 'U0DEV');
     const now = new Date();

@@ -30,10 +30,7 @@ export async function tellClicker(deps: SlackDeps, click: Click, text: string): 
 }
 
 /** Loads the request behind a click; answers the clicker itself when it cannot. */
-async function requestForClick(
-  deps: SlackDeps,
-  click: Click,
-): Promise<CloudRequest | undefined> {
+async function requestForClick(deps: SlackDeps, click: Click): Promise<CloudRequest | undefined> {
   let request: CloudRequest | undefined;
   try {
     request = REQUEST_ID.test(click.requestId)

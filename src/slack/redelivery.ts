@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/** How long a delivery is remembered: Slack's last retry of an event comes within minutes, not hours. */
+export const DELIVERY_TTL_SECONDS = 3600;
+
+/**
+ * What identifies one thing a person did, however often Slack delivers it: an event's `event_id`, an interaction's or
+ * a command's `trigger_id` (one per click, submission or command), else a digest of the whole payload. The envelope
+ * id is left out on purpose: a delivery on a new connection may carry a new one.
+ */
+export function deliveryKey(body: Record<string, unknown>): string {
+  if (typeof body.event_id === 'string' && body.event_id !== '') return `event:${body.event_id}`;
+  if (typeof body.trigger_id === 'string' && body.trigger_id !== '') return `trigger:${body.trigger_id}`;
+  return `payload:${createHash('sha256').update(JSON.stringify(body)).digest('hex')}`;
+}
+
+/** Remembers deliveries in Redis under the key prefix, so one delivered again is not acted on twice. */
+export class RedeliveryGuard {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly ttlSeconds = DELIVERY_TTL_SECONDS,
+  ) {}
+
+  /**
+   * True the first time `body` arrives, false for a delivery of the same thing again (from any process sharing the
+   * Redis). Throws when Redis does not answer: the caller decides.
+   */
+  async first(body: Record<string, unknown>): Promise<boolean> {
+    const key = `${this.prefix}:delivery:${deliveryKey(body)}`;
+    return (await this.redis.set(key, '1', 'EX', this.ttlSeconds, 'NX')) === 'OK';
+  }
+}
