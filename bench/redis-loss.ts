@@ -5,7 +5,8 @@
  * until the Sentinels' new master is settled, and counts the acknowledged keys it lacks.
  *
  * Clients: `plain` (ioredis through the Sentinels, no options), `bot` (createRedis: READONLY/NOREPLICAS reconnect
- * and resend, failover detector), `bot+wait` (the same, and a write counts only once `WAIT 1 <ms>` said a replica
+ * and resend, failover detector), `bot+wait` (the same, and a write counts only once the bot's ReplicaAck confirmed
+ * it: `WAIT n <ms>`, n the replicas the Sentinels see up, as the bot's critical writes do when Sentinels are set;
  * has it, as the bot's critical writes do when Sentinels are configured).
  *
  *   node --import tsx bench/redis-loss.ts [--runs 3] [--writers 8] [--ms 5000] [--only bot,bot+wait] [--events failover,crash]
@@ -14,8 +15,8 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type SentinelGroup, startSentinelGroup } from '../sim/local-sentinel.ts';
-import { createRedis } from '../src/config/redis-connection.ts';
-import { CRITICAL_WAIT_MS } from '../src/jobs/replica-ack.ts';
+import { createRedis, type RedisTarget, watchReplicas } from '../src/config/redis-connection.ts';
+import { ReplicaAck } from '../src/jobs/replica-ack.ts';
 import { median, percentile } from './lib/stats.ts';
 
 const { values } = parseArgs({
@@ -53,19 +54,16 @@ interface RunResult {
   /** WAIT's own time before the event (bot+wait only), p50 and p99. */
   waitP50Ms: number;
   waitP99Ms: number;
+  errors: Record<string, number>;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function client(kind: ClientKind, group: SentinelGroup): Redis {
-  const sentinels = group.sentinelPorts.map((port) => ({ host: '127.0.0.1', port }));
+function client(kind: ClientKind, group: SentinelGroup, target: RedisTarget): Redis {
   const redis =
     kind === 'plain'
-      ? new Redis({ sentinels, name: group.name, maxRetriesPerRequest: null })
-      : createRedis(
-          { url: 'redis://127.0.0.1', sentinels, sentinelName: group.name },
-          { maxRetriesPerRequest: null },
-        );
+      ? new Redis({ sentinels: target.sentinels, name: group.name, maxRetriesPerRequest: null })
+      : createRedis(target, { maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
   return redis;
 }
@@ -89,11 +87,20 @@ async function once(kind: ClientKind, event: EventKind): Promise<RunResult> {
         : [],
   });
   current = group;
-  const redis = client(kind, group);
+  const target: RedisTarget = {
+    url: 'redis://127.0.0.1',
+    sentinels: group.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })),
+    sentinelName: group.name,
+  };
+  const redis = client(kind, group, target);
+  const replicas = kind === 'bot+wait' ? watchReplicas(target) : undefined;
+  const ack = new ReplicaAck(redis, replicas?.current);
   try {
     await redis.ping();
     const acked: { key: string; at: number }[] = [];
     let failedWrites = 0;
+    /** Why writes failed, with how often. */
+    const errors = new Map<string, number>();
     let stop = false;
     /** How long each WAIT took before the event: the cost of a critical write in normal operation. */
     const waits: number[] = [];
@@ -106,13 +113,14 @@ async function once(kind: ClientKind, event: EventKind): Promise<RunResult> {
           await withTimeout(redis.set(key, '1'), 3000);
           if (kind === 'bot+wait') {
             const waitStarted = performance.now();
-            const replicas = Number(await withTimeout(redis.call('WAIT', 1, CRITICAL_WAIT_MS), 3000));
-            if (replicas < 1) throw new Error('no replica acknowledged');
+            await withTimeout(ack.confirm(), 3000);
             if (!eventStarted) waits.push(performance.now() - waitStarted);
           }
           acked.push({ key, at: performance.now() });
-        } catch {
+        } catch (error) {
           failedWrites++;
+          const message = (error as Error).message.slice(0, 80);
+          errors.set(message, (errors.get(message) ?? 0) + 1);
           await sleep(20);
         }
       }
@@ -156,8 +164,10 @@ async function once(kind: ClientKind, event: EventKind): Promise<RunResult> {
         50,
       ),
       waitP99Ms: percentile(waits, 99),
+      errors: Object.fromEntries(errors),
     };
   } finally {
+    replicas?.close();
     redis.disconnect();
     await group.stop();
   }

@@ -1,8 +1,8 @@
 /**
  * `npm run demo`: the whole bot on a fresh machine, with no account and no configuration. Starts Redis (REDIS_URL
  * when it answers, else a redis-server of its own), the cloud API simulator, the Slack Web API stand-in and the bot
- * in HTTP mode, plays a session with signed Slack requests, prints it as the channel reads it, and exits 0 when
- * every step did what it should.
+ * in HTTP mode (`npm run demo -- --socket`: Socket Mode, over the stand-in's WebSocket), plays a session with the
+ * requests Slack would send, prints it as the channel reads it, and exits 0 when every step did what it should.
  */
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -21,6 +21,7 @@ import {
   type Ack,
   type Actor,
   buttonClick,
+  deliverOverSocket,
   interaction,
   postSigned,
   slashCommand,
@@ -64,7 +65,11 @@ function check(condition: boolean, expected: string): void {
   if (!condition) throw new DemoStepError(expected);
 }
 
+/** How Slack reaches the bot: signed HTTP to a public URL, or Socket Mode (an app-level token, no public URL). */
+export type DemoMode = 'http' | 'socket';
+
 interface World {
+  mode: DemoMode;
   redis: { url: string; started?: LocalRedis };
   sim: CloudSim;
   slack: SlackStandIn;
@@ -75,17 +80,19 @@ interface World {
 }
 
 /** Starts Redis, the simulators and the bot; throws RedisNotInstalledError when no Redis can be had. */
-async function startWorld(redisUrl: string): Promise<World> {
+async function startWorld(redisUrl: string, mode: DemoMode): Promise<World> {
   const redis = await ensureRedis(redisUrl);
   const botToken = `xoxb-demo-${randomBytes(8).toString('hex')}`;
+  const appToken = `xapp-1-demo-${randomBytes(8).toString('hex')}`;
   const signingSecret = randomBytes(16).toString('hex');
   const apiKey = `demo-${randomBytes(12).toString('hex')}`;
   const prefix = `cloudops-demo-${randomBytes(4).toString('hex')}`;
   const sim = await startCloudSim({ apiKey });
-  const slack = await startSlackStandIn({ botToken, teamId: TEAM });
+  const slack = await startSlackStandIn({ botToken, appToken, teamId: TEAM });
   const env = loadEnv({
     SLACK_BOT_TOKEN: botToken,
     SLACK_SIGNING_SECRET: signingSecret,
+    SLACK_APP_TOKEN: mode === 'socket' ? appToken : undefined,
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: sim.url,
     CLOUD_API_KEY: apiKey,
@@ -99,11 +106,11 @@ async function startWorld(redisUrl: string): Promise<World> {
   // The bot's own log goes to memory: shown only when a step fails.
   const logs: string[] = [];
   const logger = createLogger(
-    { level: 'info', secrets: [botToken, signingSecret, apiKey] },
+    { level: 'info', secrets: [botToken, appToken, signingSecret, apiKey] },
     { write: (line: string) => void logs.push(line) },
   );
   const bot = await startCloudops(env, parsePolicy(DEMO_POLICY, 'demo-policy.yml'), { logger });
-  return { redis, sim, slack, bot, prefix, signingSecret, logs };
+  return { mode, redis, sim, slack, bot, prefix, signingSecret, logs };
 }
 
 async function stopWorld(world: World): Promise<void> {
@@ -128,7 +135,10 @@ async function play(world: World, talk: Conversation): Promise<number> {
   const { slack, sim } = world;
   const events = `http://127.0.0.1:${world.bot.port}/slack/events`;
   const actor = (user: string): Actor => ({ user, channel: CHANNEL, team: TEAM });
-  const send = (body: string) => postSigned(events, world.signingSecret, body);
+  const send = (body: string) =>
+    world.mode === 'socket'
+      ? deliverOverSocket(slack.socket, body)
+      : postSigned(events, world.signingSecret, body);
   const wait = <T>(predicate: () => T | undefined | null | false, what: string) =>
     slack.waitFor(predicate, STEP_TIMEOUT_MS).catch(() => {
       throw new DemoStepError(what);
@@ -323,20 +333,38 @@ async function play(world: World, talk: Conversation): Promise<number> {
     `the job list shows the resize and the restore (${ids.join(', ')})`,
   );
   steps++;
+
+  if (world.mode === 'socket') {
+    talk.step('7. Slack refreshes the Socket Mode link; the bot reconnects on its own');
+    const opened = slack.socket.connections;
+    const asked = performance.now();
+    slack.socket.disconnect('refresh_requested');
+    await slack.socket.waitForConnection(opened + 1, STEP_TIMEOUT_MS).catch(() => {
+      throw new DemoStepError('the bot opens a new link after Slack asked it to reconnect');
+    });
+    talk.note(
+      `the link was refreshed: connection ${opened + 1}, after ${Math.round(performance.now() - asked)} ms`,
+    );
+    const help = await command(ALICE, 'help');
+    check(help.json?.response_type === 'ephemeral', '/cloud help is answered over the new link');
+    await settle();
+    steps++;
+  }
   return steps;
 }
 
 /** Runs the demo; resolves to the process exit code. Redis: `redisUrl` when it answers, else one of its own. */
 export async function runDemo(
-  options: { write?: (text: string) => void; redisUrl?: string } = {},
+  options: { write?: (text: string) => void; redisUrl?: string; mode?: DemoMode } = {},
 ): Promise<number> {
   const write = options.write ?? ((text: string) => process.stdout.write(text));
+  const mode = options.mode ?? 'http';
   write(
-    'cloudops demo: Redis, the cloud API simulator, a Slack stand-in and the bot, all on this machine.\n',
+    `cloudops demo: Redis, the cloud API simulator, a Slack stand-in and the bot, all on this machine (${mode === 'socket' ? 'Socket Mode' : 'HTTP mode'}).\n`,
   );
   let world: World;
   try {
-    world = await startWorld(options.redisUrl ?? (process.env.REDIS_URL || 'redis://127.0.0.1:6379'));
+    world = await startWorld(options.redisUrl ?? (process.env.REDIS_URL || 'redis://127.0.0.1:6379'), mode);
   } catch (error) {
     if (error instanceof RedisNotInstalledError) {
       process.stderr.write(`cloudops demo: ${error.message}\n`);
@@ -344,9 +372,13 @@ export async function runDemo(
     }
     throw error;
   }
+  const reachedBy =
+    mode === 'socket'
+      ? `bot connected to the Slack stand-in over Socket Mode (no public URL), health on http://127.0.0.1:${world.bot.port}/healthz`
+      : `bot on http://127.0.0.1:${world.bot.port}/slack/events`;
   write(
     `Redis ${world.redis.started ? 'started for the demo' : 'found'} at ${world.redis.url}; cloud simulator at ${world.sim.url}; ` +
-      `bot on http://127.0.0.1:${world.bot.port}/slack/events. People: alice (developer), bob (approver) in #shop-prod.\n`,
+      `${reachedBy}. People: alice (developer), bob (approver) in #shop-prod.\n`,
   );
   const talk = new Conversation(world.slack, NAMES, write);
   let code = 0;
@@ -372,5 +404,5 @@ export async function runDemo(
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  process.exitCode = await runDemo();
+  process.exitCode = await runDemo({ mode: process.argv.includes('--socket') ? 'socket' : 'http' });
 }

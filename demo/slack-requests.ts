@@ -3,6 +3,7 @@
  * The tests have their own copy in test/helpers/slack-request.ts: src never imports test code.
  */
 import { createHmac } from 'node:crypto';
+import type { SocketModeStandIn } from '../sim/slack/socket-mode.ts';
 
 /** Who acts, and where. */
 export interface Actor {
@@ -42,6 +43,19 @@ export async function postSigned(url: string, secret: string, body: string): Pro
     json = undefined;
   }
   return { status: response.status, json };
+}
+
+/**
+ * Delivers the same body over Socket Mode, as Slack does for an app with an app-level token: a slash command's
+ * fields, or an interaction's `payload`, in an envelope on the socket; the ack's payload is the answer.
+ */
+export async function deliverOverSocket(socket: SocketModeStandIn, body: string): Promise<Ack> {
+  const fields = new URLSearchParams(body);
+  const payload = fields.get('payload');
+  const ack = payload
+    ? await socket.deliver('interactive', JSON.parse(payload) as Record<string, unknown>)
+    : await socket.deliver('slash_commands', Object.fromEntries(fields));
+  return { status: 200, json: ack.payload };
 }
 
 /** A `/cloud <text>` slash command body. */

@@ -5,7 +5,7 @@ import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
-import { createRedis, describeRedis, redisTarget } from './config/redis-connection.ts';
+import { createRedis, describeRedis, redisTarget, watchReplicas } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
 import { createOutbox } from './jobs/outbox.ts';
@@ -163,7 +163,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     for (const client of [fastRedis, queueRedis]) {
       client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
     }
+    // With Sentinels, how many replicas a critical write waits for (src/jobs/replica-ack.ts).
+    const replicas = target.sentinels ? watchReplicas(target) : undefined;
     connections.push(async (budget) => {
+      replicas?.close();
       fastRedis.disconnect();
       // QUIT lets BullMQ's last writes land; a Redis that does not answer is simply dropped.
       await within(queueRedis.quit(), budget).catch(() => undefined);
@@ -321,7 +324,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         concurrency: options.concurrency,
         vmLock: options.vmLock,
         // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
-        replicaAck: new ReplicaAck(queueRedis, target.sentinels !== undefined),
+        replicaAck: new ReplicaAck(queueRedis, replicas?.current),
       });
       // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
       const sweeper = startStrandedSweeper({ store: workerStore, queues, now, logger }, options.sweepPolicy);

@@ -162,13 +162,15 @@ export function createSocketMode(options: SocketModeOptions, checks: AckChecks):
       return;
     }
     pending.delete(id);
+    // Timed before the stand-in's own checks, which real Slack would not spend.
+    const ms = performance.now() - entry.sentAt;
     const body =
       typeof message.payload === 'object' && message.payload !== null
         ? (message.payload as Record<string, unknown>)
         : undefined;
     const payload = body && Object.keys(body).length > 0 ? body : undefined;
     if (payload) checkAckPayload(entry.envelope, payload);
-    const ack = { envelopeId: id, payload, ms: performance.now() - entry.sentAt, connection };
+    const ack = { envelopeId: id, payload, ms, connection };
     acks.push(ack);
     entry.resolve(ack);
   }
@@ -320,6 +322,8 @@ export function createSocketMode(options: SocketModeOptions, checks: AckChecks):
       return `${base.replace(/^http/, 'ws')}/link/?ticket=${ticket}&app_id=${appId}`;
     },
     handleUpgrade(req, socket, head) {
+      // A client that goes away mid-upgrade (a bot killed while connecting) must not crash the stand-in.
+      socket.on('error', () => undefined);
       const url = new URL(req.url ?? '/', 'http://stand-in');
       const ticket = url.searchParams.get('ticket') ?? '';
       const mintedAt = tickets.get(ticket);

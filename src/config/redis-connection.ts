@@ -71,7 +71,7 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
   const url = new URL(target.url);
   const db = Number(url.pathname.slice(1) || '0');
   const tls = url.protocol === 'rediss:';
-  return new Redis({
+  const client = new Redis({
     sentinels: target.sentinels,
     name: target.sentinelName,
     username: decodeURIComponent(url.username) || undefined,
@@ -82,4 +82,82 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
     failoverDetector: true,
     ...common,
   });
+  // ioredis' failover detector outlives a connection that broke by itself (a crashed master): when the Sentinels then
+  // announce the new master while the client is reconnecting, it cancels that reconnect and the client ends for good
+  // ("Connection is closed." on every command; bench/redis-loss.ts saw it in 1 crash of 6). The detector goes with
+  // its connection; the next connection brings its own.
+  const cleaned = new WeakSet<object>();
+  client.on('close', () => {
+    const detector = (client as unknown as WithConnector).connector?.failoverDetector;
+    // Once per detector: each cleanup adds a listener to its Sentinel connections.
+    if (!detector || cleaned.has(detector)) return;
+    cleaned.add(detector);
+    detector.cleanup();
+  });
+  // BullMQ opens its blocking connections with duplicate(): they get the same treatment.
+  client.duplicate = (override?: Partial<RedisOptions>) => createRedis(target, { ...options, ...override });
+  return client;
+}
+
+/** The private part of an ioredis client the workaround above reaches (ioredis 5 SentinelConnector). */
+interface WithConnector {
+  connector?: { failoverDetector?: { cleanup(): void } | null };
+}
+
+/** How many replicas the Sentinels see up for the master, kept fresh; `current()` is at least 1. */
+export interface ReplicaCount {
+  current(): number;
+  close(): void;
+}
+
+/**
+ * Flags of a replica that is down. Not `disconnected`: the Sentinels show it for a moment while they reconnect,
+ * in the middle of a failover too, when counting one replica less let an old master's writes through.
+ */
+const REPLICA_DOWN = /s_down|o_down/;
+
+/**
+ * Asks the Sentinels every `everyMs` how many replicas of the master are up (`SENTINEL REPLICAS`), trying them in
+ * turn. A critical write waits for that many ({@link ReplicaAck}), not for any one: during a `SENTINEL FAILOVER`
+ * the old master goes on taking writes for a moment, and a replica still attached to it would acknowledge writes
+ * that the promoted one never gets (bench/redis-loss.ts: with two replicas, WAIT 1 lost thousands of them).
+ */
+export function watchReplicas(target: RedisTarget, everyMs = 1000): ReplicaCount {
+  const sentinels = target.sentinels ?? [];
+  const tls = target.url.startsWith('rediss:');
+  let count = 1;
+  let turn = 0;
+  let client: Redis | undefined;
+  let closed = false;
+  const poll = async () => {
+    if (closed || sentinels.length === 0) return;
+    try {
+      const at = sentinels[turn % sentinels.length]!;
+      client ??= new Redis(at.port, at.host, {
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        connectTimeout: everyMs,
+        ...(tls ? { tls: {} } : {}),
+      }).on('error', () => undefined);
+      const replicas = (await client.call('SENTINEL', 'REPLICAS', target.sentinelName)) as string[][];
+      const up = replicas.filter((fields) => !REPLICA_DOWN.test(fields[fields.indexOf('flags') + 1] ?? ''));
+      count = Math.max(1, up.length);
+    } catch {
+      // The next Sentinel answers the next time.
+      client?.disconnect();
+      client = undefined;
+      turn++;
+    }
+  };
+  void poll();
+  const timer = setInterval(() => void poll(), everyMs);
+  timer.unref();
+  return {
+    current: () => count,
+    close() {
+      closed = true;
+      clearInterval(timer);
+      client?.disconnect();
+    },
+  };
 }

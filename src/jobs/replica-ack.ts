@@ -18,23 +18,32 @@ export class NotReplicatedError extends Error {
 
 /**
  * Makes the writes a connection has sent survive a failover before the bot acts on them (a POST to the API, a
- * reply in Slack): `WAIT 1` on that same connection. Replication is asynchronous: without it, a master that
- * crashes, or keeps taking writes for a moment after `SENTINEL FAILOVER` promoted its replica, loses what it
- * acknowledged last. Without Sentinels there is no replica to wait for, and every method is a no-op.
+ * reply in Slack): `WAIT n` on that same connection, `n` the replicas the Sentinels see up (`replicas`, at least 1).
+ * Replication is asynchronous: without it, a master that crashes, or keeps taking writes for a moment after
+ * `SENTINEL FAILOVER` promoted a replica, loses what it acknowledged last. Without Sentinels (`replicas`
+ * undefined) there is no replica to wait for, and every method is a no-op.
  */
 export class ReplicaAck {
   constructor(
     private readonly redis: Redis,
-    readonly enabled: boolean,
+    private readonly replicas: (() => number) | undefined,
     private readonly timeoutMs = CRITICAL_WAIT_MS,
   ) {}
 
-  /** Resolves once a replica has every write this connection sent; throws {@link NotReplicatedError} otherwise. */
+  /** Whether writes wait for replicas (Sentinels configured). */
+  get enabled(): boolean {
+    return this.replicas !== undefined;
+  }
+
+  /** Resolves once the replicas have every write this connection sent; throws {@link NotReplicatedError} otherwise. */
   async confirm(): Promise<void> {
-    if (!this.enabled) return;
-    const replicas = Number(await this.redis.call('WAIT', 1, this.timeoutMs));
-    if (replicas < 1)
-      throw new NotReplicatedError(`no Redis replica acknowledged the write within ${this.timeoutMs} ms`);
+    if (!this.replicas) return;
+    const wanted = Math.max(1, this.replicas());
+    const acknowledged = Number(await this.redis.call('WAIT', wanted, this.timeoutMs));
+    if (acknowledged < wanted)
+      throw new NotReplicatedError(
+        `${acknowledged} of ${wanted} Redis replicas acknowledged the write within ${this.timeoutMs} ms`,
+      );
   }
 
   /**

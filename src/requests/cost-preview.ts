@@ -8,12 +8,14 @@ import type { CostPreview } from './types.ts';
 /**
  * The hourly and monthly cost after a resize and the difference, or a note saying why it cannot be shown; nothing
  * when the project names no cluster. Prices come from the cached cluster list; a failure to read it is a note.
+ * With `leaseReturn` (a temporary increase), also what the size after costs per hour over the size it returns to.
  */
 export async function costPreview(
   deps: { prices: PriceSource; currency: string; logger: Logger },
   project: ProjectPolicy,
   vm: VmKnown,
   target: ResizeTarget,
+  leaseReturn?: ResizeTarget,
 ): Promise<{ preview?: CostPreview; note?: string } | undefined> {
   if (!project.cluster) return undefined;
   const after = sizeAfter(vm, target);
@@ -44,6 +46,8 @@ export async function costPreview(
     preview.diffHourly = diff.hourly.toFixed(4);
     preview.diffMonthly = diff.monthly.toFixed(2);
   }
+  const back = leaseReturn ? sizeAfter(vm, { ...target, ...leaseReturn }) : undefined;
+  if (back) preview.leaseHourly = costDifference(prices, back, after).hourly.toFixed(4);
   if (cost.missing.length > 0) preview.note = `Prices missing for ${cost.missing.join(', ')}; counted as 0.`;
   return { preview };
 }

@@ -9,7 +9,14 @@ import { isScheduledWaiting } from './approvers.ts';
 import { costPreview } from './cost-preview.ts';
 import type { Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
-import type { CloudRequest, CostPreview, RequestState, ResizeParams, RestoreParams } from './types.ts';
+import type {
+  CloudRequest,
+  CostPreview,
+  LeaseAsked,
+  RequestState,
+  ResizeParams,
+  RestoreParams,
+} from './types.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
 export interface Origin {
@@ -28,6 +35,12 @@ export interface CheckedResize {
   reason?: string;
   /** A scheduled downsize: when it may run. */
   runAt?: Date;
+  /** A temporary increase (checked with `checkLease`): how long, and what it returns to. */
+  lease?: LeaseAsked;
+  /** Notes of the lease check, e.g. that a disk increase stays. */
+  leaseNotes?: string[];
+  /** This resize returns the lease of that request. */
+  returnOf?: string;
 }
 
 /** A restore that passed the rules. */
@@ -93,8 +106,9 @@ export class RequestLifecycle {
       project,
       vm,
       resize.target,
+      resize.lease?.returnTo,
     );
-    const notes = [...check.notes];
+    const notes = [...check.notes, ...(resize.leaseNotes ?? [])];
     if (cost?.note && !cost.preview) notes.push(cost.note);
     if (check.needsStoppedConfirmation)
       notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
@@ -106,6 +120,8 @@ export class RequestLifecycle {
         steps: check.steps,
         before,
         confirmedStopped: resize.confirmedStopped,
+        ...(resize.lease ? { lease: resize.lease } : {}),
+        ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
       },
       needsApproval: mode === 'required',
       reason: resize.reason,

@@ -1,3 +1,4 @@
+import type { LeaseReturn, LeaseTerm } from '../rules/lease.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 
 export type RequestKind = 'resize' | 'restore';
@@ -57,6 +58,36 @@ export interface ResizeParams {
   before: Omit<VmKnown, 'createdAt' | 'lastIncreaseAt'>;
   /** The requester confirmed the VM is stopped. */
   confirmedStopped: boolean;
+  /** A temporary increase: how long, and the size it returns to (PRODUCT.md §2 "Temporary changes (leases)"). */
+  lease?: LeaseAsked;
+  /** This resize returns the lease of that request; its success ends that lease. */
+  returnOf?: string;
+}
+
+/** A temporary increase as it was asked for. */
+export interface LeaseAsked {
+  term: LeaseTerm;
+  /** The values before the increase, of the fields it raises. */
+  returnTo: LeaseReturn;
+}
+
+/** A lease once its increase ran: kept on the request until the return succeeds or someone keeps the size. */
+export interface Lease {
+  startedAt: string;
+  endsAt: string;
+  /** When the return was offered in the thread (never before the 24-hour rule allows it). */
+  offeredAt?: string;
+  /** The last daily reminder, and how many there were. */
+  remindedAt?: string;
+  reminders?: number;
+  /** At the offer: the size the bot knew then, when another request had changed the VM since the increase. */
+  changedSince?: LeaseReturn;
+  /** The return request made from the offer, the latest one. */
+  returnRequestId?: string;
+  /** "Keep it": who, why, when (the lease ends). */
+  kept?: { by: string; reason: string; at: string };
+  /** The return succeeded (the lease ends). */
+  returned?: { requestId: string; at: string };
 }
 
 export interface RestoreParams {
@@ -89,6 +120,8 @@ export interface CostPreview {
   diffMonthly?: string;
   /** Why the preview is partial, e.g. a price the cluster does not list. */
   note?: string;
+  /** For a temporary increase: what the raised fields cost per hour over the size it returns to. */
+  leaseHourly?: string;
 }
 
 export interface CloudRequest {
@@ -130,6 +163,8 @@ export interface CloudRequest {
   notes: string[];
   /** A temporary change whose return is still open: retention never removes the request meanwhile. */
   leaseOpen?: boolean;
+  /** The lease, once the temporary increase ran. */
+  lease?: Lease;
 }
 
 /** One line of the audit log. */

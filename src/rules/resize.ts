@@ -64,7 +64,8 @@ const LABEL: Record<ResizeField, string> = {
   privateNetwork: 'The private network',
 };
 
-const NAME: Record<ResizeField, string> = {
+/** Each field as a sentence names it: "cores", "the OS disk". */
+export const NAME: Record<ResizeField, string> = {
   cores: 'cores',
   ramGb: 'RAM',
   osDiskGb: 'the OS disk',

@@ -44,7 +44,16 @@ export interface SizeLimits {
 
 /** Why a field was refused. `allowedAt` is set for the 24-hour rule; `allowed` says what would pass. */
 export interface Violation {
-  field: ResizeField | 'vmid' | 'typedVmid' | 'backupSlug' | 'autostart' | 'confirmStopped' | 'project';
+  field:
+    | ResizeField
+    | 'vmid'
+    | 'typedVmid'
+    | 'backupSlug'
+    | 'autostart'
+    | 'confirmStopped'
+    | 'project'
+    /** The "return to the current size after" of a temporary change. */
+    | 'lease';
   code:
     | 'cooldown'
     | 'needs_stopped'

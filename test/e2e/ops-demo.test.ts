@@ -10,11 +10,14 @@ import { testRedisUrl } from '../helpers/redis.ts';
 // `npm run demo` as a newcomer runs it: a child process, no Slack or cloud configuration at all.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 
-function demo(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function demo(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'demo/main.ts'],
+      ['--import', 'tsx', 'demo/main.ts', ...args],
       { cwd: repo, env, timeout: 60_000 },
       (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
@@ -42,6 +45,22 @@ describe('npm run demo', { timeout: 60_000 }, () => {
     expect(out).toMatch(/✔ Demo complete: 6 steps did what they should\. 2 API changes/);
     // Plain text for people: no raw Block Kit, user ids or secrets.
     expect(out).not.toMatch(/"type":|<@U|xoxb-|Bearer /);
+  });
+
+  it('--socket: the same session with Slack reaching the bot over Socket Mode, and a refreshed link', async () => {
+    const run = await demo({ PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl() }, ['--socket']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    expect(out).toContain('(Socket Mode)');
+    expect(out).toContain('bot connected to the Slack stand-in over Socket Mode (no public URL)');
+    expect(out).toMatch(/✗ OS disk \(GB\): The OS disk cannot shrink/);
+    expect(out).toMatch(/↳ cloudops, in the thread:\n\s+Approved by @bob/);
+    expect(out).toMatch(/Task id: `[^`]+`/);
+    expect(out).toContain('PRICING DIGEST');
+    expect(out).toMatch(/\(the link was refreshed: connection 2, after \d+ ms\)/);
+    expect(out).toMatch(/✔ Demo complete: 7 steps did what they should\. 2 API changes/);
+    expect(out).not.toMatch(/"type":|<@U|xoxb-|xapp-|ticket=|Bearer /);
   });
 
   it('says in one line what to install when no Redis answers and redis-server is not on the PATH', async () => {

@@ -13,7 +13,9 @@ import {
 } from '../helpers/harness.ts';
 
 // PRODUCT.md §7: a failover (SENTINEL FAILOVER) loses no request, no approval and no reply. The whole bot (ROLE=all)
-// runs on a master + replica + 3 Sentinels of the test's own, reached only through REDIS_SENTINELS.
+// runs on a master, two replicas and 3 Sentinels of the test's own, reached only through REDIS_SENTINELS. Two
+// replicas: the second stays on the old master for a moment after the first is promoted, and would acknowledge
+// writes the new master never gets if the bot waited for one replica only.
 
 /** Requests in the batch, one VM each so they run in parallel. */
 const BATCH = 10;
@@ -44,7 +46,7 @@ const policyYaml = (start: Date) =>
 let group: SentinelGroup;
 let h: Harness;
 beforeAll(async () => {
-  group = await startSentinelGroup({ downAfterMs: 1000, failoverTimeoutMs: 5000 });
+  group = await startSentinelGroup({ replicas: 2, downAfterMs: 1000, failoverTimeoutMs: 5000 });
   const sentinels = group.sentinelPorts.map((port) => ({ host: '127.0.0.1', port }));
   h = await startHarness({
     role: 'all',

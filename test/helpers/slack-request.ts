@@ -143,6 +143,7 @@ interface InputElement {
   initial_value?: string;
   initial_option?: { value: string };
   initial_options?: { value: string }[];
+  initial_date?: string;
   options?: { value: string; text: unknown }[];
 }
 
@@ -191,6 +192,12 @@ export function viewState(
         const chosen = given === undefined ? (element.initial_options ?? []).map((o) => o.value) : given;
         const list = chosen === null ? [] : Array.isArray(chosen) ? chosen : [chosen];
         state[block.block_id] = { [actionId]: { type: 'checkboxes', selected_options: list.map(option) } };
+        break;
+      }
+      case 'datepicker': {
+        const chosen = given === undefined ? (element.initial_date ?? null) : given;
+        if (Array.isArray(chosen)) throw new Error(`${block.block_id}: one date expected`);
+        state[block.block_id] = { [actionId]: { type: 'datepicker', selected_date: chosen } };
         break;
       }
       default: {

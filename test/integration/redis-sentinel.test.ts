@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { loadEnv } from '../../src/config/env.ts';
-import { createRedis, redisTarget } from '../../src/config/redis-connection.ts';
+import { createRedis, redisTarget, watchReplicas } from '../../src/config/redis-connection.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
@@ -31,27 +31,44 @@ function botClient(env: Record<string, string>): Redis {
 async function holders(key: string, db: number): Promise<number[]> {
   const found: number[] = [];
   for (const node of group.nodes) {
-    const direct = new Redis(node.port, '127.0.0.1', { db, maxRetriesPerRequest: 1 });
-    if ((await direct.get(key)) !== null) found.push(node.port);
+    // A node the test killed does not answer: it holds nothing.
+    const direct = new Redis(node.port, '127.0.0.1', {
+      db,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    direct.on('error', () => undefined);
+    if ((await direct.get(key).catch(() => null)) !== null) found.push(node.port);
     direct.disconnect();
   }
   return found;
 }
 
 describe('Redis through Sentinels', () => {
-  it('a critical write waits for a replica (WAIT 1): confirmed with one following, refused on a master alone', async () => {
-    const redis = botClient({ REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_NAME: group.name });
-    const ack = new ReplicaAck(redis, true, 500);
-    expect(await ack.durably(() => redis.set('sentinel-test:critical', '1'))).toBe('OK');
+  it('a critical write waits for the replicas the Sentinels see up (WAIT n), and fails when fewer acknowledge', async () => {
+    const env = { REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_NAME: group.name };
+    const redis = botClient(env);
+    const replicas = watchReplicas(redisTarget(loadEnv(env)), 100);
+    try {
+      // One replica follows the master: the count the Sentinels give, and what a write waits for.
+      await expect.poll(() => replicas.current()).toBe(1);
+      const ack = new ReplicaAck(redis, replicas.current, 500);
+      expect(await ack.durably(() => redis.set('sentinel-test:critical', '1'))).toBe('OK');
+      // Waiting for a second replica that does not exist: refused, not taken as written.
+      await expect(new ReplicaAck(redis, () => 2, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
+    } finally {
+      replicas.close();
+    }
 
     const alone = await startLocalRedis();
     const lonely = createRedis({ url: alone.url, sentinelName: 'mymaster' }, QUEUE_REDIS_OPTIONS);
+    lonely.on('error', () => undefined);
     clients.push(lonely);
     try {
       await lonely.set('critical', '1');
-      await expect(new ReplicaAck(lonely, true, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
+      await expect(new ReplicaAck(lonely, () => 1, 100).confirm()).rejects.toBeInstanceOf(NotReplicatedError);
       // Without Sentinels the bot does not wait: the same call is a no-op.
-      await expect(new ReplicaAck(lonely, false, 100).confirm()).resolves.toBeUndefined();
+      await expect(new ReplicaAck(lonely, undefined, 100).confirm()).resolves.toBeUndefined();
     } finally {
       await alone.stop();
     }
@@ -104,5 +121,44 @@ describe('Redis through Sentinels', () => {
     expect((failed as Error).message).toBe(
       `REDIS_SENTINELS: no Redis answered at master "gone" of the Sentinels 127.0.0.1:${nobody} within 0.5 s`,
     );
+  });
+
+  // Last: it kills the group's master.
+  it('after a crash (SIGKILL) of the master, every client and its duplicates write on the new master', async () => {
+    const env = { REDIS_SENTINELS: group.sentinels, REDIS_SENTINEL_NAME: group.name };
+    const bot = Array.from({ length: 6 }, () => botClient(env));
+    // BullMQ's blocking connections are duplicates of the one it is given.
+    for (const client of bot.slice(0, 2)) {
+      const duplicate = client.duplicate();
+      duplicate.on('error', () => undefined);
+      clients.push(duplicate);
+      bot.push(duplicate);
+    }
+    await Promise.all(bot.map((client) => client.ping()));
+    const old = await group.master();
+    // Writes go on while the master is gone, so reconnects are under way when the Sentinels switch.
+    let stop = false;
+    const writing = bot.map(async (client, i) => {
+      while (!stop) {
+        await client.set(`sentinel-test:crash:${i}`, '1').catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    });
+    await old.kill();
+    const to = await group.waitForNewMaster(old.port);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    stop = true;
+    await Promise.all(writing);
+    for (const [i, client] of bot.entries()) {
+      await expect
+        .poll(
+          () => client.set(`sentinel-test:after-crash:${i}`, '1').catch((error: Error) => error.message),
+          {
+            timeout: 10_000,
+          },
+        )
+        .toBe('OK');
+    }
+    expect(await holders('sentinel-test:after-crash:7', 0)).toEqual([to]);
   });
 });

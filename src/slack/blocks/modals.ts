@@ -1,5 +1,6 @@
 import type { KnownBlock, ModalView, PlainTextOption } from '@slack/types';
 import { INPUT_MAX_LENGTH, MAX_SLUG_LENGTH } from '../../rules/inputs.ts';
+import { type LeaseTerm, leaseTermText } from '../../rules/lease.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { escapeMrkdwn, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
@@ -27,7 +28,15 @@ export const FIELDS = {
   autostart: 'autostart',
   typedVmid: 'typed_vmid',
   rejectReason: 'reject_reason',
+  leaseFor: 'lease_for',
+  leaseUntil: 'lease_until',
 } as const;
+
+/** The lease durations the resize modal offers (PRODUCT.md §2: 1 d, 2 d, 7 d, or a date). */
+export const LEASE_CHOICES = [24, 48, 168] as const;
+
+/** An option value of the lease select: hours, e.g. "48h". */
+export const leaseOptionValue = (hours: number) => `${hours}h`;
 
 /** Checkbox values in the `confirm` block. */
 export const CONFIRM = { stopped: 'stopped', wanTwoStep: 'wan_two_step' } as const;
@@ -101,6 +110,8 @@ export interface ResizeModalInput {
     cpuClass?: string;
     wanMode?: string;
     privateNetwork?: string;
+    /** `for=` on the command line. */
+    lease?: LeaseTerm;
   };
   cpuClassConfigured: boolean;
   privateNetworkConfigured: boolean;
@@ -119,6 +130,49 @@ function knownLine(vm: VmKnown | undefined): string {
   const known = parts.length > 0 ? parts.join(', ') : 'nothing yet about its size';
   const increase = vm.lastIncreaseAt ? ` Last increase ${slackDate(vm.lastIncreaseAt)}.` : '';
   return `*Known of VM ${vm.vmid}${vm.name ? ` (${escapeMrkdwn(vm.name)})` : ''}:* ${escapeMrkdwn(known)}.${increase}`;
+}
+
+/**
+ * "Return to the current size after": 1 d, 2 d, 7 d (and a duration typed with `for=` that is none of these), or a
+ * date. Both optional: without either the change is permanent.
+ */
+function leaseInputs(typed: LeaseTerm | undefined): KnownBlock[] {
+  const choices = LEASE_CHOICES.map((hours) => option(leaseOptionValue(hours), leaseTermText({ hours })));
+  const typedHours = typed && 'hours' in typed ? typed.hours : undefined;
+  if (typedHours !== undefined && !LEASE_CHOICES.some((h) => h === typedHours)) {
+    choices.push(option(leaseOptionValue(typedHours), `${leaseTermText({ hours: typedHours })} (as typed)`));
+  }
+  const select: KnownBlock = {
+    type: 'input',
+    block_id: FIELDS.leaseFor,
+    optional: true,
+    label: plain('Return to the current size after'),
+    hint: plain(
+      'Temporary increases of cores, RAM or CPU class only; counted from when the increase runs. The bot then offers the return (never before the 24-hour rule allows it) and reminds once a day.',
+    ),
+    element: {
+      type: 'static_select',
+      action_id: FIELDS.leaseFor,
+      placeholder: plain('Keep the new size', 150),
+      options: choices,
+      ...(typedHours !== undefined
+        ? { initial_option: choices.find((c) => c.value === leaseOptionValue(typedHours)) }
+        : {}),
+    },
+  };
+  const date: KnownBlock = {
+    type: 'input',
+    block_id: FIELDS.leaseUntil,
+    optional: true,
+    label: plain('…or return on this date'),
+    hint: plain('At the start of that day, UTC.'),
+    element: {
+      type: 'datepicker',
+      action_id: FIELDS.leaseUntil,
+      ...(typed && 'until' in typed ? { initial_date: typed.until.slice(0, 10) } : {}),
+    },
+  };
+  return [select, date];
 }
 
 /** The project and VM inputs both request modals open with. */
@@ -209,6 +263,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
         ],
       },
     },
+    ...leaseInputs(input.typed.lease),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,
       placeholder: 'Why, for the approver and the audit log',

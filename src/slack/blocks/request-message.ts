@@ -2,6 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
 import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
+import { leaseText } from './lease.ts';
 import { escapeMrkdwn, mention, mrkdwn, plain, slackDate, truncate } from './text.ts';
 
 /** Action ids of the buttons on request messages and thread replies; their value is the request id. */
@@ -119,6 +120,8 @@ function requestMessage(request: CloudRequest): RenderedMessage {
   ];
   const cost = costText(request);
   if (cost) blocks.push({ type: 'section', text: mrkdwn(cost) });
+  const lease = leaseText(request);
+  if (lease) blocks.push({ type: 'section', text: mrkdwn(lease) });
   if (request.runAt) {
     blocks.push({
       type: 'section',

@@ -15,6 +15,16 @@ export function utcText(date: Date): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** "Thu 26 Nov 14:00 UTC", rounded up to the minute (a lease's end is never shown before it comes). */
+export function dayText(date: Date): string {
+  const d = new Date(Math.ceil(date.getTime() / 60_000) * 60_000);
+  const time = d.toISOString().slice(11, 16);
+  return `${WEEKDAYS[d.getUTCDay()]} ${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]} ${time} UTC`;
+}
+
 /** A date each reader sees in their own time zone, with a UTC fallback for clients that cannot. */
 export function slackDate(date: Date): string {
   const seconds = Math.floor(date.getTime() / 1000);

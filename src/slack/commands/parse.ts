@@ -1,4 +1,5 @@
 import { INPUT_MAX_LENGTH, MAX_VMID, readTargetWords } from '../../rules/inputs.ts';
+import { type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
 import {
   CPU_CLASSES,
   type CpuClass,
@@ -28,6 +29,8 @@ export interface ResizeCommand extends ResizeTarget {
   word: 'resize';
   project?: string;
   vmid?: number;
+  /** `for=48h`, `for=7d`, `for=2026-12-01`: a temporary increase. */
+  lease?: LeaseTerm;
 }
 
 export interface RestoreCommand {
@@ -48,7 +51,7 @@ export type ParsedCommand =
 /** Usage lines for the words this module parses. */
 export const USAGE = {
   resize:
-    '`/cloud resize [<project> <vmid>] [cores=N] [ram=N] [disk=N] [cpu=regular|light] [wan=off|ipv4|ipv6|dual] [private=off|on]`',
+    '`/cloud resize [<project> <vmid>] [cores=N] [ram=N] [disk=N] [cpu=regular|light] [wan=off|ipv4|ipv6|dual] [private=off|on] [for=48h|7d|2026-12-01]`',
   restore: '`/cloud restore [<project> <vmid> [<backup_slug>]]`',
   jobs: '`/cloud jobs`',
   help: '`/cloud help`',
@@ -109,7 +112,23 @@ function parsePositional(
   return { project, vmid, rest };
 }
 
-function parseResize(args: string[], limits: SizeLimits): ParsedCommand {
+/** Takes the `for=` word (a lease) out of the resize words: the term, or why it was refused. */
+function takeLease(args: string[]): { lease?: LeaseTerm; rest: string[] } | string {
+  const isFor = (a: string) => a.toLowerCase().startsWith('for=');
+  const words = args.filter(isFor);
+  const rest = args.filter((a) => !isFor(a));
+  const [word, twice] = words;
+  if (twice !== undefined) return '`for` is given twice';
+  if (word === undefined) return { rest };
+  const term = parseLeaseTerm(word.slice('for='.length));
+  if ('error' in term) return `\`for\`: ${term.error}, not ${shown(word.slice('for='.length))}`;
+  return { lease: term, rest };
+}
+
+function parseResize(words: string[], limits: SizeLimits): ParsedCommand {
+  const taken = takeLease(words);
+  if (typeof taken === 'string') return fail(taken);
+  const args = taken.rest;
   const positional = parsePositional(args, USAGE.resize);
   if (typeof positional === 'string') return fail(positional);
   if (positional.rest.length > 0) {
@@ -134,7 +153,14 @@ function parseResize(args: string[], limits: SizeLimits): ParsedCommand {
         );
     }
   }
-  return { word: 'resize', project: positional.project, vmid: positional.vmid, ...read.target };
+  const command: ResizeCommand = {
+    word: 'resize',
+    project: positional.project,
+    vmid: positional.vmid,
+    ...read.target,
+  };
+  if (taken.lease) command.lease = taken.lease;
+  return command;
 }
 
 /** One typed value (already lower case), or why not, in the command line's words. */

@@ -13,6 +13,7 @@ export function readForm(view: ViewOutput): Record<string, FormValue> {
       if (state.type === 'checkboxes') out[blockId] = (state.selected_options ?? []).map((o) => o.value);
       else if (state.type === 'static_select' || state.type === 'radio_buttons')
         out[blockId] = state.selected_option?.value ?? undefined;
+      else if (state.type === 'datepicker') out[blockId] = state.selected_date ?? undefined;
       else out[blockId] = state.value?.trim() || undefined;
     }
   }
@@ -44,6 +45,7 @@ const FIELD_BLOCK: Record<Violation['field'], string> = {
   autostart: FIELDS.autostart,
   confirmStopped: FIELDS.confirm,
   project: FIELDS.project,
+  lease: FIELDS.leaseFor,
 };
 
 /**

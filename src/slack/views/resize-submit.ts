@@ -2,6 +2,7 @@ import { findProject } from '../../config/policy.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
+import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
 import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
 import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
 import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
@@ -31,6 +32,33 @@ function optionalNumber(
   if (typeof parsed === 'number') return parsed;
   violations.push(parsed);
   return undefined;
+}
+
+/**
+ * The lease the form asks for: a duration from the select or a date from the picker (not both), undefined for a
+ * permanent change, or the field errors to show.
+ */
+function leaseOf(
+  form: ReturnType<typeof readForm>,
+): { term?: LeaseTerm } | { errors: Record<string, string> } {
+  const duration = text(form, FIELDS.leaseFor);
+  const date = text(form, FIELDS.leaseUntil);
+  if (duration && date)
+    return { errors: { [FIELDS.leaseUntil]: 'Choose a duration or a date for the return, not both.' } };
+  const raw = duration ?? date;
+  if (raw === undefined) return {};
+  const term = parseLeaseTerm(raw);
+  if ('error' in term) {
+    const message = `${term.error.charAt(0).toUpperCase()}${term.error.slice(1)}.`;
+    return { errors: { [duration ? FIELDS.leaseFor : FIELDS.leaseUntil]: message } };
+  }
+  return { term };
+}
+
+/** The lease check's refusals on the input the requester used (the select or the date). */
+function leaseErrors(lease: LeaseCheck, term: LeaseTerm): Record<string, string> {
+  const block = 'until' in term ? FIELDS.leaseUntil : FIELDS.leaseFor;
+  return { [block]: lease.violations.map((v) => v.message).join(' ') };
 }
 
 /** Handles the resize modal: rules as field errors, the 24-hour offer as a pushed view, else a request. */
@@ -84,6 +112,18 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         now: deps.now(),
       });
       const reason = text(form, FIELDS.reason);
+      const asked = leaseOf(form);
+      if ('errors' in asked) return void (await ack({ response_action: 'errors', errors: asked.errors }));
+      const { term } = asked;
+      const lease = term ? checkLease({ vm, check, term, now: deps.now() }) : undefined;
+      if (term && lease && lease.violations.length > 0) {
+        // The rules' own refusals (other than the 24-hour wait a lease never needs) come back with the lease's.
+        const others = check.violations.filter((v) => v.code !== 'cooldown');
+        return void (await ack({
+          response_action: 'errors',
+          errors: { ...fieldErrors(others, blocks, FIELDS.cores), ...leaseErrors(lease, term) },
+        }));
+      }
 
       if (check.cooldownOnly && check.earliestAllowedAt) {
         // Only the 24-hour rule stands in the way: offer to run it then, in a view pushed over the form.
@@ -122,7 +162,15 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       storing = true;
       const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
       await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'resize request', () =>
-        deps.requests.createResize(origin, { project, vm, target, check, confirmedStopped, reason }),
+        deps.requests.createResize(origin, {
+          project,
+          vm,
+          target,
+          check,
+          confirmedStopped,
+          reason,
+          ...(term && lease ? { lease: { term, returnTo: lease.returnTo }, leaseNotes: lease.notes } : {}),
+        }),
       );
     } finally {
       // Anything but a stored request gives the claim back, so the same form can be submitted again.
