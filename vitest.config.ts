@@ -8,6 +8,10 @@ const SOCKET_MODE_FLOWS = [
   'test/e2e/slack-flow.test.ts',
   'test/e2e/slack-resize.test.ts',
   'test/e2e/pricing-commands.test.ts',
+  'test/e2e/slack-lease.test.ts',
+  'test/e2e/slack-message-refused.test.ts',
+  // Slack's 3 s over the socket too, with the redelivery guard's Redis round trip in front of the handlers.
+  'test/e2e/slack-slow-redis.test.ts',
 ];
 
 export default defineConfig({

@@ -230,6 +230,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       now,
       logger,
       metrics,
+      vmFacts,
     };
     const requests = new RequestLifecycle(lifecycleDeps);
     // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { App, HTTPReceiver, LogLevel } from '@slack/bolt';
+import { forkProc } from './proc.ts';
 
 /** A bare Bolt app: same receiver and signature check as the bot, handlers that only ack. */
 export interface BareBolt {
@@ -34,4 +35,21 @@ export async function startBareBolt(signingSecret: string, actionId: string): Pr
       await receiver.stop();
     },
   };
+}
+
+/** The bare Bolt baseline in a process of its own, with that process's CPU time. */
+export interface BareBoltProc extends BareBolt {
+  cpuMs(): Promise<number>;
+}
+
+/** Forks bare-bolt-child.ts and starts {@link startBareBolt} in it. */
+export async function startBareBoltProc(signingSecret: string, actionId: string): Promise<BareBoltProc> {
+  const proc = forkProc(new URL('./bare-bolt-child.ts', import.meta.url), 'bare Bolt');
+  try {
+    const url = await proc.call<string>({ op: 'start', signingSecret, actionId });
+    return { url, cpuMs: () => proc.cpuMs(), close: () => proc.close() };
+  } catch (error) {
+    await proc.close(1000);
+    throw error;
+  }
 }

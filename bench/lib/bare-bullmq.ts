@@ -1,6 +1,7 @@
-import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { forEachParallel, range } from './parallel.ts';
+import { forkProc } from './proc.ts';
 import { percentile } from './stats.ts';
 
 /** What the no-op BullMQ baseline measured. */
@@ -10,67 +11,126 @@ export interface BareBullmqResult {
   perSecond: number;
   waitP50Ms: number;
   waitP99Ms: number;
+  /** CPU time of the workers' process per job (ms). */
+  cpuMsPerJob: number;
 }
 
-/**
- * Bare BullMQ: `count` jobs added one by one (as the bot enqueues), a Worker with `concurrency` whose processor does
- * nothing (or `work`); the time from the first add to the last completion, and queue wait (processedOn - timestamp).
- */
+/** A job's work other than nothing: one resize call to the cloud simulator on VM firstVmid + i % vms. */
+export interface BareWork {
+  cloudUrl: string;
+  apiKey: string;
+  projectUuid: string;
+  firstVmid: number;
+  vms: number;
+}
+
+/** What bare-bullmq-child.ts is started with. */
+export interface BareBullmqStart {
+  redisUrl: string;
+  prefix: string;
+  concurrency: number;
+  /** 1: add → process; 2: add → process → add → process. */
+  hops: 1 | 2;
+  work?: BareWork;
+}
+
+/** What the child recorded since the last take. */
+export interface BareTake {
+  /** Epoch ms (sub-millisecond) when the last hop's processor started, per job `i`. */
+  starts: Record<number, number>;
+  waits: number[];
+  done: number;
+}
+
+/** Bare BullMQ workers in their own process; the bench adds jobs from its own. */
+export interface BareBullmq {
+  cpuMs(): Promise<number>;
+  /** Adds `count` jobs, `parallelism` adds in flight, and waits until all are processed. */
+  run(count: number, options: { parallelism?: number; timeoutMs: number }): Promise<BareBullmqResult>;
+  /** Adds job `i` now; resolves with when the add was started (epoch ms). */
+  add(i: number): Promise<number>;
+  /** Waits until `count` jobs were processed since the last take, then takes what was recorded. */
+  take(count: number, timeoutMs: number): Promise<BareTake>;
+  close(): Promise<void>;
+}
+
+const epochNow = () => performance.timeOrigin + performance.now();
+
+/** Forks bare-bullmq-child.ts with workers of `concurrency` on `prefix`. */
+export async function startBareBullmq(options: BareBullmqStart): Promise<BareBullmq> {
+  const proc = forkProc(new URL('./bare-bullmq-child.ts', import.meta.url), 'bare BullMQ');
+  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue('bare', { connection: redis, prefix: options.prefix });
+  try {
+    await proc.call({ op: 'start', ...options });
+  } catch (error) {
+    await proc.close(1000);
+    await queue.close();
+    redis.disconnect();
+    throw error;
+  }
+  let nextJob = 0;
+  const add = async (i: number) => {
+    const at = epochNow();
+    await queue.add('noop', { i }, { jobId: `bare.${nextJob++}`, removeOnComplete: { count: 10_000 } });
+    return at;
+  };
+  const take = async (count: number, timeoutMs: number) => {
+    await proc.call({ op: 'waitDone', count }, timeoutMs);
+    return proc.call<BareTake>({ op: 'take' });
+  };
+  return {
+    cpuMs: () => proc.cpuMs(),
+    add,
+    take,
+    async run(count, runOptions) {
+      const cpuBefore = await proc.cpuMs();
+      const started = performance.now();
+      await forEachParallel(range(count), runOptions.parallelism ?? 50, async (i) => void (await add(i)));
+      const taken = await take(count, runOptions.timeoutMs);
+      const elapsedMs = performance.now() - started;
+      const cpu = (await proc.cpuMs()) - cpuBefore;
+      const waits = [...taken.waits].sort((a, b) => a - b);
+      return {
+        jobs: count,
+        elapsedMs,
+        perSecond: (count * 1000) / elapsedMs,
+        waitP50Ms: percentile(waits, 50),
+        waitP99Ms: percentile(waits, 99),
+        cpuMsPerJob: cpu / count,
+      };
+    },
+    async close() {
+      await proc.close();
+      await queue.close();
+      redis.disconnect();
+    },
+  };
+}
+
+/** One throughput run of bare BullMQ in a process of its own (started and stopped for it). */
 export async function runBareBullmq(options: {
-  connection: Redis;
+  redisUrl: string;
   prefix: string;
   count: number;
   concurrency: number;
-  /** Adds in flight at once, as concurrent approvals would. */
   addParallelism?: number;
   timeoutMs: number;
-  /** The work of job `i`; nothing by default (the no-op baseline). */
-  work?: (i: number) => Promise<void>;
+  work?: BareWork;
 }): Promise<BareBullmqResult> {
-  const { connection, prefix, count, concurrency } = options;
-  const queue = new Queue('bare', { connection, prefix });
-  const waits: number[] = [];
-  let done = 0;
-  let resolveAll: () => void = () => undefined;
-  const allDone = new Promise<void>((resolve) => {
-    resolveAll = resolve;
+  const bare = await startBareBullmq({
+    redisUrl: options.redisUrl,
+    prefix: options.prefix,
+    concurrency: options.concurrency,
+    hops: 1,
+    work: options.work,
   });
-  const work = options.work ?? (async () => undefined);
-  const worker = new Worker<{ i: number }>('bare', (job) => work(job.data.i), {
-    connection,
-    prefix,
-    concurrency,
-    removeOnComplete: { count: count + 10 },
-  });
-  worker.on('completed', (job) => {
-    if (job.processedOn !== undefined) waits.push(job.processedOn - job.timestamp);
-    done++;
-    if (done === count) resolveAll();
-  });
-  await worker.waitUntilReady();
-  const started = performance.now();
-  await forEachParallel(range(count), options.addParallelism ?? 50, async (i) => {
-    await queue.add('noop', { i }, { jobId: `bare.${i}` });
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const finished = await Promise.race([
-    allDone.then(() => true),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), options.timeoutMs);
-    }),
-  ]);
-  clearTimeout(timer);
-  const elapsedMs = performance.now() - started;
-  await worker.close();
-  await queue.close();
-  if (!finished)
-    throw new Error(`bare BullMQ: only ${done} of ${count} jobs done within ${options.timeoutMs} ms`);
-  waits.sort((a, b) => a - b);
-  return {
-    jobs: count,
-    elapsedMs,
-    perSecond: (count * 1000) / elapsedMs,
-    waitP50Ms: percentile(waits, 50),
-    waitP99Ms: percentile(waits, 99),
-  };
+  try {
+    return await bare.run(options.count, {
+      parallelism: options.addParallelism,
+      timeoutMs: options.timeoutMs,
+    });
+  } finally {
+    await bare.close();
+  }
 }

@@ -1,18 +1,30 @@
-import { pino } from 'pino';
-import { loadEnv } from '../../src/config/env.ts';
-import { parsePolicy } from '../../src/config/policy.ts';
-import type { Running } from '../../src/main.ts';
-import { createLogger } from '../../src/observability/logger.ts';
 import { BENCH, benchPolicyYaml } from './identity.ts';
+import { forkProc } from './proc.ts';
 import type { SimsStarted } from './sims-protocol.ts';
 
-/** A bot started in this process, on loopback, against the simulators. */
+/** A bot started in a process of its own (bot-child.ts), on loopback, against the simulators. */
 export interface BenchBot {
   /** `http://127.0.0.1:PORT/slack/events` */
   eventsUrl: string;
   baseUrl: string;
-  running: Running;
+  pid: number;
+  /** CPU time the bot's process has used so far (ms). */
+  cpuMs(): Promise<number>;
+  /** Moves the bot's clock forward by `ms`. */
+  advanceClock(ms: number): Promise<void>;
+  /** One retention round, finished jobs of any age included. */
+  sweepFinished(): Promise<{ requests: number; jobs: number }>;
   stop(): Promise<void>;
+}
+
+/** What bot-child.ts is started with. */
+export interface BotStartOp {
+  env: Record<string, string>;
+  policyYaml: string;
+  logLevel: string;
+  logFile: string;
+  secrets: string[];
+  fastRetention: boolean;
 }
 
 /** The environment the bot gets: the simulators, a unique prefix, port 0; as `npm start` would read it. */
@@ -43,7 +55,10 @@ export function benchEnv(
   };
 }
 
-/** Starts `startCloudops` in-process with the bench policy; its logs go to `logFile` at `logLevel`. */
+/**
+ * Forks bot-child.ts and starts `startCloudops` in it with the bench policy (`policyPrefix` lines first, e.g.
+ * `retention_days: 30`); its logs go to `logFile` at `logLevel`.
+ */
 export async function startBenchBot(
   sims: SimsStarted,
   options: {
@@ -52,26 +67,37 @@ export async function startBenchBot(
     role: 'all' | 'web' | 'worker';
     logLevel: string;
     logFile: string;
+    policyPrefix?: string;
+    fastRetention?: boolean;
   },
 ): Promise<BenchBot> {
-  // Imported here so a scenario that does not need the bot runs even while the bot's modules are being written.
-  const { startCloudops } = await import('../../src/main.ts');
-  const env = loadEnv(benchEnv(sims, options));
-  const policy = parsePolicy(benchPolicyYaml(sims.projectUuid), 'bench-policy.yml');
-  const logger = createLogger(
-    { level: options.logLevel, secrets: [BENCH.botToken, BENCH.signingSecret, sims.cloudApiKey] },
-    pino.destination({ dest: options.logFile, append: true, sync: false, mkdir: true }),
-  );
-  const running = await startCloudops(env, policy, { logger, shutdownTimeoutMs: 5000 });
-  if (!running.port) throw new Error('the bot did not report an HTTP port');
-  const baseUrl = `http://127.0.0.1:${running.port}`;
+  const proc = forkProc(new URL('./bot-child.ts', import.meta.url), `bot (${options.role})`);
+  let port: number | null;
+  try {
+    ({ port } = await proc.call<{ port: number | null }>(
+      {
+        op: 'start',
+        env: benchEnv(sims, options),
+        policyYaml: `${options.policyPrefix ?? ''}${benchPolicyYaml(sims.projectUuid)}`,
+        logLevel: options.logLevel,
+        logFile: options.logFile,
+        secrets: [BENCH.botToken, BENCH.signingSecret, sims.cloudApiKey],
+        fastRetention: options.fastRetention ?? false,
+      } satisfies BotStartOp & { op: string },
+      120_000,
+    ));
+  } catch (error) {
+    await proc.close(1000);
+    throw error;
+  }
+  const baseUrl = `http://127.0.0.1:${port ?? 0}`;
   return {
     eventsUrl: `${baseUrl}/slack/events`,
     baseUrl,
-    running,
-    async stop() {
-      await running.stop();
-      logger.flush();
-    },
+    pid: proc.pid,
+    cpuMs: () => proc.cpuMs(),
+    advanceClock: async (ms) => void (await proc.call({ op: 'advanceClock', ms })),
+    sweepFinished: () => proc.call({ op: 'sweepFinished' }),
+    stop: () => proc.close(),
   };
 }

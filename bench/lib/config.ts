@@ -5,8 +5,16 @@ export interface BenchConfig {
   quick: boolean;
   /** Measured runs per figure (the table shows their median). */
   runs: number;
+  /** Interleaved bot/baseline pairs behind every ratio (median and min–max of the pairs). */
+  pairs: number;
   /** Scenarios to run, by name; all when empty. */
   only: string[];
+  /** Where results go (default bench/results.json). */
+  out?: string;
+  latency: { clicks: number; perSecond: number; timeoutMs: number };
+  command: { count: number; perSecond: number };
+  retention: { requests: number; retentionDays: number };
+  workers: { requests: number; vms: number; latencyMs: number; timeoutMs: number };
   ack: {
     rates: number[];
     durationMs: number;
@@ -26,13 +34,29 @@ export interface BenchConfig {
   ownRedis: boolean;
 }
 
-export const SCENARIOS = ['ack', 'pipeline', 'fairness', 'digest', 'footprint'] as const;
+export const SCENARIOS = [
+  'latency',
+  'command',
+  'pipeline',
+  'retention',
+  'workers',
+  'ack',
+  'fairness',
+  'digest',
+  'footprint',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
-const USAGE = `npm run bench -- [options]
+const USAGE = () => `npm run bench -- [options]
   --quick                smoke run: small sizes, 1 run
-  --runs N               measured runs per figure (median shown; default 3)
-  --only a,b             scenarios: ack, pipeline, fairness, digest, footprint
+  --runs N               measured runs per figure of ack, fairness, digest, footprint (median shown; default 3)
+  --pairs N              interleaved bot/baseline pairs behind each ratio (default 5)
+  --only a,b             scenarios: ${SCENARIOS.join(', ')}
+  --out FILE             write the results there instead of bench/results.json
+  --clicks N             Approve clicks per latency run (default 100, at 10/s)
+  --commands N           /cloud resize commands per CPU run (default 400, at 100/s)
+  --retention N          approved requests in the Redis bytes scenario (default 1000)
+  --workers N            approved requests per worker-scaling run (default 1000, API at 20 ms)
   --duration MS          each fixed-rate ack run (default 8000)   --rates 100,400   --burst N (default 1000)
   --connections N        load-generator sockets (default 1000)     --ack-role web|all (default web)
   --pipeline N           approved resizes per pipeline run (default 5000)
@@ -58,9 +82,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   try {
     values = parse(argv).values;
   } catch (error) {
-    throw new Error(`${(error as Error).message}\n${USAGE}`);
+    throw new Error(`${(error as Error).message}\n${USAGE()}`);
   }
-  if (values.help) throw new Error(USAGE);
+  if (values.help) throw new Error(USAGE());
   const quick = values.quick === true;
   const only = (values.only ?? '')
     .split(',')
@@ -68,15 +92,31 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     .filter(Boolean);
   for (const name of only) {
     if (!(SCENARIOS as readonly string[]).includes(name))
-      throw new Error(`--only: unknown scenario "${name}"\n${USAGE}`);
+      throw new Error(`--only: unknown scenario "${name}"\n${USAGE()}`);
   }
   const role = values['ack-role'] ?? 'web';
-  if (role !== 'web' && role !== 'all') throw new Error(`--ack-role: expected web or all\n${USAGE}`);
+  if (role !== 'web' && role !== 'all') throw new Error(`--ack-role: expected web or all\n${USAGE()}`);
   const rates = (values.rates ?? '100,400').split(',').map((r) => int(r, '--rates')!);
   return {
     quick,
     runs: int(values.runs ?? env.BENCH_RUNS, '--runs') ?? (quick ? 1 : 3),
+    pairs: int(values.pairs, '--pairs') ?? 5,
     only,
+    out: values.out,
+    latency: {
+      clicks: int(values.clicks, '--clicks') ?? (quick ? 20 : 100),
+      // Spaced out, so the figure is a click's own latency rather than a queue behind earlier clicks.
+      perSecond: 10,
+      timeoutMs: quick ? 60_000 : 120_000,
+    },
+    command: { count: int(values.commands, '--commands') ?? (quick ? 40 : 400), perSecond: 100 },
+    retention: { requests: int(values.retention, '--retention') ?? (quick ? 50 : 1000), retentionDays: 30 },
+    workers: {
+      requests: int(values.workers, '--workers') ?? (quick ? 40 : 1000),
+      vms: quick ? 10 : 100,
+      latencyMs: 20,
+      timeoutMs: quick ? 60_000 : 300_000,
+    },
     ack: {
       rates,
       durationMs: int(values.duration ?? env.BENCH_DURATION_MS, '--duration') ?? (quick ? 1000 : 8000),
@@ -122,7 +162,13 @@ function parse(argv: string[]) {
       quick: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       runs: { type: 'string' },
+      pairs: { type: 'string' },
       only: { type: 'string' },
+      out: { type: 'string' },
+      clicks: { type: 'string' },
+      commands: { type: 'string' },
+      retention: { type: 'string' },
+      workers: { type: 'string' },
       duration: { type: 'string' },
       rates: { type: 'string' },
       burst: { type: 'string' },

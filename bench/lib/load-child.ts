@@ -41,11 +41,13 @@ async function run(job: LoadJob): Promise<LoadResult> {
   let errors = 0;
   let firstError: string | undefined;
   let maxSendLagMs = 0;
+  const sentAtMs: number[] = [];
   const inFlight: Promise<void>[] = [];
 
   const send = (index: number, plannedAt: number) => {
     const request = build(job, index);
     const sentAt = performance.now();
+    sentAtMs[index] = performance.timeOrigin + sentAt;
     maxSendLagMs = Math.max(maxSendLagMs, sentAt - plannedAt);
     inFlight.push(
       pool
@@ -102,6 +104,7 @@ async function run(job: LoadJob): Promise<LoadResult> {
     firstError,
     elapsedMs: performance.now() - start,
     maxSendLagMs,
+    sentAtMs,
   };
 }
 
@@ -122,6 +125,7 @@ process.on('message', (message: LoadJob | { type: 'close' }) => {
         firstError: error.message,
         elapsedMs: 0,
         maxSendLagMs: 0,
+        sentAtMs: [],
       } satisfies LoadResult),
   );
 });

@@ -35,6 +35,8 @@ export interface LoadResult {
   /** First error message seen, for diagnosis. */
   firstError?: string;
   elapsedMs: number;
+  /** When each request was sent, by index (epoch ms, sub-millisecond). */
+  sentAtMs: number[];
   /** Worst delay between a request's planned and actual send time: shows whether the generator kept up. */
   maxSendLagMs: number;
 }

@@ -14,7 +14,7 @@ import { percentile } from './stats.ts';
 /** The bot's execute-worker concurrency: the bare BullMQ baseline runs with the same. */
 export const BOT_EXECUTE_CONCURRENCY = DEFAULT_CONCURRENCY.execute;
 /** How often the bench looks at the stand-in while the pipeline runs. */
-const POLL_MS = 250;
+const POLL_MS = 100;
 
 /** What pushing approved requests through the bot's pipeline measured. */
 export interface PipelineResult {
@@ -29,6 +29,8 @@ export interface PipelineResult {
   /** Final states of the requests. */
   states: Record<string, number>;
   threadReplies: number;
+  /** CPU time of the bot's process(es) from the first enqueue to the last reply, per request (NaN when not asked). */
+  cpuMsPerRequest: number;
 }
 
 /**
@@ -44,6 +46,8 @@ export async function runPipeline(options: {
   vmidOf: (i: number) => number;
   timeoutMs: number;
   log: (message: string) => void;
+  /** CPU time used so far by the process(es) running the bot (ms), read at the first enqueue and the last reply. */
+  botCpuMs?: () => Promise<number>;
 }): Promise<PipelineResult> {
   const { redis, prefix, sims, count } = options;
   const store = new RequestStore(redis, { prefix });
@@ -54,6 +58,7 @@ export async function runPipeline(options: {
   const ready = await prepareApproved(store, created, sims);
 
   const queues = createQueues(redis, prefix);
+  const cpuBefore = (await options.botCpuMs?.()) ?? Number.NaN;
   const started = performance.now();
   // Many approvals at once, as many clicks would enqueue them.
   await forEachParallel(ready, 50, (request) => enqueueExecution(queues, request, new Date()));
@@ -69,6 +74,7 @@ export async function runPipeline(options: {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   const elapsedMs = performance.now() - started;
+  const cpuAfter = (await options.botCpuMs?.()) ?? Number.NaN;
 
   const states = await finalStates(redis, prefix, ready);
   const ids = new Set(ready.map((r) => r.id));
@@ -92,14 +98,24 @@ export async function runPipeline(options: {
     notifyWaitP99Ms: notify.p99,
     states,
     threadReplies: replies,
+    cpuMsPerRequest: (cpuAfter - cpuBefore) / count,
   };
 }
 
 /** Posts each request's message on the stand-in (setup, not measured) and moves it pending → approved → queued. */
-async function prepareApproved(
+function prepareApproved(store: RequestStore, created: CloudRequest[], sims: Sims): Promise<CloudRequest[]> {
+  return postRequestMessages(store, created, sims, { approve: true });
+}
+
+/**
+ * Posts each request's message on the stand-in (setup, not measured), as the bot does when a request is made; with
+ * `approve`, then moves it pending → approved → queued, as the Approve handler leaves it.
+ */
+export async function postRequestMessages(
   store: RequestStore,
   created: CloudRequest[],
   sims: Sims,
+  options: { approve: boolean },
 ): Promise<CloudRequest[]> {
   const api = new URL(sims.slackApiUrl);
   const pool = new Pool(api.origin, { connections: 20 });
@@ -117,7 +133,11 @@ async function prepareApproved(
       });
       const answer = (await response.body.json()) as { ok: boolean; ts?: string; error?: string };
       if (!answer.ok || !answer.ts) throw new Error(`pipeline setup: chat.postMessage: ${answer.error}`);
-      await store.update(request.id, { messageTs: answer.ts });
+      const posted = await store.update(request.id, { messageTs: answer.ts });
+      if (!options.approve) {
+        out.set(request.id, posted ?? { ...request, messageTs: answer.ts });
+        return;
+      }
       const approved = await store.transition(request.id, {
         from: ['pending'],
         to: 'approved',

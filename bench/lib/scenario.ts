@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { BenchConfig } from './config.ts';
+import type { Spread } from './stats.ts';
 import type { Row } from './table.ts';
 
 /** A pass/fail statement: correctness checks fail the bench, targets are only reported. */
@@ -7,6 +8,13 @@ export interface Check {
   name: string;
   ok: boolean;
   detail: string;
+  /** For an issue target: the bot's figure, the baseline's and their ratio (per pair), and the limit as written. */
+  figure?: Spread;
+  baseline?: Spread;
+  ratio?: Spread;
+  limit?: string;
+  /** Unit of figure and baseline (ms, B, /s). */
+  unit?: string;
 }
 
 /** What one scenario hands back: table rows (medians), everything measured, checks and targets. */

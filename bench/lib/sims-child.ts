@@ -1,4 +1,5 @@
-import type { CloudSummary, SimsOp, SimsReply, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import { serveProc } from './proc.ts';
+import type { CallTimes, CloudSummary, SimsOp, SimsStarted, SlackSummary } from './sims-protocol.ts';
 
 /**
  * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
@@ -47,9 +48,12 @@ async function perform(message: SimsOp): Promise<unknown> {
       return slackSummary(need(slack, 'the Slack stand-in'), message.channelPrefix);
     case 'cloudSummary':
       return cloudSummary(need(cloud, 'the cloud simulator'));
-    case 'close':
-      await Promise.allSettled([cloud?.close(), slack?.close()]);
-      return null;
+    case 'callTimes':
+      return callTimes(
+        need(cloud, 'the cloud simulator'),
+        need(slack, 'the Slack stand-in'),
+        message.sinceMs,
+      );
   }
 }
 
@@ -92,6 +96,22 @@ function slackSummary(standIn: StandIn, channelPrefix?: string): SlackSummary {
   };
 }
 
+function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes {
+  const resizes: CallTimes['resizes'] = [];
+  for (const call of sim.calls) {
+    if (call.route !== 'resize' || call.startMs < sinceMs) continue;
+    const vmid = Number(/\/vm\/(\d+)\//.exec(call.path)?.[1]);
+    if (Number.isInteger(vmid)) resizes.push({ vmid, atMs: call.startMs });
+  }
+  const replies: CallTimes['replies'] = [];
+  for (const call of standIn.calls) {
+    if (call.method !== 'chat.postMessage' || call.atMs < sinceMs || call.response.ok !== true) continue;
+    if (typeof call.args.thread_ts === 'string')
+      replies.push({ threadTs: call.args.thread_ts, atMs: call.atMs });
+  }
+  return { resizes, replies };
+}
+
 function cloudSummary(sim: CloudSim): CloudSummary {
   const resizeStatuses: Record<string, number> = {};
   for (const call of sim.calls) {
@@ -102,11 +122,6 @@ function cloudSummary(sim: CloudSim): CloudSummary {
   return { calls: sim.calls.length, applied: sim.applied.length, overlaps: sim.overlaps, resizeStatuses };
 }
 
-process.on('message', (message: SimsOp & { id: number }) => {
-  perform(message).then(
-    (value) => process.send?.({ id: message.id, ok: true, value } satisfies SimsReply),
-    (error: Error) =>
-      process.send?.({ id: message.id, ok: false, error: error.stack ?? error.message } satisfies SimsReply),
-  );
+serveProc({ run: (op) => perform(op.message as SimsOp) }, async () => {
+  await Promise.allSettled([cloud?.close(), slack?.close()]);
 });
-process.on('disconnect', () => process.exit(0));

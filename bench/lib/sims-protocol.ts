@@ -12,7 +12,7 @@ export type SimsOp =
   | { op: 'cloudLatency'; route: 'resize'; latencyMs: number; times: number }
   | { op: 'slackSummary'; channelPrefix?: string }
   | { op: 'cloudSummary' }
-  | { op: 'close' };
+  | { op: 'callTimes'; sinceMs: number };
 
 /** The simulators' addresses once started. */
 export interface SimsStarted {
@@ -49,4 +49,10 @@ export interface CloudSummary {
   resizeStatuses: Record<string, number>;
 }
 
-export type SimsReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+/** When the simulators received what (epoch ms, sub-millisecond), for click → API and click → reply latencies. */
+export interface CallTimes {
+  /** Resize calls to the cloud simulator: the VM and when the call arrived. */
+  resizes: { vmid: number; atMs: number }[];
+  /** Thread replies (chat.postMessage with thread_ts) on the Slack stand-in: the parent ts and when answered. */
+  replies: { threadTs: string; atMs: number }[];
+}

@@ -54,3 +54,25 @@ export function round(value: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
 }
+
+/** Median and range of several runs' values: the noise a figure comes with. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  runs: number[];
+}
+
+export function spread(values: readonly number[]): Spread {
+  return {
+    median: median(values),
+    min: values.length > 0 ? Math.min(...values) : Number.NaN,
+    max: values.length > 0 ? Math.max(...values) : Number.NaN,
+    runs: [...values],
+  };
+}
+
+/** `median (min–max)` for tables and target details. */
+export function showSpread(s: Spread, digits = 2, unit = ''): string {
+  return `${round(s.median, digits)}${unit} (${round(s.min, digits)}–${round(s.max, digits)})`;
+}

@@ -15,11 +15,11 @@ const show = (v: number | string | boolean | undefined): string => {
 };
 
 /** Renders rows as a plain-text table; columns are the union of every row's figure names, in first-seen order. */
-export function renderTable(rows: readonly Row[]): string {
+export function renderTable(rows: readonly Row[], labels: [string, string] = ['scenario', 'target']): string {
   const columns: string[] = [];
   for (const row of rows)
     for (const key of Object.keys(row.figures)) if (!columns.includes(key)) columns.push(key);
-  const header = ['scenario', 'target', ...columns];
+  const header = [...labels, ...columns];
   const body = rows.map((r) => [r.scenario, r.target, ...columns.map((c) => show(r.figures[c]))]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((line) => line[i]!.length)));
   const line = (cells: string[]) =>

@@ -1,4 +1,3 @@
-import { Pool } from 'undici';
 import { type BareBullmqResult, runBareBullmq } from '../lib/bare-bullmq.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
@@ -59,35 +58,25 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     }
     const cloud = await sims.cloudSummary();
 
-    // Baseline: the same calls from a bare BullMQ worker (same concurrency), with no per-VM lock.
-    const api = new URL(sims.cloudUrl);
-    const pool = new Pool(api.origin, { connections: concurrency });
-    const projectUuid = sims.projectUuid;
-    const apiKey = sims.cloudApiKey;
+    // Baseline: the same calls from a bare BullMQ worker (same concurrency, own process), with no per-VM lock.
     const bareRuns: BareBullmqResult[] = [];
-    try {
-      for (let r = 1; r <= ctx.config.runs; r++) {
-        bareRuns.push(
-          await runBareBullmq({
-            connection: ctx.redis,
-            prefix: ctx.newPrefix('fairness-bare'),
-            count: cfg.requests,
-            concurrency,
-            timeoutMs: cfg.timeoutMs,
-            work: async (i) => {
-              const response = await pool.request({
-                method: 'POST',
-                path: `/cloud/project/${projectUuid}/vm/${FIRST_VMID + (i % cfg.vms)}/upgrade/`,
-                headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-                body: JSON.stringify({ cores: 4 }),
-              });
-              await response.body.dump();
-            },
-          }),
-        );
-      }
-    } finally {
-      await pool.close();
+    for (let r = 1; r <= ctx.config.runs; r++) {
+      bareRuns.push(
+        await runBareBullmq({
+          redisUrl: ctx.redisUrl,
+          prefix: ctx.newPrefix('fairness-bare'),
+          count: cfg.requests,
+          concurrency,
+          timeoutMs: cfg.timeoutMs,
+          work: {
+            cloudUrl: sims.cloudUrl,
+            apiKey: sims.cloudApiKey,
+            projectUuid: sims.projectUuid,
+            firstVmid: FIRST_VMID,
+            vms: cfg.vms,
+          },
+        }),
+      );
     }
     const bareOverlaps = (await sims.cloudSummary()).overlaps - cloud.overlaps;
     const bareElapsed = median(bareRuns.map((r) => r.elapsedMs));

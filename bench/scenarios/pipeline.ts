@@ -1,27 +1,31 @@
-import { runBareBullmq } from '../lib/bare-bullmq.ts';
+import { type BareBullmq, type BareBullmqResult, startBareBullmq } from '../lib/bare-bullmq.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
 import { BOT_EXECUTE_CONCURRENCY, type PipelineResult, runPipeline } from '../lib/pipeline.ts';
 import type { BenchContext, ScenarioResult } from '../lib/scenario.ts';
 import { type Sims, startSims } from '../lib/sims.ts';
-import { medianOf, round } from '../lib/stats.ts';
+import { round, showSpread, spread } from '../lib/stats.ts';
 
 /** First VM id of the pipeline's own VMs in the simulator (one per request). */
 const FIRST_VMID = 10_000;
 /** Requests of the warm-up run. */
 const WARMUP = 50;
-
-type Figures = Omit<PipelineResult, 'states'>;
+/** Issue 15: CPU per approved request in the bot's process. */
+const CPU_TARGET_MS = 1.0;
 
 /**
- * Pipeline throughput: approved resizes of distinct VMs through queue → worker → simulator → notify → stand-in,
- * against bare BullMQ (no-op processor, same Redis, same concurrency, same number of jobs).
+ * Pipeline: approved resizes of distinct VMs through queue → execute worker → simulator → notify → thread reply,
+ * the bot alone in its process (ROLE=all), CPU counted from that process only, first enqueue to last reply.
+ * Baseline: bare BullMQ in a process of its own, two no-op hops per job (add → process → add → process, as an
+ * approved request is an execute job and a notify job), same concurrency, jobs added from the bench process.
+ * Interleaved pairs; each ratio is one pair's.
  */
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.pipeline;
   const concurrency = cfg.concurrency || BOT_EXECUTE_CONCURRENCY;
   let sims: Sims | undefined;
   let bot: BenchBot | undefined;
+  let bare: BareBullmq | undefined;
   try {
     sims = await startSims({
       botToken: BENCH.botToken,
@@ -36,15 +40,14 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       logLevel: ctx.config.logLevel,
       logFile: ctx.logFile,
     });
-    // CPU time of this process (the bot, in-process) per request: far less swayed by other load than rates are.
-    const cpuMs: { bot: number[]; bare: number[] } = { bot: [], bare: [] };
-    const timed = async <T>(into: number[], count: number, work: () => Promise<T>): Promise<T> => {
-      const before = process.cpuUsage();
-      const result = await work();
-      const used = process.cpuUsage(before);
-      into.push((used.user + used.system) / 1000 / count);
-      return result;
-    };
+    bare = await startBareBullmq({
+      redisUrl: ctx.redisUrl,
+      prefix: ctx.newPrefix('pipeline-bare'),
+      concurrency,
+      hops: 2,
+    });
+    const activeBot = bot;
+    const activeBare = bare;
     const push = (count: number) =>
       runPipeline({
         redis: ctx.redis,
@@ -54,69 +57,72 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         vmidOf: (i) => FIRST_VMID + i,
         timeoutMs: cfg.timeoutMs,
         log: ctx.log,
+        botCpuMs: () => activeBot.cpuMs(),
       });
-    const bare = (count: number) =>
-      runBareBullmq({
-        connection: ctx.redis,
-        prefix: ctx.newPrefix('bare-bullmq'),
-        count,
-        concurrency,
-        timeoutMs: cfg.timeoutMs,
-      });
+    const bareRun = (count: number) => activeBare.run(count, { timeoutMs: cfg.timeoutMs });
 
     ctx.log('pipeline: warm-up');
     await push(Math.min(WARMUP, cfg.requests));
-    await bare(Math.min(WARMUP, cfg.requests));
+    await bareRun(Math.min(WARMUP, cfg.requests));
 
     const botRuns: PipelineResult[] = [];
-    const bareRuns: Awaited<ReturnType<typeof bare>>[] = [];
-    for (let r = 1; r <= ctx.config.runs; r++) {
-      botRuns.push(await timed(cpuMs.bot, cfg.requests, () => push(cfg.requests)));
-      bareRuns.push(await timed(cpuMs.bare, cfg.requests, () => bare(cfg.requests)));
+    const bareRuns: BareBullmqResult[] = [];
+    for (let r = 1; r <= ctx.config.pairs; r++) {
+      // Alternating which goes first, so a slow moment of the machine does not always fall on the same side.
+      if (r % 2 === 1) {
+        botRuns.push(await push(cfg.requests));
+        bareRuns.push(await bareRun(cfg.requests));
+      } else {
+        bareRuns.push(await bareRun(cfg.requests));
+        botRuns.push(await push(cfg.requests));
+      }
       ctx.log(
-        `pipeline: run ${r}: cloudops ${round(botRuns.at(-1)?.perSecond ?? 0)}/s, bare BullMQ ${round(bareRuns.at(-1)?.perSecond ?? 0)}/s`,
+        `pipeline: pair ${r}: cloudops ${round(botRuns.at(-1)?.perSecond ?? 0)}/s ${round(botRuns.at(-1)?.cpuMsPerRequest ?? 0, 3)} ms CPU/req, bare ${round(bareRuns.at(-1)?.perSecond ?? 0)}/s ${round(bareRuns.at(-1)?.cpuMsPerJob ?? 0, 3)} ms CPU/job`,
       );
     }
-    const botMedian = medianOf(botRuns.map(({ states: _states, ...figures }): Figures => figures));
-    const bareMedian = medianOf(bareRuns);
+    const cpu = spread(botRuns.map((r) => r.cpuMsPerRequest));
+    const bareCpu = spread(bareRuns.map((r) => r.cpuMsPerJob));
+    const cpuRatio = spread(
+      botRuns.map((r, i) => r.cpuMsPerRequest / (bareRuns[i]?.cpuMsPerJob ?? Number.NaN)),
+    );
+    const rate = spread(botRuns.map((r) => r.perSecond));
+    const bareRate = spread(bareRuns.map((r) => r.perSecond));
     const cloud = await sims.cloudSummary();
     const slack = await sims.slackSummary();
-    const ratio = botMedian.perSecond / bareMedian.perSecond;
-    const medianMs = (values: number[]) =>
-      [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-    const cpu = { bot: medianMs(cpuMs.bot), bare: medianMs(cpuMs.bare) };
     const allSucceeded = botRuns.every((r) => (r.states.succeeded ?? 0) === r.requests);
+    const label = `pipeline ${cfg.requests} approved resizes`;
     return {
       rows: [
         {
-          scenario: `pipeline ${cfg.requests} resizes`,
-          target: 'cloudops',
+          scenario: label,
+          target: 'cloudops (own process)',
           figures: {
-            per_s: round(botMedian.perSecond),
-            seconds: round(botMedian.elapsedMs / 1000),
-            wait_p50_ms: round(botMedian.executeWaitP50Ms),
-            wait_p99_ms: round(botMedian.executeWaitP99Ms),
-            notify_wait_p99_ms: round(botMedian.notifyWaitP99Ms),
-            cpu_ms_per_req: round(cpu.bot, 2),
+            cpu_ms_per_req: showSpread(cpu, 3),
+            per_s: showSpread(rate, 0),
+            wait_p99_ms: round(spread(botRuns.map((r) => r.executeWaitP99Ms)).median),
           },
         },
         {
-          scenario: `pipeline ${cfg.requests} resizes`,
-          target: 'bare bullmq no-op',
+          scenario: label,
+          target: 'bare bullmq 2 no-op hops',
           figures: {
-            per_s: round(bareMedian.perSecond),
-            seconds: round(bareMedian.elapsedMs / 1000),
-            wait_p50_ms: round(bareMedian.waitP50Ms),
-            wait_p99_ms: round(bareMedian.waitP99Ms),
-            cpu_ms_per_req: round(cpu.bare, 2),
+            cpu_ms_per_req: showSpread(bareCpu, 3),
+            per_s: showSpread(bareRate, 0),
+            wait_p99_ms: round(spread(bareRuns.map((r) => r.waitP99Ms)).median),
           },
         },
+        { scenario: label, target: 'ratio', figures: { cpu_ms_per_req: showSpread(cpuRatio, 2, '×') } },
       ],
       data: {
         concurrency,
-        cpuMsPerRequest: cpuMs,
-        cloudops: { runs: botRuns, median: botMedian },
-        bareBullmq: { runs: bareRuns, median: bareMedian },
+        pairs: ctx.config.pairs,
+        cpuMsPerRequest: cpu,
+        bareCpuMsPerJob: bareCpu,
+        cpuRatio,
+        perSecond: rate,
+        barePerSecond: bareRate,
+        cloudops: { runs: botRuns },
+        bareBullmq: { runs: bareRuns },
         cloud,
         slack,
       },
@@ -139,14 +145,19 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       ],
       targets: [
         {
-          name: 'pipeline: at least 1/4 of bare BullMQ no-op rate',
-          ok: ratio >= 0.25,
-          detail: `${round(botMedian.perSecond)}/s vs ${round(bareMedian.perSecond)}/s (${round(ratio * 100)}%)`,
+          name: `CPU per approved request ≤ ${CPU_TARGET_MS} ms (bot's process)`,
+          ok: cpu.median <= CPU_TARGET_MS,
+          detail: `${showSpread(cpu, 3, ' ms')}; bare BullMQ two hops ${showSpread(bareCpu, 3, ' ms')}, ratio ${showSpread(cpuRatio, 2, '×')}`,
+          figure: cpu,
+          baseline: bareCpu,
+          ratio: cpuRatio,
+          limit: `≤ ${CPU_TARGET_MS} ms`,
         },
       ],
     };
   } finally {
     await bot?.stop().catch((error: Error) => ctx.log(`pipeline: bot stop: ${error.message}`));
+    await bare?.close().catch((error: Error) => ctx.log(`pipeline: bare stop: ${error.message}`));
     await sims?.close();
   }
 }

@@ -11,6 +11,8 @@ export interface SlackCall {
   method: string;
   args: Record<string, unknown>;
   at: Date;
+  /** When it was answered, epoch ms with sub-millisecond precision (performance.timeOrigin based), for latencies. */
+  atMs: number;
   /** HTTP status answered: 200, or 429 for a rate limit, or what `failNext` asked for. */
   status: number;
   response: Record<string, unknown>;
@@ -465,7 +467,14 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     const token = bearer ?? (typeof args.token === 'string' ? args.token : undefined);
     delete args.token;
     const record = (answer: Answer): Answer => {
-      calls.push({ method, args, at: new Date(), status: answer.status, response: answer.body });
+      calls.push({
+        method,
+        args,
+        at: new Date(),
+        atMs: performance.timeOrigin + performance.now(),
+        status: answer.status,
+        response: answer.body,
+      });
       events.emit('call');
       return answer;
     };

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
-import { findProject } from '../config/policy.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
 import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
@@ -9,7 +8,7 @@ import type { ResizeTarget } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { type ExecuteJobData, enqueueNotify } from './queues.ts';
 import { NotReplicatedError } from './replica-ack.ts';
-import { isIncrease, resizeBody, UnmappedFieldError } from './resize-body.ts';
+import { resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
 import type { SendMarkers } from './send-markers.ts';
 import { type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
@@ -114,7 +113,6 @@ export class ExecuteProcessor {
     }
 
     const steps = stepsOf(request);
-    const planned = request.params.kind === 'resize' ? request.params.before : undefined;
     for (let step = request.nextStep; step < steps.length; step++) {
       const target = steps[step];
       let body: Record<string, string | number> | undefined;
@@ -142,20 +140,7 @@ export class ExecuteProcessor {
       } catch (error) {
         return this.failed(job, request, step, error);
       }
-      if (target && before) {
-        await this.deps.vmFacts.recordApplied(
-          request.projectUuid,
-          request.vmid,
-          target,
-          new Date(outcome.at),
-          isIncrease(target, {
-            // What the bot knew when the request was made fills gaps in what it knows now.
-            cores: before.cores ?? planned?.cores,
-            ramGb: before.ramGb ?? planned?.ramGb,
-            cpuClass: before.cpuClass ?? planned?.cpuClass,
-          }),
-        );
-      }
+      if (target && before) await this.deps.vmFacts.recordStep(request, target, before, new Date(outcome.at));
       const outcomes = [...request.outcomes, outcome];
       if (step + 1 < steps.length) {
         const updated = await store.update(id, { nextStep: step + 1, outcomes });
@@ -319,11 +304,8 @@ export class ExecuteProcessor {
   }
 
   /** What is known of the VM now: the policy's facts overlaid with what the bot applied. */
-  private async vmBefore(request: CloudRequest) {
-    const project =
-      findProject(this.deps.policy, request.projectUuid) ??
-      findProject(this.deps.policy, request.projectName);
-    return this.deps.vmFacts.known({ uuid: request.projectUuid, vms: project?.vms ?? [] }, request.vmid);
+  private vmBefore(request: CloudRequest) {
+    return this.deps.vmFacts.knownFor(this.deps.policy, request);
   }
 
   /** Message sync and thread reply, as one notify job (its reply is posted at most once). */

@@ -1,6 +1,6 @@
 import type { ResizeBody } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
-import { CPU_CLASSES, ON_OFF, type ResizeTarget, type VmKnown } from '../rules/types.ts';
+import { CPU_CLASSES, ON_OFF, type ResizeTarget } from '../rules/types.ts';
 
 /** A step asks for a field the policy does not map to the API (it was removed after the request was made). */
 export class UnmappedFieldError extends Error {
@@ -39,18 +39,4 @@ export function resizeBody(step: ResizeTarget, fields: Policy['resize_fields']):
     body[mapping.field] = value;
   }
   return body;
-}
-
-/**
- * Whether applying `step` increases cores, RAM or CPU class (light → regular) over what was known; an unknown
- * previous value counts as an increase, so the 24-hour rule errs on the side the API enforces.
- */
-export function isIncrease(
-  step: ResizeTarget,
-  before: Pick<VmKnown, 'cores' | 'ramGb' | 'cpuClass'>,
-): boolean {
-  if (step.cores !== undefined && (before.cores === undefined || step.cores > before.cores)) return true;
-  if (step.ramGb !== undefined && (before.ramGb === undefined || step.ramGb > before.ramGb)) return true;
-  if (step.cpuClass === 'regular' && before.cpuClass !== 'regular') return true;
-  return false;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
 import type { RequestStore } from '../requests/store.ts';
+import { createOutbox } from './outbox.ts';
 import { enqueueExecution, type Queues } from './queues.ts';
 
 /** How old an approval or a queueing must be before the sweeper looks at it, and how often it looks. */
@@ -86,6 +87,9 @@ async function sweepOne(deps: SweepDeps, id: string, result: SweepResult): Promi
   if (job) await job.remove();
   await enqueueExecution(deps.queues, request, deps.now());
   result.enqueued.push(id);
+  // The approval's announcement may have died with the process too: the message loses its buttons and the
+  // "Approved" reply is posted (once: the reply's job id and its posted record make a second announcement a no-op).
+  if (request.approvedBy) await createOutbox(deps.queues, deps.now).announce(request, 'approved');
 }
 
 /** Runs {@link sweepStranded} now and then every `intervalMs` until stopped. */

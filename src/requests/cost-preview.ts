@@ -48,6 +48,7 @@ export async function costPreview(
   }
   const back = leaseReturn ? sizeAfter(vm, { ...target, ...leaseReturn }) : undefined;
   if (back) preview.leaseHourly = costDifference(prices, back, after).hourly.toFixed(4);
-  if (cost.missing.length > 0) preview.note = `Prices missing for ${cost.missing.join(', ')}; counted as 0.`;
+  if (cost.missing.length > 0)
+    preview.note = `Prices unknown for ${cost.missing.join(', ')} (missing, malformed or negative in the API's answer); counted as 0.`;
   return { preview };
 }

@@ -17,6 +17,7 @@ import type {
   ResizeParams,
   RestoreParams,
 } from './types.ts';
+import type { VmFactsStore } from './vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
 export interface Origin {
@@ -73,6 +74,8 @@ export interface LifecycleDeps {
   now: () => Date;
   logger: Logger;
   metrics: Metrics;
+  /** What the bot knows of each VM: a resize resolved as applied is recorded there like a success. */
+  vmFacts: VmFactsStore;
 }
 
 /** The states an act starts from: anything else is "already decided". */
@@ -160,10 +163,11 @@ export class RequestLifecycle {
     if (!approved.ok)
       return refuse(approved.request ? { code: 'already', request: approved.request } : { code: 'gone' });
     this.deps.metrics.approvals.inc({ decision: 'approved' });
+    // Announced first, right after the approval is stored: a process dying now leaves no message "waiting" with
+    // live buttons; an approval that was not queued yet is queued by the stranded-request sweeper.
+    await this.deps.outbox.announce(approved.request, 'approved');
     const queued = await this.queueApproved(approved.request);
-    const now = queued ?? approved.request;
-    await this.deps.outbox.announce(now, 'approved');
-    return { ok: true, request: now };
+    return { ok: true, request: queued ?? approved.request };
   }
 
   /** Whether `user` may reject now, before they are asked for a reason (an expired request expires here). */
@@ -202,7 +206,10 @@ export class RequestLifecycle {
     });
   }
 
-  /** After an unknown outcome, a person records what the portal showed. Nothing is sent again. */
+  /**
+   * After an unknown outcome, a person records what the portal showed. Nothing is sent again. "It was applied"
+   * records the step like a success: the VM's new size, and an increase's time (the 24-hour wait before lowering).
+   */
   async resolve(
     request: CloudRequest,
     user: string,
@@ -217,7 +224,22 @@ export class RequestLifecycle {
       patch: { resolvedBy: user },
       detail: 'checked in the portal',
       reply: 'resolved',
+      after: outcome === 'resolved_done' ? () => this.recordResolvedStep(request) : undefined,
     });
+  }
+
+  /**
+   * The step whose outcome was unknown (steps after it were never sent), recorded as applied at the time the bot
+   * stopped waiting for its answer: the nearest time the bot has for when the API applied it.
+   */
+  private async recordResolvedStep(request: CloudRequest): Promise<void> {
+    if (request.params.kind !== 'resize') return;
+    const step = request.params.steps[request.nextStep];
+    if (!step) return;
+    const unknown = request.outcomes.findLast((o) => o.step === request.nextStep);
+    const at = unknown ? new Date(unknown.at) : this.deps.now();
+    const known = await this.deps.vmFacts.knownFor(this.deps.policy, request);
+    await this.deps.vmFacts.recordStep(request, step, known, at);
   }
 
   /**

@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { ProjectPolicy, VmPolicyFacts } from '../config/policy.ts';
+import { findProject, type Policy, type ProjectPolicy, type VmPolicyFacts } from '../config/policy.ts';
+import { isIncrease } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import { LuaScript } from './lua.ts';
+import type { CloudRequest } from './types.ts';
 
 /** What the bot itself applied to a VM (PRODUCT.md §4): the last size it set and its last increase. */
 export interface RecordedVmFacts extends ResizeTarget {
@@ -81,6 +83,30 @@ export class VmFactsStore {
       recorded,
       vmid,
     );
+  }
+
+  /** What is known of the request's VM now: the policy's facts overlaid with what the bot applied. */
+  async knownFor(
+    policy: Policy,
+    request: Pick<CloudRequest, 'projectUuid' | 'projectName' | 'vmid'>,
+  ): Promise<VmKnown> {
+    const project = findProject(policy, request.projectUuid) ?? findProject(policy, request.projectName);
+    return this.known({ uuid: request.projectUuid, vms: project?.vms ?? [] }, request.vmid);
+  }
+
+  /**
+   * Records a resize step the API applied, the same way whether its answer said so or a person resolved an unknown
+   * outcome as applied: the sizes, and the time of an increase (which starts the 24-hour wait before lowering).
+   * `known` is what the bot knew of the VM just before the step; what it knew when the request was made fills gaps.
+   */
+  async recordStep(request: CloudRequest, step: ResizeTarget, known: VmKnown, at: Date): Promise<void> {
+    const planned = request.params.kind === 'resize' ? request.params.before : undefined;
+    const increased = isIncrease(step, {
+      cores: known.cores ?? planned?.cores,
+      ramGb: known.ramGb ?? planned?.ramGb,
+      cpuClass: known.cpuClass ?? planned?.cpuClass,
+    });
+    await this.recordApplied(request.projectUuid, request.vmid, step, at, increased);
   }
 
   /** Records a size the API accepted, atomically; `increased` marks an increase of cores, RAM or CPU class. */

@@ -31,7 +31,7 @@ export interface VmCost {
   hourly: Decimal;
   /** `hourly` × {@link HOURS_PER_MONTH}. */
   monthly: Decimal;
-  /** Wire names of prices that were needed but absent or not a number. */
+  /** Wire names of prices that were needed but unknown: absent, not a number, or negative. */
   missing: string[];
   lines: CostLine[];
 }
@@ -65,13 +65,16 @@ const VCORE_PRICE: Record<CpuClass, { key: keyof PriceLike; wire: string }> = {
 function unitPrice(prices: PriceLike, key: keyof PriceLike): Decimal | undefined {
   const raw = prices[key];
   if (raw === undefined) return undefined;
+  let price: Decimal;
   try {
-    return Decimal.parse(raw);
+    price = Decimal.parse(raw);
   } catch (error) {
     // A malformed price is as good as absent: it is reported in `missing`, never guessed.
     if (error instanceof DecimalError) return undefined;
     throw error;
   }
+  // A negative price is not a price: unknown too, so no cost comes out negative.
+  return price.sign() < 0 ? undefined : price;
 }
 
 /**

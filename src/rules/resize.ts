@@ -329,3 +329,17 @@ function planSteps(sent: ResizeTarget, wanTwoStep: boolean): ResizeTarget[] {
   const { wanMode, ...rest } = sent;
   return [{ ...rest, wanMode: 'off' }, { wanMode }];
 }
+
+/**
+ * Whether applying `step` increases cores, RAM or CPU class (light → regular) over what was known; an unknown
+ * previous value counts as an increase, so the 24-hour rule errs on the side the API enforces.
+ */
+export function isIncrease(
+  step: ResizeTarget,
+  before: Pick<VmKnown, 'cores' | 'ramGb' | 'cpuClass'>,
+): boolean {
+  if (step.cores !== undefined && (before.cores === undefined || step.cores > before.cores)) return true;
+  if (step.ramGb !== undefined && (before.ramGb === undefined || step.ramGb > before.ramGb)) return true;
+  if (step.cpuClass === 'regular' && before.cpuClass !== 'regular') return true;
+  return false;
+}

@@ -90,9 +90,22 @@ export function ackBudget(ms = PRE_ACK_BUDGET_MS): <T>(promise: Promise<T>) => P
 /** The bot's own storage did not answer in time. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
-  constructor() {
-    super('storage did not answer in time');
+  constructor(cause?: unknown) {
+    super(cause === undefined ? 'storage did not answer in time' : 'storage failed', { cause });
   }
+}
+
+/**
+ * Work that only reads or writes Redis, bounded like {@link withDeadline}: whatever makes it fail (Redis down, a
+ * connection refused or closed, no answer in time) is the store's failure, a StoreUnavailableError with the cause.
+ */
+export function fromStore<T>(promise: Promise<T>, ms?: number): Promise<T> {
+  return withDeadline(
+    promise.catch((error: unknown) => {
+      throw new StoreUnavailableError(error);
+    }),
+    ms,
+  );
 }
 
 /** What a person reads when Redis is down: clear, and says nothing was lost or done. */

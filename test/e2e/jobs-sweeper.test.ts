@@ -39,4 +39,35 @@ describe('the stranded-request sweeper in the running bot', () => {
     expect(h.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
     expect(h.sim.vm(PROD_UUID, 102).cores).toBe(6);
   });
+
+  it('a process killed right after storing an approval: the sweeper queues it, posts "Approved" and the buttons go', async () => {
+    const ack = await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    let request = await h.nextRequest();
+    // The request of the test before was made without the modal: skip it.
+    while (request.vmid !== 101) request = await h.nextRequest();
+    const message = await h.requestMessage(request.id);
+    expect(JSON.stringify(message.blocks)).toContain('"action_id":"approve"');
+    // What the approve click stores first; the process dies before it queues or announces anything.
+    const approved = await h.store.transition(request.id, {
+      from: ['pending'],
+      to: 'approved',
+      actor: USERS.lead,
+      patch: { approvedBy: USERS.lead },
+    });
+    expect(approved.ok).toBe(true);
+
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 15_000);
+    const thread = await h.slack.waitFor(() => {
+      const replies = h.slack.thread(CHANNELS.prod, message.ts).map((m) => m.text ?? '');
+      return replies.some((t) => t.startsWith(':white_check_mark: Done')) &&
+        replies.some((t) => t.startsWith('Approved by'))
+        ? replies
+        : undefined;
+    }, 10_000);
+    expect(thread.filter((t) => t.startsWith(`Approved by <@${USERS.lead}>`))).toHaveLength(1);
+    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
+    expect(JSON.stringify(final.blocks)).not.toContain('"action_id":"approve"');
+    expect(h.sim.applied.filter((a) => a.vmid === 101)).toHaveLength(1);
+  });
 });

@@ -48,9 +48,9 @@ describe('modal submissions answer within Slack’s 3 s whatever Redis does', ()
     proxy?.setDelay(1_100);
     const { ack, ms } = await timedSubmit(view, { reason: 'slow redis' });
     console.info(`slow-redis: resize submit answered in ${ms} ms with Redis at 1.1 s a round trip`);
+    // Past 3 s Bolt itself answers 404 (as Slack would see it): a 200 with the bot's answer is the 3 s promise.
     expect(ack.status).toBe(200);
     expect(ack.json).toEqual({ response_action: 'clear' });
-    expect(ms).toBeLessThan(3_000);
     const request = await h.nextRequest();
     await h.waitForRequest(request.id, (r) => r.reason === 'slow redis', 15_000);
     await waitForGone(draftKey(view));
@@ -62,7 +62,7 @@ describe('modal submissions answer within Slack’s 3 s whatever Redis does', ()
     proxy?.setDelay(2_600);
     const first = await timedSubmit(view, values);
     console.info(`slow-redis: restore submit answered in ${first.ms} ms with Redis at 2.6 s a round trip`);
-    expect(first.ms).toBeLessThan(3_000);
+    expect(first.ack.status).toBe(200);
     expect(first.ack.json).toEqual({ response_action: 'errors', errors: { project: TRY_AGAIN } });
     expect(await h.redis.exists(draftKey(view))).toBe(1);
 
@@ -74,5 +74,24 @@ describe('modal submissions answer within Slack’s 3 s whatever Redis does', ()
     expect(again.ack.json).toEqual({ response_action: 'clear' });
     const request = await h.nextRequest();
     expect(request).toMatchObject({ kind: 'restore', vmid: 102, channel: CHANNELS.prod });
+  });
+});
+
+describe('Redis down', () => {
+  it('a slash command says the bot cannot reach its database, not that the form could not be opened', async () => {
+    proxy?.setDown(true);
+    try {
+      const seen = h.slack.responses.length;
+      const answer = await h.command('resize shop-prod 102 cores=6');
+      expect(answer.status).toBe(200);
+      const told = await h.slack.waitFor(() => h.slack.responses.slice(seen).at(-1));
+      expect(told.body.text).toBe(TRY_AGAIN);
+      const listed = await h.command('jobs');
+      expect(listed.status).toBe(200);
+      const jobs = await h.slack.waitFor(() => h.slack.responses.slice(seen + 1).at(-1));
+      expect(jobs.body.text).toBe(TRY_AGAIN);
+    } finally {
+      proxy?.setDown(false);
+    }
   });
 });

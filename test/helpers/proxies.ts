@@ -89,6 +89,8 @@ export async function startTrickleProxy(target: string): Promise<TrickleProxy> {
 export interface SlowTcpProxy extends TestProxy {
   /** Sets the delay of each client write from now on. */
   setDelay(ms: number): void;
+  /** Down: every connection through the proxy is dropped and new ones are refused, as a Redis that went away. */
+  setDown(down: boolean): void;
   /** Resolves once every write held so far has been sent on. */
   drained(): Promise<void>;
 }
@@ -101,8 +103,10 @@ export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<Sl
   const upstream = new URL(target);
   let delay = delayMs;
   let held = 0;
+  let down = false;
   const sockets = new Set<Socket>();
   const server = createTcpServer((client) => {
+    if (down) return void client.destroy();
     const server = connect(Number(upstream.port || 6379), upstream.hostname);
     sockets.add(client);
     sockets.add(server);
@@ -137,6 +141,10 @@ export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<Sl
     port,
     setDelay(ms) {
       delay = ms;
+    },
+    setDown(value) {
+      down = value;
+      if (down) for (const socket of sockets) socket.destroy();
     },
     async drained() {
       while (held > 0) await new Promise((resolve) => setTimeout(resolve, 20));

@@ -95,6 +95,7 @@ async function runChild(): Promise<void> {
   const now = () => new Date();
   const logger = createLogger({ level: 'warn', name: 'worker-process' }, process.stderr);
   const metrics = createMetrics({ defaultMetrics: false });
+  const vmFacts = new VmFactsStore(redis, { prefix: config.prefix });
   const requests = new RequestLifecycle({
     policy,
     store,
@@ -104,13 +105,14 @@ async function runChild(): Promise<void> {
     now,
     logger,
     metrics,
+    vmFacts,
   });
   const execution = createExecution({
     connection: redis,
     prefix: config.prefix,
     store,
     requests,
-    vmFacts: new VmFactsStore(redis, { prefix: config.prefix }),
+    vmFacts,
     cloud,
     policy,
     queues,

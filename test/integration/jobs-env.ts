@@ -93,6 +93,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
     now,
     logger,
     metrics,
+    vmFacts,
   });
   const deps: ExecutionDeps = {
     connection: redis,

@@ -11,7 +11,7 @@ import { AuditLog } from '../../src/requests/audit.ts';
 import { type Decision, RequestLifecycle } from '../../src/requests/lifecycle.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
-import { knownVm } from '../../src/requests/vm-facts.ts';
+import { knownVm, VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { checkResize } from '../../src/rules/resize.ts';
 import type { ResizeTarget } from '../../src/rules/types.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
@@ -60,6 +60,7 @@ function lifecycle(connection = redis, q = queues, now = () => clock): RequestLi
     now,
     logger: pino({ level: 'silent' }),
     metrics: createMetrics({ defaultMetrics: false }),
+    vmFacts: new VmFactsStore(connection, { prefix }),
   });
 }
 

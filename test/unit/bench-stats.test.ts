@@ -57,6 +57,11 @@ describe('bench config', () => {
     const quick = parseConfig(['--quick'], {});
     expect(quick.runs).toBe(1);
     expect(quick.pipeline.requests).toBe(200);
+    // Every ratio of issue 15 comes from at least 5 interleaved pairs, in a full run and a quick one.
+    expect(full.pairs).toBe(5);
+    expect(quick.pairs).toBe(5);
+    expect(full.latency).toMatchObject({ clicks: 100, perSecond: 10 });
+    expect(full.workers).toMatchObject({ requests: 1000, latencyMs: 20 });
   });
 
   it('takes flags and BENCH_* variables, and refuses unknown scenarios and bad numbers', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/config/policy.ts';
-import { isIncrease, resizeBody, UnmappedFieldError } from '../../src/jobs/resize-body.ts';
+import { resizeBody, UnmappedFieldError } from '../../src/jobs/resize-body.ts';
 import { FAST_RETRY, retryDelayMs } from '../../src/jobs/retry-policy.ts';
+import { isIncrease } from '../../src/rules/resize.ts';
 
 const mapped = parsePolicy(
   'resize_fields:\n  cpu_class: { field: cpu_type, values: [std, eco] }\n  private_network: { field: vlan, values: ["0", "1"] }\n',

@@ -9,12 +9,12 @@ import {
   afterWaitingAcks,
   type CommandArgs,
   type CommandContext,
+  fromStore,
   projectsForChannel,
   type SlackDeps,
   StoreUnavailableError,
   TRY_AGAIN,
   whereProjectLives,
-  withDeadline,
 } from '../deps.ts';
 import { helpText } from './help.ts';
 import { parseCloudCommand, type ResizeCommand, type RestoreCommand } from './parse.ts';
@@ -64,8 +64,7 @@ async function openForm(slack: CommandArgs, deps: SlackDeps, build: () => Promis
   } catch (error) {
     deps.logger.warn({ err: error }, 'could not open a form');
     const text =
-      error instanceof StoreUnavailableError ||
-      (error as { name?: string }).name === 'MaxRetriesPerRequestError'
+      error instanceof StoreUnavailableError
         ? TRY_AGAIN
         : ':warning: The form could not be opened. Please run the command again.';
     await slack.respond(ephemeral(text)).catch(() => undefined);
@@ -81,7 +80,7 @@ function factsAndDraft(
   vmid: number | undefined,
 ): Promise<[VmKnown | undefined, { id: string }]> {
   const { command } = slack;
-  return withDeadline(
+  return fromStore(
     Promise.all([
       knownOf(deps, project, vmid),
       deps.drafts.create({
@@ -138,7 +137,7 @@ async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
   await slack.ack();
   try {
     await afterWaitingAcks();
-    const requests = await withDeadline(deps.store.listByChannel(slack.command.channel_id, 15));
+    const requests = await fromStore(deps.store.listByChannel(slack.command.channel_id, 15));
     await slack.respond({ response_type: 'ephemeral', ...jobsBlocks(requests) });
   } catch (error) {
     deps.logger.warn({ err: error }, 'could not list jobs');

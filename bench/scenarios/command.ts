@@ -1,0 +1,171 @@
+import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
+import { type BareBoltProc, startBareBoltProc } from '../lib/bare-bolt.ts';
+import { type BenchBot, startBenchBot } from '../lib/bot.ts';
+import { BENCH } from '../lib/identity.ts';
+import { type LoadGenerator, startLoadGenerator } from '../lib/load-generator.ts';
+import type { LoadShape } from '../lib/load-protocol.ts';
+import type { BenchContext, ScenarioResult } from '../lib/scenario.ts';
+import { type Sims, startSims } from '../lib/sims.ts';
+import { median, round, showSpread, spread } from '../lib/stats.ts';
+
+/** Issue 15: CPU per `/cloud resize` command at most this times bare Bolt's. */
+const RATIO_LIMIT = 1.3;
+/** How long the bench waits for the modals the last commands open. */
+const MODAL_WAIT_MS = 15_000;
+
+/**
+ * CPU per `/cloud resize` command (the path that opens a modal): signed commands from the load generator's process
+ * at a steady rate to the bot alone in its process (ROLE=web), CPU time of that process from the first command until
+ * every modal was opened on the Slack stand-in; against a bare Bolt app in its own process that only acks. The CPU
+ * each process uses while idle over as long a time is measured next to each run and taken off. Interleaved pairs.
+ */
+export async function run(ctx: BenchContext): Promise<ScenarioResult> {
+  const cfg = ctx.config.command;
+  let sims: Sims | undefined;
+  let bot: BenchBot | undefined;
+  let bare: BareBoltProc | undefined;
+  let load: LoadGenerator | undefined;
+  try {
+    sims = await startSims({ botToken: BENCH.botToken, teamId: BENCH.teamId });
+    const activeSims = sims;
+    bot = await startBenchBot(sims, {
+      redisUrl: ctx.redisUrl,
+      prefix: ctx.newPrefix('command'),
+      role: 'web',
+      logLevel: ctx.config.logLevel,
+      logFile: ctx.logFile,
+    });
+    bare = await startBareBoltProc(BENCH.signingSecret, ACTIONS.approve);
+    load = await startLoadGenerator();
+    const activeLoad = load;
+    const requester = {
+      teamId: BENCH.teamId,
+      channelId: BENCH.channel,
+      userId: BENCH.requester,
+      responseUrl: await sims.responseUrl(BENCH.channel, BENCH.requester),
+    };
+    const modals = async () => (await activeSims.slackSummary()).callsByMethod['views.open'] ?? 0;
+
+    /** CPU ms per command of one run, idle CPU over the same time taken off. */
+    const measure = async (
+      target: { url: string; cpuMs(): Promise<number> },
+      count: number,
+      waitForModals: boolean,
+    ) => {
+      const shape: LoadShape = {
+        type: 'rate',
+        perSecond: cfg.perSecond,
+        durationMs: Math.ceil((count * 1000) / cfg.perSecond),
+      };
+      const modalsBefore = waitForModals ? await modals() : 0;
+      const cpuBefore = await target.cpuMs();
+      const started = performance.now();
+      const result = await activeLoad.run({
+        url: target.url,
+        secret: BENCH.signingSecret,
+        who: requester,
+        kind: { type: 'command', text: `resize ${BENCH.project} 101 cores=4` },
+        shape,
+        connections: 50,
+        timeoutMs: 10_000,
+      });
+      if (result.errors > 0) throw new Error(`command: ${result.errors} errors (${result.firstError})`);
+      let opened = 0;
+      if (waitForModals) {
+        const deadline = performance.now() + MODAL_WAIT_MS;
+        for (;;) {
+          opened = (await modals()) - modalsBefore;
+          if (opened >= count || performance.now() > deadline) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      const busyMs = performance.now() - started;
+      const cpu = (await target.cpuMs()) - cpuBefore;
+      // Idle for as long: timers and BullMQ connections cost a little without any command.
+      const idleBefore = await target.cpuMs();
+      await new Promise((resolve) => setTimeout(resolve, busyMs));
+      const idle = (await target.cpuMs()) - idleBefore;
+      return { cpuMsPerCommand: (cpu - idle) / count, rawCpuMsPerCommand: cpu / count, idleMs: idle, opened };
+    };
+    const botTarget = { url: bot.eventsUrl, cpuMs: bot.cpuMs };
+    const bareTarget = { url: bare.url, cpuMs: bare.cpuMs };
+
+    ctx.log('command: warm-up');
+    await measure(botTarget, Math.min(cfg.count, 100), true);
+    await measure(bareTarget, Math.min(cfg.count, 100), false);
+
+    type Run = Awaited<ReturnType<typeof measure>>;
+    const botRuns: Run[] = [];
+    const bareRuns: Run[] = [];
+    for (let r = 1; r <= ctx.config.pairs; r++) {
+      if (r % 2 === 1) {
+        botRuns.push(await measure(botTarget, cfg.count, true));
+        bareRuns.push(await measure(bareTarget, cfg.count, false));
+      } else {
+        bareRuns.push(await measure(bareTarget, cfg.count, false));
+        botRuns.push(await measure(botTarget, cfg.count, true));
+      }
+      ctx.log(
+        `command: pair ${r}: cloudops ${round(botRuns.at(-1)?.cpuMsPerCommand ?? 0, 3)} ms, bare Bolt ${round(bareRuns.at(-1)?.cpuMsPerCommand ?? 0, 3)} ms CPU per command`,
+      );
+    }
+    const cpu = spread(botRuns.map((r) => r.cpuMsPerCommand));
+    const bareCpu = spread(bareRuns.map((r) => r.cpuMsPerCommand));
+    const ratio = spread(
+      botRuns.map((r, i) => r.cpuMsPerCommand / (bareRuns[i]?.cpuMsPerCommand ?? Number.NaN)),
+    );
+    const slack = await sims.slackSummary();
+    const label = `command ${cfg.count} × /cloud resize at ${cfg.perSecond}/s`;
+    return {
+      rows: [
+        {
+          scenario: label,
+          target: 'cloudops web (own process)',
+          figures: {
+            cpu_ms_per_cmd: showSpread(cpu, 3),
+            raw_cpu_ms: round(median(botRuns.map((r) => r.rawCpuMsPerCommand)), 3),
+          },
+        },
+        {
+          scenario: label,
+          target: 'bare bolt (own process)',
+          figures: {
+            cpu_ms_per_cmd: showSpread(bareCpu, 3),
+            raw_cpu_ms: round(median(bareRuns.map((r) => r.rawCpuMsPerCommand)), 3),
+          },
+        },
+        { scenario: label, target: 'ratio', figures: { cpu_ms_per_cmd: showSpread(ratio, 2, '×') } },
+      ],
+      data: { ...cfg, pairs: ctx.config.pairs, cpu, bareCpu, ratio, botRuns, bareRuns },
+      checks: [
+        {
+          name: 'command: every acked command opened its modal',
+          ok: botRuns.every((r) => r.opened >= cfg.count),
+          detail: botRuns.map((r) => `${r.opened} of ${cfg.count}`).join(', '),
+        },
+        {
+          name: 'command: the Slack stand-in saw no invalid call',
+          ok: slack.problems === 0,
+          detail: slack.problems === 0 ? 'none' : slack.firstProblems.join('; '),
+        },
+      ],
+      targets: [
+        {
+          name: `CPU per /cloud resize command ≤ ${RATIO_LIMIT}× bare Bolt's`,
+          ok: ratio.median <= RATIO_LIMIT,
+          detail: `${showSpread(cpu, 3, ' ms')} vs ${showSpread(bareCpu, 3, ' ms')}: ${showSpread(ratio, 2, '×')}`,
+          figure: cpu,
+          baseline: bareCpu,
+          ratio,
+          limit: `≤ ${RATIO_LIMIT}×`,
+          unit: ' ms',
+        },
+      ],
+    };
+  } finally {
+    await bot?.stop().catch((error: Error) => ctx.log(`command: bot stop: ${error.message}`));
+    await bare?.close().catch(() => undefined);
+    await load?.close();
+    await sims?.close();
+  }
+}

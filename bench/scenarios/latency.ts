@@ -1,0 +1,241 @@
+import { RequestStore } from '../../src/requests/store.ts';
+import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
+import { type BareBullmq, startBareBullmq } from '../lib/bare-bullmq.ts';
+import { type BenchBot, startBenchBot } from '../lib/bot.ts';
+import { BENCH } from '../lib/identity.ts';
+import { type LoadGenerator, startLoadGenerator } from '../lib/load-generator.ts';
+import { BOT_EXECUTE_CONCURRENCY, postRequestMessages } from '../lib/pipeline.ts';
+import { benchResize, createMany } from '../lib/requests.ts';
+import type { BenchContext, Check, ScenarioResult } from '../lib/scenario.ts';
+import { type Sims, startSims } from '../lib/sims.ts';
+import { percentile, round, type Spread, showSpread, spread } from '../lib/stats.ts';
+
+/** First VM id of the latency scenario's VMs (one per click of a run, used again by the next run). */
+const FIRST_VMID = 50_000;
+/** Issue 15: click → API within 2× bare add → process; click → reply within 2× two bare hops. */
+const RATIO_LIMIT = 2;
+
+interface Percentiles {
+  p50: number;
+  p99: number;
+  count: number;
+}
+
+const summarize = (values: number[]): Percentiles => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), count: sorted.length };
+};
+
+/**
+ * Latency an approver feels: signed Approve clicks from the load generator's process, at a steady rate, on pending
+ * requests of distinct VMs; click sent → the resize call reaching the cloud simulator, and → the thread reply
+ * reaching the Slack stand-in (both stamp arrivals with sub-millisecond epoch times). The bot runs alone in its
+ * process (ROLE=all). Baselines, each in its own process: bare BullMQ add (from the bench process) → processor
+ * start, and add → process → add → second processor start. Interleaved; each ratio is one run's p50 over the
+ * baseline run next to it.
+ */
+export async function run(ctx: BenchContext): Promise<ScenarioResult> {
+  const cfg = ctx.config.latency;
+  const n = cfg.clicks;
+  const intervalMs = 1000 / cfg.perSecond;
+  let sims: Sims | undefined;
+  let bot: BenchBot | undefined;
+  let load: LoadGenerator | undefined;
+  const bares: BareBullmq[] = [];
+  try {
+    sims = await startSims({
+      botToken: BENCH.botToken,
+      teamId: BENCH.teamId,
+      seedVms: { count: n, firstVmid: FIRST_VMID },
+    });
+    const activeSims = sims;
+    const prefix = ctx.newPrefix('latency');
+    bot = await startBenchBot(sims, {
+      redisUrl: ctx.redisUrl,
+      prefix,
+      role: 'all',
+      logLevel: ctx.config.logLevel,
+      logFile: ctx.logFile,
+    });
+    load = await startLoadGenerator();
+    const activeLoad = load;
+    const oneHop = await startBareBullmq({
+      redisUrl: ctx.redisUrl,
+      prefix: ctx.newPrefix('latency-bare1'),
+      concurrency: BOT_EXECUTE_CONCURRENCY,
+      hops: 1,
+    });
+    bares.push(oneHop);
+    const twoHops = await startBareBullmq({
+      redisUrl: ctx.redisUrl,
+      prefix: ctx.newPrefix('latency-bare2'),
+      concurrency: BOT_EXECUTE_CONCURRENCY,
+      hops: 2,
+    });
+    bares.push(twoHops);
+    const store = new RequestStore(ctx.redis, { prefix });
+    const approver = {
+      teamId: BENCH.teamId,
+      channelId: BENCH.channel,
+      userId: BENCH.approver,
+      responseUrl: await sims.responseUrl(BENCH.channel, BENCH.approver),
+    };
+
+    const botRun = async (clicks: number) => {
+      const created = await createMany(store, clicks, (i) =>
+        benchResize(activeSims.projectUuid, FIRST_VMID + i),
+      );
+      const pending = await postRequestMessages(store, created, activeSims, { approve: false });
+      const since = performance.timeOrigin + performance.now();
+      const result = await activeLoad.run({
+        url: (bot as BenchBot).eventsUrl,
+        secret: BENCH.signingSecret,
+        who: approver,
+        kind: { type: 'action', actionId: ACTIONS.approve, values: pending.map((r) => r.id) },
+        shape: { type: 'rate', perSecond: cfg.perSecond, durationMs: Math.ceil(clicks * intervalMs) },
+        connections: 10,
+        timeoutMs: 10_000,
+      });
+      if (result.errors > 0)
+        throw new Error(`latency: ${result.errors} clicks failed (${result.firstError})`);
+      // The reply that counts is the first thread reply after the request's API call (the result), not the
+      // approval's own; wait until every request has one.
+      const deadline = performance.now() + cfg.timeoutMs;
+      let toApi: number[] = [];
+      let toReply: number[] = [];
+      for (;;) {
+        const times = await activeSims.callTimes(since);
+        const apiAt = new Map<number, number>();
+        for (const r of times.resizes) if (!apiAt.has(r.vmid)) apiAt.set(r.vmid, r.atMs);
+        toApi = [];
+        toReply = [];
+        pending.forEach((request, i) => {
+          const sent = result.sentAtMs[i];
+          const api = apiAt.get(request.vmid);
+          if (sent === undefined || api === undefined) return;
+          toApi.push(api - sent);
+          const reply = times.replies.find((r) => r.threadTs === request.messageTs && r.atMs > api);
+          if (reply) toReply.push(reply.atMs - sent);
+        });
+        if (toReply.length >= clicks || performance.now() > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      return { toApi: summarize(toApi), toReply: summarize(toReply) };
+    };
+
+    const bareRun = async (bare: BareBullmq, jobs: number) => {
+      const addedAt: number[] = [];
+      const start = performance.now();
+      const adds: Promise<void>[] = [];
+      for (let i = 0; i < jobs; i++) {
+        const wait = start + i * intervalMs - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        adds.push(
+          bare.add(i).then((at) => {
+            addedAt[i] = at;
+          }),
+        );
+      }
+      await Promise.all(adds);
+      const taken = await bare.take(jobs, cfg.timeoutMs);
+      const latencies: number[] = [];
+      for (let i = 0; i < jobs; i++) {
+        const at = taken.starts[i];
+        const added = addedAt[i];
+        if (at !== undefined && added !== undefined) latencies.push(at - added);
+      }
+      return summarize(latencies);
+    };
+
+    ctx.log('latency: warm-up');
+    await botRun(Math.min(n, 20));
+    await bareRun(oneHop, Math.min(n, 20));
+    await bareRun(twoHops, Math.min(n, 20));
+
+    const runs: {
+      toApi: Percentiles;
+      toReply: Percentiles;
+      oneHop: Percentiles;
+      twoHops: Percentiles;
+    }[] = [];
+    for (let r = 1; r <= ctx.config.pairs; r++) {
+      // Alternating which goes first, so a slow moment of the machine does not always fall on the same side.
+      if (r % 2 === 1) {
+        const clicked = await botRun(n);
+        runs.push({ ...clicked, oneHop: await bareRun(oneHop, n), twoHops: await bareRun(twoHops, n) });
+      } else {
+        const one = await bareRun(oneHop, n);
+        const two = await bareRun(twoHops, n);
+        runs.push({ ...(await botRun(n)), oneHop: one, twoHops: two });
+      }
+      const last = runs.at(-1);
+      ctx.log(
+        `latency: pair ${r}: click→API p50 ${round(last?.toApi.p50 ?? 0, 2)} ms, click→reply p50 ${round(last?.toReply.p50 ?? 0, 2)} ms; bare 1 hop ${round(last?.oneHop.p50 ?? 0, 2)} ms, 2 hops ${round(last?.twoHops.p50 ?? 0, 2)} ms`,
+      );
+    }
+    const s = (pick: (r: (typeof runs)[number]) => number): Spread => spread(runs.map(pick));
+    const figures = {
+      toApiP50: s((r) => r.toApi.p50),
+      toApiP99: s((r) => r.toApi.p99),
+      toReplyP50: s((r) => r.toReply.p50),
+      toReplyP99: s((r) => r.toReply.p99),
+      oneHopP50: s((r) => r.oneHop.p50),
+      oneHopP99: s((r) => r.oneHop.p99),
+      twoHopsP50: s((r) => r.twoHops.p50),
+      twoHopsP99: s((r) => r.twoHops.p99),
+      apiRatio: s((r) => r.toApi.p50 / r.oneHop.p50),
+      replyRatio: s((r) => r.toReply.p50 / r.twoHops.p50),
+    };
+    const label = `latency ${n} clicks at ${cfg.perSecond}/s`;
+    const row = (target: string, p50: Spread, p99: Spread) => ({
+      scenario: label,
+      target,
+      figures: { p50_ms: showSpread(p50, 2), p99_ms: showSpread(p99, 2) },
+    });
+    const complete = runs.every((r) => r.toApi.count === n && r.toReply.count === n);
+    const checks: Check[] = [
+      {
+        name: 'latency: every click reached the API and got its thread reply',
+        ok: complete,
+        detail: runs.map((r) => `${r.toApi.count}/${r.toReply.count} of ${n}`).join(', '),
+      },
+    ];
+    return {
+      rows: [
+        row('click → API call (cloudops)', figures.toApiP50, figures.toApiP99),
+        row('bare bullmq add → process', figures.oneHopP50, figures.oneHopP99),
+        row('click → thread reply (cloudops)', figures.toReplyP50, figures.toReplyP99),
+        row('bare bullmq two hops', figures.twoHopsP50, figures.twoHopsP99),
+      ],
+      data: { clicks: n, perSecond: cfg.perSecond, pairs: ctx.config.pairs, ...figures, runs },
+      checks,
+      targets: [
+        {
+          name: `click → API call p50 within ${RATIO_LIMIT}× bare BullMQ add → process`,
+          ok: figures.apiRatio.median <= RATIO_LIMIT,
+          detail: `${showSpread(figures.toApiP50, 2, ' ms')} (p99 ${showSpread(figures.toApiP99, 1, ' ms')}) vs ${showSpread(figures.oneHopP50, 2, ' ms')} (p99 ${showSpread(figures.oneHopP99, 1, ' ms')}): ${showSpread(figures.apiRatio, 2, '×')}`,
+          figure: figures.toApiP50,
+          baseline: figures.oneHopP50,
+          ratio: figures.apiRatio,
+          limit: `≤ ${RATIO_LIMIT}×`,
+          unit: ' ms',
+        },
+        {
+          name: `click → thread reply p50 within ${RATIO_LIMIT}× two bare BullMQ hops`,
+          ok: figures.replyRatio.median <= RATIO_LIMIT,
+          detail: `${showSpread(figures.toReplyP50, 2, ' ms')} (p99 ${showSpread(figures.toReplyP99, 1, ' ms')}) vs ${showSpread(figures.twoHopsP50, 2, ' ms')} (p99 ${showSpread(figures.twoHopsP99, 1, ' ms')}): ${showSpread(figures.replyRatio, 2, '×')}`,
+          figure: figures.toReplyP50,
+          baseline: figures.twoHopsP50,
+          ratio: figures.replyRatio,
+          limit: `≤ ${RATIO_LIMIT}×`,
+          unit: ' ms',
+        },
+      ],
+    };
+  } finally {
+    await bot?.stop().catch((error: Error) => ctx.log(`latency: bot stop: ${error.message}`));
+    for (const bare of bares) await bare.close().catch(() => undefined);
+    await load?.close();
+    await sims?.close();
+  }
+}
