@@ -38,7 +38,7 @@ describe('approve', () => {
     expect(response.status).toBe(200);
     const queued = await h.waitForRequest(request.id, (r) => r.state === 'queued');
     expect(queued.approvedBy).toBe(USERS.lead);
-    const job = await h.queues.execute.getJob(request.id);
+    const job = await h.waitForJob(request.id);
     expect(job?.id).toBe(request.id);
     // The job carries the VM too, so the worker takes the VM's lock before reading the request.
     expect(job?.data).toEqual({
@@ -188,7 +188,7 @@ describe('a scheduled downsize', () => {
     expect(request.runAt).toBeDefined();
     await h.click('approve', request.id, USERS.lead);
     await h.waitForRequest(request.id, (r) => r.state === 'queued');
-    const job = await h.queues.execute.getJob(request.id);
+    const job = await h.waitForJob(request.id);
     expect(await job?.getState()).toBe('delayed');
     // The delay is measured on the injected clock: until runAt, about 22 hours.
     const runAt = new Date(request.runAt ?? 0).getTime();
