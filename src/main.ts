@@ -8,6 +8,7 @@ import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { createRedis, describeRedis, redisTarget, watchReplicas } from './config/redis-connection.ts';
 import { createDigestJobs } from './jobs/digests.ts';
 import { ABANDON_GRACE_MS, createExecution, type ExecutionConcurrency } from './jobs/execution.ts';
+import { markHomeSeen, startHomeRefresh } from './jobs/home.ts';
 import { createOutbox } from './jobs/outbox.ts';
 import { createQueues } from './jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from './jobs/redis-options.ts';
@@ -30,6 +31,7 @@ import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { digestRenderer } from './slack/blocks/digest.ts';
+import { homeRenderer } from './slack/blocks/home.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
@@ -221,11 +223,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
+    const approvals = createApprovalPolicy(policy);
     const lifecycleDeps: LifecycleDeps = {
       policy,
       store,
       outbox: createOutbox(queues, now),
-      approvals: createApprovalPolicy(policy),
+      approvals,
       prices,
       now,
       logger,
@@ -285,6 +288,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           store,
           requests,
           slack: slackClient,
+          approvals,
+          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user) },
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
           prices,
@@ -307,6 +312,16 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       port ??= started.port;
     }
     if (runs('worker')) {
+      const homes = startHomeRefresh({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        approvals,
+        renderer: homeRenderer,
+        slack: slackClient,
+        now,
+        logger,
+      });
       const execution = createExecution({
         connection: queueRedis,
         prefix,
@@ -321,6 +336,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         metrics,
         slack: slackClient,
         renderer: createRequestRenderer(),
+        followUps: homes,
         stalledIntervalMs: options.stalledIntervalMs,
         concurrency: options.concurrency,
         vmLock: options.vmLock,
@@ -335,7 +351,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         options.retentionPolicy,
       );
       intake.push(() => retention.stop());
-      work.push((budget) => execution.close(budget));
+      // The home refresh after the notify worker that feeds it.
+      work.push(async (budget) => {
+        await execution.close(budget);
+        await homes.close();
+      });
       const digestWorker = digests.startWorker();
       work.push(() => digestWorker.close());
     }

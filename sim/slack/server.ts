@@ -51,6 +51,30 @@ export interface SlackView {
   at: Date;
 }
 
+/** A Home tab as views.publish set it for one person. */
+export interface PublishedHome {
+  user: string;
+  view: Record<string, unknown>;
+  at: Date;
+}
+
+/** One run of a workflow step (a custom function) that the stand-in started, and how the bot ended it. */
+export interface FunctionExecution {
+  id: string;
+  callbackId: string;
+  /** The token Slack sends with the step (`bot_access_token`); only valid for this execution. */
+  token: string;
+  inputs: Record<string, unknown>;
+  state: 'running' | 'completed' | 'failed';
+  outputs?: Record<string, unknown>;
+  error?: string;
+}
+
+/** The output parameters a function declares (the manifest's), to check completeSuccess against. */
+export interface FunctionOutputs {
+  [callbackId: string]: { name: string; type: string; is_required?: boolean }[];
+}
+
 /** One POST to a response_url the stand-in handed out. */
 export interface ResponseUrlPost {
   id: string;
@@ -84,6 +108,8 @@ export interface StandInOptions {
   botId?: string;
   /** Slack's trigger_id lifetime; minted trigger ids older than this answer `expired_trigger_id`. */
   triggerTtlMs?: number;
+  /** Output parameters of the app's functions: functions.completeSuccess is checked against them. */
+  functionOutputs?: FunctionOutputs;
 }
 
 /** Where a response_url's answer goes: the conversation, the person, and the message it may replace. */
@@ -111,6 +137,14 @@ export interface SlackStandIn {
   views: SlackView[];
   /** Every POST to a response_url. */
   responses: ResponseUrlPost[];
+  /** Every Home tab views.publish set, in order. */
+  homes: PublishedHome[];
+  /** The Home tab `user` sees now, if one was published. */
+  homeOf(user: string): Record<string, unknown> | undefined;
+  /** Starts a workflow step run: its execution id and token, as a `function_executed` event carries them. */
+  startFunction(callbackId: string, inputs: Record<string, unknown>): FunctionExecution;
+  /** A step run by its execution id. */
+  execution(id: string): FunctionExecution | undefined;
   /** Current messages (after updates and deletes), top level and replies, oldest first; all channels when omitted. */
   messages(channel?: string): SlackMessage[];
   /** Replies in the thread of `ts`, oldest first. */
@@ -152,6 +186,8 @@ const MESSAGE_METHODS = new Set([
 ]);
 /** Methods that count against the per-channel posting limit. */
 const CHANNEL_LIMITED = new Set(['chat.postMessage', 'chat.update', 'chat.postEphemeral', 'chat.delete']);
+/** views.publish is Tier 4: at least 100 a minute per workspace; beyond, this stand-in answers 429. */
+const PUBLISH_PER_MINUTE = 100;
 /** Slack lets a response_url be used five times. */
 const RESPONSE_URL_USES = 5;
 
@@ -187,6 +223,9 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   let perSecond: number | undefined;
   const notMember = new Set<string>();
   const held = new Map<string, number[]>();
+  const homes: PublishedHome[] = [];
+  const executions = new Map<string, FunctionExecution>();
+  const functionOutputs = options.functionOutputs ?? {};
   let counter = 0;
   let base = '';
 
@@ -224,6 +263,10 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   }
 
   function rateLimited(method: string, args: Record<string, unknown>): boolean {
+    if (method === 'views.publish') {
+      const now = Date.now();
+      return homes.filter((h) => now - h.at.getTime() < 60_000).length >= PUBLISH_PER_MINUTE;
+    }
     if (perSecond === undefined || !CHANNEL_LIMITED.has(method) || typeof args.channel !== 'string')
       return false;
     const now = Date.now();
@@ -372,8 +415,18 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         views.push({ id: existing.id, method, view, at: new Date() });
         return { view };
       }
-      case 'views.publish':
-        return { view: { ...(args.view as Record<string, unknown>), id: nextId('V') } };
+      case 'views.publish': {
+        const user = String(args.user_id);
+        if (!/^[UW][A-Z0-9]+$/.test(user)) return { ok: false, error: 'invalid_arguments' };
+        const view = args.view as Record<string, unknown>;
+        if (view.type !== 'home') problem(method, `a ${String(view.type)} view published as a Home tab`);
+        homes.push({ user, view, at: new Date() });
+        const id = nextId('V');
+        return { view: { ...view, id, team_id: teamId, hash: `${Date.now()}.${id}`, app_id: 'A0CLOUDOPS' } };
+      }
+      case 'functions.completeSuccess':
+      case 'functions.completeError':
+        return completeFunction(method, args);
       case 'conversations.replies': {
         const parent = channel && typeof args.ts === 'string' ? findMessage(channel, args.ts) : undefined;
         if (!parent) return { ok: false, error: 'thread_not_found' };
@@ -457,6 +510,37 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     }
   }
 
+  /** Ends a step run the way Slack does: once, with outputs its function declares, by the token of that run. */
+  function completeFunction(method: string, args: Record<string, unknown>): Record<string, unknown> {
+    const token = args.__token;
+    delete args.__token;
+    const execution = executions.get(String(args.function_execution_id));
+    if (!execution) return { ok: false, error: 'function_execution_not_found' };
+    if (token !== execution.token) return { ok: false, error: 'access_denied' };
+    if (execution.state !== 'running') return { ok: false, error: 'execution_not_in_running_state' };
+    if (method === 'functions.completeError') {
+      execution.state = 'failed';
+      execution.error = String(args.error);
+      return {};
+    }
+    const outputs = (args.outputs ?? {}) as Record<string, unknown>;
+    const declared = functionOutputs[execution.callbackId];
+    if (declared) {
+      const unknown = Object.keys(outputs).filter((name) => !declared.some((p) => p.name === name));
+      const missing = declared.filter((p) => p.is_required && outputs[p.name] === undefined);
+      if (unknown.length > 0 || missing.length > 0) {
+        problem(
+          method,
+          `outputs do not match ${execution.callbackId}'s output_parameters (unknown: ${unknown.join(', ') || 'none'}; missing: ${missing.map((p) => p.name).join(', ') || 'none'})`,
+        );
+        return { ok: false, error: 'parameter_validation_failed' };
+      }
+    }
+    execution.state = 'completed';
+    execution.outputs = outputs;
+    return {};
+  }
+
   function handleApi(
     method: string,
     args: Record<string, unknown>,
@@ -483,11 +567,15 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       return record({ status: 200, body: { ok: false, error: 'unknown_method' } });
     }
     if (token === undefined) return record({ status: 200, body: { ok: false, error: 'not_authed' } });
-    // apps.connections.open takes the app-level token only; every other method the bot token only.
+    // apps.connections.open takes the app-level token only; every other method the bot token, or a step run's own
+    // token (completing a step is then checked against its run).
     const wanted = method === 'apps.connections.open' ? socketMode.standIn.appToken : botToken;
     const other = method === 'apps.connections.open' ? botToken : socketMode.standIn.appToken;
     if (token === other) return record({ status: 200, body: { ok: false, error: 'not_allowed_token_type' } });
-    if (token !== wanted) return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
+    const stepToken = wanted === botToken && [...executions.values()].some((e) => e.token === token);
+    if (token !== wanted && !stepToken)
+      return record({ status: 200, body: { ok: false, error: 'invalid_auth' } });
+    if (method.startsWith('functions.')) args.__token = token;
 
     const failure = failures.get(method)?.[0];
     if (failure) {
@@ -518,7 +606,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       problem(method, 'the JSON body does not parse');
       return record({ status: 200, body: { ok: false, error: 'invalid_json' } });
     }
-    const argProblems = checks.checkArgs(method, args);
+    const { __token: _token, ...checked } = args;
+    const argProblems = checks.checkArgs(method, checked);
     for (const why of argProblems) problem(method, why);
     if (argProblems.length > 0)
       return record({ status: 200, body: { ok: false, error: 'invalid_arguments' } });
@@ -641,6 +730,20 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     problems,
     views,
     responses,
+    homes,
+    homeOf: (user) => homes.filter((h) => h.user === user).at(-1)?.view,
+    startFunction(callbackId, inputs) {
+      const execution: FunctionExecution = {
+        id: nextId('Fx'),
+        callbackId,
+        token: `xwfp-${nextId('W')}-${Math.random().toString(36).slice(2)}`,
+        inputs,
+        state: 'running',
+      };
+      executions.set(execution.id, execution);
+      return execution;
+    },
+    execution: (id) => executions.get(id),
     messages: (channel) =>
       messages.filter((m) => channel === undefined || m.channel === channel).map((m) => ({ ...m })),
     thread: (channel, ts) =>

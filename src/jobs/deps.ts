@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
+import type { CloudRequest } from '../requests/types.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import type { Queues } from './queues.ts';
@@ -35,6 +36,8 @@ export interface ExecutionDeps {
   retry?: { execute: RetryPolicy; notify: RetryPolicy };
   /** The per-VM lock; default VM_LOCK. */
   vmLock?: LockPolicy;
+  /** What else follows a change of a request, once its report is handled (App Homes, workflow steps). */
+  followUps?: FollowUps;
   /**
    * With Sentinels: waits for a replica to hold the writes a POST or a Slack reply depends on (on `connection`, the
    * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
@@ -42,4 +45,9 @@ export interface ExecutionDeps {
   replicaAck?: ReplicaAck;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
+}
+
+/** Surfaces beyond the request message that follow a request's changes (App Homes, workflow steps). */
+export interface FollowUps {
+  changed(request: CloudRequest): Promise<void>;
 }

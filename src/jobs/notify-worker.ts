@@ -94,6 +94,8 @@ export class NotifyProcessor {
         : 0,
     ]);
     if (!request) return 'missing';
+    // Every change of a request reaches this worker as a report of it (the expire job's waiting rounds are none).
+    if (data.type !== 'expire') await this.followUp(request);
     switch (data.type) {
       case 'post-request':
         return this.postRequest(request);
@@ -113,6 +115,15 @@ export class NotifyProcessor {
         return this.report(request, data, replied > 0);
       case 'expire':
         return this.expire(job, request, token);
+    }
+  }
+
+  /** Tells the other surfaces about the change; their failure never holds up the report. */
+  private async followUp(request: CloudRequest): Promise<void> {
+    try {
+      await this.deps.followUps?.changed(request);
+    } catch (error) {
+      this.deps.logger.warn({ err: error, requestId: request.id }, 'a follow-up of a change failed');
     }
   }
 

@@ -2,6 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import type { Cluster } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { DigestDiff } from '../pricing/diff.ts';
+import type { Inbox } from '../requests/inbox.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 
 /**
@@ -31,4 +32,16 @@ export interface DigestRenderer {
   digest(input: { clusters: Cluster[]; diff: DigestDiff; policy: Policy; at: Date }): RenderedMessage[];
   /** The notice posted instead when the API could not be read, with when the next digest runs. */
   failure(reason: string, next: Date | undefined): RenderedMessage;
+}
+
+/** A Home tab view as views.publish takes it. */
+export interface HomeView {
+  type: 'home';
+  callback_id: string;
+  blocks: KnownBlock[];
+}
+
+export interface HomeRenderer {
+  /** A person's App Home from their inbox, at `now`. */
+  home(inbox: Inbox, now: Date): HomeView;
 }

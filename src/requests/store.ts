@@ -14,6 +14,8 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const CROCKFORD_LETTERS = CROCKFORD.slice(10);
 /** How many request ids a channel's index keeps for `/cloud jobs`. */
 const CHANNEL_INDEX_KEEP = 1000;
+/** How many of a person's own requests their index keeps (the App Home shows the most recent). */
+const REQUESTER_INDEX_KEEP = 100;
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
 /** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
@@ -108,13 +110,17 @@ end
 `;
 
 /**
- * KEYS: request, channel index, audit, awaiting-run index, created index. ARGV: json, nowMs, id, initial state,
- * actor, at, score, keep.
+ * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, then the live-involvement
+ * index of each person named (requester and approvers). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
+ * requester keep.
  */
 const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[9]) + 1))
+for i = 7, #KEYS do redis.call('ZADD', KEYS[i], ARGV[7], ARGV[3]) end
 index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
 audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]})
@@ -123,10 +129,11 @@ return 1
 `);
 
 /**
- * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run
- * and retention indexes, in the same script so a state change and its records cannot part. KEYS: request, audit,
- * awaiting-run, retention. ARGV: expected version, new json, nowMs, id, state ('' for no state change), actor, at,
- * detail, ended-at ms ('' while the request is live or holds a lease).
+ * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run,
+ * retention and involvement indexes, in the same script so a state change and its records cannot part. KEYS: request,
+ * audit, awaiting-run, retention, then the live-involvement index of each person named. ARGV: expected version, new
+ * json, nowMs, id, state ('' for no state change), actor, at, detail, ended-at ms ('' while the request is live or
+ * holds a lease), '1' when the new state is final.
  */
 const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}
 local current = redis.call('GET', KEYS[1])
@@ -135,6 +142,9 @@ if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'co
 redis.call('SET', KEYS[1], ARGV[2])
 index_awaiting_run(KEYS[3], ARGV[5], ARGV[3], ARGV[4])
 index_retention(KEYS[4], ARGV[9], ARGV[4])
+if ARGV[10] == '1' then
+  for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
+end
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
   if ARGV[8] ~= '' then
@@ -148,8 +158,8 @@ return {'ok'}
 
 /**
  * Removes one request that ended before the cutoff, unless a later write opened a lease (then it only leaves the
- * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix. Returns 1 when
- * the request was removed.
+ * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix, requester-key
+ * prefix, involvement-key prefix. Returns 1 when the request was removed.
  */
 const REMOVE_EXPIRED = new LuaScript(`
 local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
@@ -166,6 +176,9 @@ redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', ARGV[3] .. request.channel, ARGV[1])
+redis.call('ZREM', ARGV[4] .. request.requester, ARGV[1])
+redis.call('ZREM', ARGV[5] .. request.requester, ARGV[1])
+for _, person in ipairs(request.approvers or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
 return 1
 `);
 
@@ -181,6 +194,13 @@ export function requestKeys(prefix: string) {
     retention: `${prefix}:retention`,
     /** Every stored request, scored by creation: the oldest bounds how much audit history must stay. */
     created: `${prefix}:created`,
+    /** A person's own most recent requests, scored by creation (the App Home). */
+    requestedBy: (person: string) => `${prefix}:requested-by:${person}`,
+    /**
+     * Requests not yet final that name a person (requester or approver), scored by creation: what the App Home and
+     * its refresh read instead of scanning all requests. Removed when the request reaches a final state.
+     */
+    involving: (person: string) => `${prefix}:involving:${person}`,
   };
 }
 
@@ -193,6 +213,8 @@ export class RequestStore {
   private readonly now: () => Date;
   private readonly retentionMs: number;
   private readonly channelPrefix: string;
+  private readonly requestedByPrefix: string;
+  private readonly involvingPrefix: string;
 
   constructor(
     private readonly redis: Redis,
@@ -202,6 +224,8 @@ export class RequestStore {
     this.now = options.now ?? (() => new Date());
     this.retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS;
     this.channelPrefix = this.keys.channel('');
+    this.requestedByPrefix = this.keys.requestedBy('');
+    this.involvingPrefix = this.keys.involving('');
   }
 
   /** Stores a new request with a fresh id; audits 'created' and its initial state. */
@@ -225,6 +249,8 @@ export class RequestStore {
           this.keys.audit,
           this.keys.awaitingRun,
           this.keys.created,
+          this.keys.requestedBy(request.requester),
+          ...peopleOf(request).map(this.keys.involving),
         ],
         [
           JSON.stringify(request),
@@ -235,6 +261,7 @@ export class RequestStore {
           request.createdAt,
           at.getTime(),
           CHANNEL_INDEX_KEEP,
+          REQUESTER_INDEX_KEEP,
         ],
       );
       // A collision of two random ids is astronomically rare; draw again rather than overwrite.
@@ -276,7 +303,31 @@ export class RequestStore {
   /** The channel's most recent requests, newest first. */
   async listByChannel(channel: string, limit = 15): Promise<CloudRequest[]> {
     if (limit <= 0) return [];
-    const ids = await this.redis.zrevrange(this.keys.channel(channel), 0, limit - 1);
+    return this.getMany(await this.redis.zrevrange(this.keys.channel(channel), 0, limit - 1));
+  }
+
+  /** `person`'s own most recent requests, newest first. */
+  async listRequestedBy(person: string, limit = 10): Promise<CloudRequest[]> {
+    if (limit <= 0) return [];
+    return this.getMany(await this.redis.zrevrange(this.keys.requestedBy(person), 0, limit - 1));
+  }
+
+  /**
+   * Requests not yet final that name `person` as requester or approver, oldest first, at most `limit`, and how many
+   * there are. Reads only that person's index; ids whose request is gone or final leave it on the way.
+   */
+  async listInvolving(person: string, limit = 2000): Promise<{ requests: CloudRequest[]; total: number }> {
+    const key = this.keys.involving(person);
+    const [ids, total] = await Promise.all([this.redis.zrange(key, 0, limit - 1), this.redis.zcard(key)]);
+    const requests = await this.getMany(ids);
+    const live = new Set(requests.filter((r) => !FINAL_STATES.includes(r.state)).map((r) => r.id));
+    const stale = ids.filter((id) => !live.has(id));
+    if (stale.length > 0) await this.redis.zrem(key, ...stale);
+    return { requests: requests.filter((r) => live.has(r.id)), total: total - stale.length };
+  }
+
+  /** The requests with these ids that exist, in the order given. */
+  private async getMany(ids: string[]): Promise<CloudRequest[]> {
     if (ids.length === 0) return [];
     const values = await this.redis.mget(ids.map((id) => this.keys.request(id)));
     return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as CloudRequest);
@@ -310,7 +361,7 @@ export class RequestStore {
         REMOVE_EXPIRED.run(
           this.redis,
           [this.keys.request(id), this.keys.retention, this.keys.created, this.keys.awaitingRun],
-          [id, cutoff, this.channelPrefix],
+          [id, cutoff, this.channelPrefix, this.requestedByPrefix, this.involvingPrefix],
         ),
       ),
     );
@@ -340,7 +391,13 @@ export class RequestStore {
       };
       const reply = (await CAS.run(
         this.redis,
-        [this.keys.request(id), this.keys.audit, this.keys.awaitingRun, this.keys.retention],
+        [
+          this.keys.request(id),
+          this.keys.audit,
+          this.keys.awaitingRun,
+          this.keys.retention,
+          ...peopleOf(next, current).map(this.keys.involving),
+        ],
         [
           current.version,
           JSON.stringify(next),
@@ -351,6 +408,7 @@ export class RequestStore {
           next.updatedAt,
           planned.audit?.detail ?? '',
           FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
+          FINAL_STATES.includes(next.state) ? '1' : '',
         ],
       )) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };
@@ -360,6 +418,11 @@ export class RequestStore {
     }
     throw new Error(`request ${id}: too many concurrent writes`);
   }
+}
+
+/** Everyone a request names as requester or approver (current and earlier versions), once each. */
+function peopleOf(...versions: Pick<CloudRequest, 'requester' | 'approvers'>[]): string[] {
+  return [...new Set(versions.flatMap((r) => [r.requester, ...r.approvers]))];
 }
 
 function stripProtected(patch: Partial<CloudRequest> | undefined): Partial<CloudRequest> {

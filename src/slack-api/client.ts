@@ -1,4 +1,4 @@
-import type { KnownBlock, ModalView } from '@slack/types';
+import type { HomeView, KnownBlock, ModalView } from '@slack/types';
 import { type Dispatcher, Pool } from 'undici';
 import {
   SlackApiError,
@@ -122,6 +122,10 @@ export class SlackApi {
           response_metadata?: { next_cursor?: string };
         }
       >('conversations.replies', args),
+  };
+
+  readonly views = {
+    publish: (args: { user_id: string; view: HomeView }) => this.call('views.publish', args),
   };
 
   constructor(options: SlackApiOptions) {

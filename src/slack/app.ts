@@ -8,6 +8,7 @@ import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
 import { register as registerCloud } from './commands/cloud.ts';
 import type { SlackDeps } from './deps.ts';
+import { register as registerHome } from './home/app-home-opened.ts';
 import type { RedeliveryGuard } from './redelivery.ts';
 import { createRouter } from './router.ts';
 import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
@@ -105,6 +106,7 @@ export function createSlackApp(
   });
   registerWorkspaceGuard(app, deps);
   registerCloud(app, deps);
+  registerHome(app, deps);
   const router = createRouter();
   registerResize(router, deps);
   registerSchedule(router, deps);

@@ -3,6 +3,7 @@ import type { PriceSource } from '../cloud/price-cache.ts';
 import type { Policy, ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { ApprovalPolicy } from '../requests/approvers.ts';
 import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
@@ -18,6 +19,10 @@ export interface SlackDeps {
   requests: RequestLifecycle;
   /** What the handlers send to Slack themselves (modals, ephemeral answers): the lean Web API client. */
   slack: SlackApi;
+  /** Who may act on a request: the App Home lists what each person may approve or cancel through it. */
+  approvals: ApprovalPolicy;
+  /** App Homes: who opened theirs (those get refreshed when their requests change). */
+  homes: { seen(user: string): Promise<void> };
   vmFacts: VmFactsStore;
   drafts: DraftStore;
   prices: PriceSource;

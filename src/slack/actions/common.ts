@@ -1,19 +1,33 @@
 import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
 import type { CloudRequest } from '../../requests/types.ts';
+import { noticeModal } from '../blocks/home.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 
 export type ButtonArgs = SlackActionMiddlewareArgs<BlockAction<ButtonAction>> & AllMiddlewareArgs;
 
-/** Who clicked, where, and on which request (the button's value is only an id; all else comes from the store). */
+/**
+ * Who clicked, where, and on which request (the button's value is only an id; all else comes from the store). A click
+ * on the clicker's own App Home has no channel: the same buttons, the same checks.
+ */
 export interface Click {
   user: string;
   channel?: string;
+  /** The button sits on the clicker's App Home, not on a message. */
+  home: boolean;
   requestId: string;
+  /** For an answer in a modal (the App Home has no place for an ephemeral message). */
+  triggerId: string;
 }
 
 export function clickOf(args: ButtonArgs): Click {
-  return { user: args.body.user.id, channel: args.body.channel?.id, requestId: args.action.value ?? '' };
+  return {
+    user: args.body.user.id,
+    channel: args.body.channel?.id,
+    home: args.body.view?.type === 'home',
+    requestId: args.action.value ?? '',
+    triggerId: args.body.trigger_id,
+  };
 }
 
 /** Request ids as the store makes them; anything else is not looked up. */
@@ -22,6 +36,13 @@ export const REQUEST_ID = /^[0-9A-Z]{4,16}$/;
 /** Tells only the clicker why nothing happened. */
 export async function tellClicker(deps: SlackDeps, click: Click, text: string): Promise<void> {
   deps.metrics.approvals.inc({ decision: 'refused_click' });
+  // The App Home has no place for an ephemeral message: a small modal says it instead.
+  if (click.home) {
+    await deps.slack
+      .openView(click.triggerId, noticeModal(text))
+      .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not show an explanation'));
+    return;
+  }
   const channel = click.channel;
   if (!channel) return;
   await deps.slack.chat.postEphemeral({ channel, user: click.user, text }).catch((error: unknown) => {
@@ -41,8 +62,9 @@ async function requestForClick(deps: SlackDeps, click: Click): Promise<CloudRequ
     return undefined;
   }
   // A payload replayed into another channel, or a forged id, finds nothing to act on.
-  if (!request || request.channel !== click.channel) {
-    await tellClicker(deps, click, 'This request does not exist in this channel.');
+  if (!request || (!click.home && request.channel !== click.channel)) {
+    const where = click.home ? '' : ' in this channel';
+    await tellClicker(deps, click, `This request does not exist${where}.`);
     return undefined;
   }
   return request;

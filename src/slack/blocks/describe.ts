@@ -1,5 +1,6 @@
 import type { CloudRequest, RequestState, ResizeParams } from '../../requests/types.ts';
 import type { ResizeTarget } from '../../rules/types.ts';
+import { escapeMrkdwn } from './text.ts';
 
 /** How each state reads to a person, with an emoji that scans in a busy channel. */
 export const STATE_LABEL: Record<RequestState, string> = {
@@ -55,4 +56,10 @@ export function stepSummary(step: ResizeTarget): string {
 /** "shop-prod / VM 101 (web-1)". */
 export function vmLabel(request: Pick<CloudRequest, 'projectName' | 'vmid' | 'vmName'>): string {
   return `${request.projectName} / VM ${request.vmid}${request.vmName ? ` (${request.vmName})` : ''}`;
+}
+
+/** What a request does in one line of mrkdwn: "Cores: 2 → 4, RAM: 4 GB → 8 GB" or "restore from `slug`". */
+export function summary(request: CloudRequest): string {
+  if (request.params.kind === 'restore') return `restore from \`${escapeMrkdwn(request.params.backupSlug)}\``;
+  return escapeMrkdwn(changeLines(request.params).join(', ') || 'resize');
 }

@@ -1,12 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import type { CloudRequest } from '../../requests/types.ts';
-import { changeLines, STATE_LABEL, vmLabel } from './describe.ts';
+import { STATE_LABEL, summary, vmLabel } from './describe.ts';
 import { escapeMrkdwn, mention, mrkdwn, slackDate } from './text.ts';
-
-function summary(request: CloudRequest): string {
-  if (request.params.kind === 'restore') return `restore from \`${escapeMrkdwn(request.params.backupSlug)}\``;
-  return escapeMrkdwn(changeLines(request.params).join(', ') || 'resize');
-}
 
 function actors(request: CloudRequest): string {
   const parts = [`by ${mention(request.requester)}`];

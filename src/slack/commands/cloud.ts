@@ -147,7 +147,7 @@ async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
 
 /**
  * Registers `/cloud`: parses the text, checks the channel's projects, and answers within Slack's 3 s. Modals open
- * through `opener` when given (the app's lean views.open), else through Bolt's Web API client.
+ * through the lean Web API client (SlackApi.openView).
  */
 export function register(app: App, deps: SlackDeps): void {
   const words = deps.words ?? [];

@@ -1,0 +1,159 @@
+import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../observability/logger.ts';
+import type { ApprovalPolicy } from '../requests/approvers.ts';
+import { peopleConcerned, readInbox } from '../requests/inbox.ts';
+import { LuaScript } from '../requests/lua.ts';
+import type { RequestStore } from '../requests/store.ts';
+import type { CloudRequest } from '../requests/types.ts';
+import type { SlackApi } from '../slack-api/client.ts';
+import type { HomeRenderer } from './renderers.ts';
+import { NOTIFY_RETRY, type RetryPolicy, retryDelayMs } from './retry-policy.ts';
+import { slackFailure } from './slack-failure.ts';
+
+export const HOME_QUEUE = 'home';
+/** Changes to one person's requests within this window make one views.publish. */
+export const HOME_COALESCE_MS = 1_000;
+/**
+ * views.publish is Tier 4 ("100+ per minute" per workspace): refreshes stay at 100 a minute, in short windows so a
+ * burst waits seconds, not a minute.
+ */
+export const HOME_RATE = Object.freeze({ max: 20, duration: 12_000 });
+/** Only people who opened their App Home within this time get it refreshed when their requests change. */
+const HOME_SEEN_TTL_S = 30 * 24 * 3600;
+/** A refresh marked due but whose job was lost (a crash between two writes) is marked anew after this. */
+const PENDING_TTL_MS = 60_000;
+
+/**
+ * For each (seen, pending) key pair: when the person has opened their home and no refresh is due yet, marks one
+ * due. Returns the 1-based indexes of the pairs marked, so each person gets at most one waiting job.
+ */
+const MARK_DUE = new LuaScript(`
+local due = {}
+for i = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('SET', KEYS[i + 1], '1', 'NX', 'PX', ARGV[1]) then
+    table.insert(due, (i + 1) / 2)
+  end
+end
+return due
+`);
+
+const homeKeys = (prefix: string) => ({
+  seen: (user: string) => `${prefix}:home-seen:${user}`,
+  pending: (user: string) => `${prefix}:home-pending:${user}`,
+});
+
+export interface HomeDeps {
+  store: RequestStore;
+  approvals: ApprovalPolicy;
+  renderer: HomeRenderer;
+  now: () => Date;
+}
+
+/** Builds `user`'s App Home from their inbox and publishes it; returns how many blocks it has. */
+export async function publishHome(
+  deps: HomeDeps,
+  slack: Pick<SlackApi, 'views'>,
+  user: string,
+): Promise<number> {
+  const inbox = await readInbox(deps, user);
+  const view = deps.renderer.home(inbox, deps.now());
+  await slack.views.publish({ user_id: user, view });
+  return view.blocks.length;
+}
+
+/** Remembers that `user` looks at their App Home, so changes to their requests refresh it. */
+export async function markHomeSeen(redis: Redis, prefix: string, user: string): Promise<void> {
+  await redis.set(homeKeys(prefix).seen(user), '1', 'EX', HOME_SEEN_TTL_S);
+}
+
+export interface HomeRefresh {
+  /** `request` changed: the homes of the people it concerns are published again, once per burst. */
+  changed(request: CloudRequest): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface HomeWorkerDeps extends HomeDeps {
+  connection: Redis;
+  prefix: string;
+  slack: Pick<SlackApi, 'views'>;
+  logger: Logger;
+  retry?: RetryPolicy;
+  /** Coalescing window; tests shorten it. */
+  coalesceMs?: number;
+}
+
+/**
+ * The refresh of App Homes when requests change: a change marks each concerned person's refresh due (once while one
+ * is due) and adds a job delayed by the coalescing window; the worker clears the mark before reading, so a change
+ * that lands while it publishes marks a new refresh rather than being lost. Publishes stay within Slack's rate.
+ */
+export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
+  const keys = homeKeys(deps.prefix);
+  const coalesceMs = deps.coalesceMs ?? HOME_COALESCE_MS;
+  const retry = deps.retry ?? NOTIFY_RETRY;
+  const queue = new Queue<{ user: string }>(HOME_QUEUE, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    defaultJobOptions: {
+      attempts: 8,
+      backoff: { type: 'cloudops' },
+      removeOnComplete: true,
+      removeOnFail: { age: 24 * 3600, count: 1000 },
+    },
+  });
+  queue.on('error', (error: Error) =>
+    deps.logger.warn({ err: error, queue: HOME_QUEUE }, 'queue connection problem'),
+  );
+  const worker = new Worker<{ user: string }, number>(
+    HOME_QUEUE,
+    async (job: Job<{ user: string }>) => {
+      const { user } = job.data;
+      await deps.connection.del(keys.pending(user));
+      try {
+        return await publishHome(deps, deps.slack, user);
+      } catch (error) {
+        const failure = slackFailure(error);
+        // A home Slack will not take (the Home tab off, a user gone) is not retried; outages and rate limits are.
+        if (failure?.verdict === 'final') throw new UnrecoverableError(`views.publish: ${failure.label}`);
+        if (failure?.verdict === 'retry')
+          throw Object.assign(new Error(`views.publish: ${failure.label}`), {
+            retryAfterMs: failure.retryAfterMs,
+          });
+        throw error;
+      }
+    },
+    {
+      connection: deps.connection,
+      prefix: deps.prefix,
+      concurrency: 4,
+      limiter: HOME_RATE,
+      settings: { backoffStrategy: (attempts, _type, error) => retryDelayMs(retry, attempts, error) },
+    },
+  );
+  worker.on('failed', (job, error) =>
+    deps.logger.warn(
+      { queue: HOME_QUEUE, attemptsMade: job?.attemptsMade, err: error },
+      'home not published',
+    ),
+  );
+  worker.on('error', (error) => deps.logger.warn({ err: error, queue: HOME_QUEUE }, 'worker problem'));
+  return {
+    async changed(request) {
+      const people = peopleConcerned(request);
+      if (people.length === 0) return;
+      const due = (await MARK_DUE.run(
+        deps.connection,
+        people.flatMap((user) => [keys.seen(user), keys.pending(user)]),
+        [PENDING_TTL_MS],
+      )) as number[];
+      await Promise.all(
+        due.map((i) => queue.add('publish', { user: people[i - 1] ?? '' }, { delay: coalesceMs })),
+      );
+    },
+    async close() {
+      await worker.close();
+      await queue.close();
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { type ApprovalPolicy, isScheduledWaiting } from './approvers.ts';
+import type { RequestStore } from './store.ts';
+import type { CloudRequest } from './types.ts';
+
+/** How much of each list a person's inbox carries; the rest is counted. */
+export interface InboxLimits {
+  waiting: number;
+  mine: number;
+  scheduled: number;
+}
+
+/** What the App Home shows in full: the rest is counted and pointed to, so a home stays within Slack's 100 blocks. */
+export const INBOX_LIMITS: Readonly<InboxLimits> = Object.freeze({ waiting: 30, mine: 10, scheduled: 10 });
+
+/** One person's view of the requests they take part in (the App Home's content, without Slack). */
+export interface Inbox {
+  user: string;
+  /** Requests this person may approve now, oldest first. */
+  waiting: CloudRequest[];
+  /** Those beyond `waiting`: how many, and the channels whose request messages carry them. */
+  moreWaiting: { count: number; channels: string[] };
+  /** Their own most recent requests, newest first. */
+  mine: CloudRequest[];
+  /** Scheduled runs that have not started and that this person may cancel, soonest first. */
+  scheduled: CloudRequest[];
+  moreScheduled: number;
+}
+
+export interface InboxDeps {
+  store: RequestStore;
+  approvals: ApprovalPolicy;
+  now: () => Date;
+}
+
+/**
+ * Reads `user`'s inbox from their involvement index (never all requests). Who may approve or cancel is asked of the
+ * approval policy, request by request: the same answer a click would get.
+ */
+export async function readInbox(
+  deps: InboxDeps,
+  user: string,
+  limits: InboxLimits = INBOX_LIMITS,
+): Promise<Inbox> {
+  const [{ requests: live }, mine] = await Promise.all([
+    deps.store.listInvolving(user),
+    deps.store.listRequestedBy(user, limits.mine),
+  ]);
+  const now = deps.now().getTime();
+  const waiting: CloudRequest[] = [];
+  const scheduled: CloudRequest[] = [];
+  for (const request of live) {
+    if (
+      request.state === 'pending' &&
+      request.needsApproval &&
+      new Date(request.expiresAt).getTime() > now &&
+      !(await deps.approvals.may(request, user, 'approve'))
+    ) {
+      waiting.push(request);
+    } else if (isScheduledWaiting(request) && !(await deps.approvals.may(request, user, 'cancel'))) {
+      scheduled.push(request);
+    }
+  }
+  scheduled.sort((a, b) => (a.runAt ?? '').localeCompare(b.runAt ?? ''));
+  const hidden = waiting.slice(limits.waiting);
+  return {
+    user,
+    waiting: waiting.slice(0, limits.waiting),
+    moreWaiting: { count: hidden.length, channels: [...new Set(hidden.map((r) => r.channel))] },
+    mine,
+    scheduled: scheduled.slice(0, limits.scheduled),
+    moreScheduled: Math.max(0, scheduled.length - limits.scheduled),
+  };
+}
+
+/** The Slack users a change of `request` concerns: its requester and the approvers that are people (not groups). */
+export function peopleConcerned(request: CloudRequest): string[] {
+  return [...new Set([request.requester, ...request.approvers])].filter((id) => /^[UW][A-Z0-9]+$/.test(id));
+}

@@ -1,0 +1,147 @@
+import type { KnownBlock, ModalView } from '@slack/types';
+import type { HomeRenderer, HomeView } from '../../jobs/renderers.ts';
+import type { Inbox } from '../../requests/inbox.ts';
+import type { CloudRequest } from '../../requests/types.ts';
+import { STATE_LABEL, summary, vmLabel } from './describe.ts';
+import { ACTIONS } from './request-message.ts';
+import { mention, mrkdwn, plain, slackDate } from './text.ts';
+
+/** The home view's callback id: Slack echoes it back with clicks made on the App Home. */
+export const HOME_CALLBACK_ID = 'cloudops_home';
+
+const verb = (request: CloudRequest) => (request.kind === 'resize' ? 'Resize' : 'Restore');
+
+function costLine(request: CloudRequest): string | undefined {
+  const cost = request.cost;
+  if (!cost?.diffMonthly) return undefined;
+  const diff = cost.diffMonthly.startsWith('-') ? cost.diffMonthly.replace('-', '−') : `+${cost.diffMonthly}`;
+  return `${cost.currency} ${diff}/month (${cost.currency} ${cost.monthly}/month after)`;
+}
+
+/** One waiting request: what, how much, who asked where, until when; then the channel's own Approve / Reject. */
+function waitingBlocks(request: CloudRequest): KnownBlock[] {
+  const lines = [
+    `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\``,
+    summary(request),
+    costLine(request),
+    `Requested by ${mention(request.requester)} in <#${request.channel}> ${slackDate(new Date(request.createdAt))} · expires ${slackDate(new Date(request.expiresAt))}`,
+  ].filter((line): line is string => line !== undefined);
+  return [
+    { type: 'section', text: mrkdwn(lines.join('\n')) },
+    {
+      type: 'actions',
+      block_id: `home:${request.id}`,
+      elements: [
+        {
+          type: 'button',
+          action_id: ACTIONS.approve,
+          text: plain('Approve', 75),
+          style: 'primary',
+          value: request.id,
+        },
+        {
+          type: 'button',
+          action_id: ACTIONS.reject,
+          text: plain('Reject', 75),
+          style: 'danger',
+          value: request.id,
+        },
+      ],
+    },
+  ];
+}
+
+/** A scheduled run the person may cancel, with its Cancel button. */
+function scheduledBlock(request: CloudRequest): KnownBlock {
+  return {
+    type: 'section',
+    text: mrkdwn(
+      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\nRuns ${slackDate(new Date(request.runAt ?? request.updatedAt))} · requested by ${mention(request.requester)} in <#${request.channel}>`,
+    ),
+    accessory: {
+      type: 'button',
+      action_id: ACTIONS.cancel,
+      text: plain('Cancel scheduled run', 75),
+      value: request.id,
+    },
+  };
+}
+
+/** One of the person's own requests and its state; still waiting, it can be withdrawn from here. */
+function mineBlock(request: CloudRequest): KnownBlock {
+  const block: KnownBlock = {
+    type: 'section',
+    text: mrkdwn(
+      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\n${STATE_LABEL[request.state]} · in <#${request.channel}> · ${slackDate(new Date(request.updatedAt))}`,
+    ),
+  };
+  if (request.state === 'pending') {
+    block.accessory = {
+      type: 'button',
+      action_id: ACTIONS.cancel,
+      text: plain('Cancel request', 75),
+      value: request.id,
+    };
+  }
+  return block;
+}
+
+const heading = (text: string): KnownBlock => ({ type: 'section', text: mrkdwn(text) });
+const note = (text: string): KnownBlock => ({ type: 'context', elements: [mrkdwn(text)] });
+
+/**
+ * A person's App Home: what waits for their approval (oldest first, with the same buttons as the channel's request
+ * message), scheduled runs they may cancel, and their own recent requests. However much waits, it stays within
+ * Slack's 100 blocks: the inbox carries at most 30 waiting requests (2 blocks each), the rest is counted with where
+ * to find them.
+ */
+export function homeView(inbox: Inbox, now: Date): HomeView {
+  const blocks: KnownBlock[] = [
+    { type: 'header', text: plain('cloudops', 150) },
+    note(`Requests you can approve, scheduled runs, and your own requests · updated ${slackDate(now)}`),
+    { type: 'divider' },
+  ];
+  const waitingCount = inbox.waiting.length + inbox.moreWaiting.count;
+  if (waitingCount === 0) {
+    blocks.push(heading('*Waiting for your approval*\nNothing is waiting for you.'));
+  } else {
+    blocks.push(heading(`*Waiting for your approval* (${waitingCount}, oldest first)`));
+    for (const request of inbox.waiting) blocks.push(...waitingBlocks(request));
+    if (inbox.moreWaiting.count > 0) {
+      const where = inbox.moreWaiting.channels.map((c) => `<#${c}>`).join(', ');
+      blocks.push(
+        note(
+          `…and ${inbox.moreWaiting.count} more waiting for you. Approve these first; the others are on their request messages in ${where} (\`/cloud jobs\` there lists them).`,
+        ),
+      );
+    }
+  }
+  if (inbox.scheduled.length > 0) {
+    blocks.push({ type: 'divider' }, heading('*Scheduled runs you may cancel*'));
+    blocks.push(...inbox.scheduled.map(scheduledBlock));
+    if (inbox.moreScheduled > 0)
+      blocks.push(note(`…and ${inbox.moreScheduled} more, later: \`/cloud jobs\` in their channels.`));
+  }
+  blocks.push({ type: 'divider' });
+  if (inbox.mine.length === 0) {
+    blocks.push(
+      heading('*Your recent requests*\nNone yet: `/cloud resize` or `/cloud restore` in a project channel.'),
+    );
+  } else {
+    blocks.push(heading('*Your recent requests*'));
+    blocks.push(...inbox.mine.map(mineBlock));
+  }
+  return { type: 'home', callback_id: HOME_CALLBACK_ID, blocks };
+}
+
+export const homeRenderer: HomeRenderer = { home: homeView };
+
+/** Why a click on the App Home changed nothing: a modal, since a home has no ephemeral messages. */
+export function noticeModal(text: string): ModalView {
+  return {
+    type: 'modal',
+    title: plain('cloudops', 24),
+    close: plain('OK', 24),
+    blocks: [{ type: 'section', text: mrkdwn(text) }],
+  };
+}
