@@ -12,6 +12,9 @@ const SOCKET_MODE_FLOWS = [
   'test/e2e/slack-message-refused.test.ts',
   // Slack's 3 s over the socket too, with the redelivery guard's Redis round trip in front of the handlers.
   'test/e2e/slack-slow-redis.test.ts',
+  // The App Home and the workflow steps: events_api envelopes and clicks on a home over the socket.
+  'test/e2e/slack-home.test.ts',
+  'test/e2e/slack-steps.test.ts',
 ];
 
 export default defineConfig({

@@ -16,6 +16,7 @@ import { ReplicaAck } from './jobs/replica-ack.ts';
 import { type RetentionPolicy, startRetentionSweeper } from './jobs/retention-sweeper.ts';
 import type { LockPolicy } from './jobs/retry-policy.ts';
 import { type SweepPolicy, startStrandedSweeper } from './jobs/stranded-sweeper.ts';
+import { StepTokens, startStepCompletion } from './jobs/workflow-steps.ts';
 import {
   healthRoutes,
   metricsHandlers,
@@ -290,6 +291,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           slack: slackClient,
           approvals,
           homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user) },
+          stepTokens: new StepTokens(fastRedis, prefix),
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
           prices,
@@ -322,6 +324,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         now,
         logger,
       });
+      const steps = startStepCompletion({
+        connection: queueRedis,
+        prefix,
+        store: workerStore,
+        slack: slackClient,
+        logger,
+      });
       const execution = createExecution({
         connection: queueRedis,
         prefix,
@@ -336,7 +345,11 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         metrics,
         slack: slackClient,
         renderer: createRequestRenderer(),
-        followUps: homes,
+        // A change reaches the App Homes of those it concerns and completes the workflow step that asked for it.
+        followUps: {
+          changed: async (request) =>
+            void (await Promise.all([homes.changed(request), steps.changed(request)])),
+        },
         stalledIntervalMs: options.stalledIntervalMs,
         concurrency: options.concurrency,
         vmLock: options.vmLock,
@@ -351,10 +364,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         options.retentionPolicy,
       );
       intake.push(() => retention.stop());
-      // The home refresh after the notify worker that feeds it.
+      // The home refresh and step completion after the notify worker that feeds them.
       work.push(async (budget) => {
         await execution.close(budget);
-        await homes.close();
+        await Promise.all([homes.close(), steps.close()]);
       });
       const digestWorker = digests.startWorker();
       work.push(() => digestWorker.close());

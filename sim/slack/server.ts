@@ -1,7 +1,10 @@
 import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Problem, SlackChecks } from './checks.ts';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { type Problem, SLACK_REFERENCE_DIR, SlackChecks } from './checks.ts';
 import { createSocketMode, type SocketModeStandIn } from './socket-mode.ts';
 
 export type { Problem } from './checks.ts';
@@ -176,7 +179,7 @@ export interface SlackStandIn {
 }
 
 /** Arguments that Slack takes as JSON, sent as strings in form-encoded calls. */
-const JSON_ARGS = ['blocks', 'view', 'attachments', 'metadata', 'files', 'unfurled_attachments'];
+const JSON_ARGS = ['blocks', 'view', 'attachments', 'metadata', 'files', 'unfurled_attachments', 'outputs'];
 /** Methods whose `blocks` argument is a message's blocks. */
 const MESSAGE_METHODS = new Set([
   'chat.postMessage',
@@ -225,7 +228,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const held = new Map<string, number[]>();
   const homes: PublishedHome[] = [];
   const executions = new Map<string, FunctionExecution>();
-  const functionOutputs = options.functionOutputs ?? {};
+  const functionOutputs = options.functionOutputs ?? manifestOutputs();
   let counter = 0;
   let base = '';
 
@@ -817,6 +820,22 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       });
     },
   };
+}
+
+/** The output parameters of the functions the repository's manifest.yml declares. */
+function manifestOutputs(): FunctionOutputs {
+  const manifest = parseYaml(readFileSync(join(SLACK_REFERENCE_DIR, '..', '..', 'manifest.yml'), 'utf8')) as {
+    functions?: Record<
+      string,
+      { output_parameters?: Record<string, { type: string; is_required?: boolean }> }
+    >;
+  };
+  return Object.fromEntries(
+    Object.entries(manifest.functions ?? {}).map(([id, fn]) => [
+      id,
+      Object.entries(fn.output_parameters ?? {}).map(([name, p]) => ({ name, ...p })),
+    ]),
+  );
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {

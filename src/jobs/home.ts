@@ -1,15 +1,12 @@
-import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '../observability/logger.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
 import { peopleConcerned, readInbox } from '../requests/inbox.ts';
 import { LuaScript } from '../requests/lua.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { SlackApi } from '../slack-api/client.ts';
+import { type FollowUpQueueDeps, slackCallFailed, startFollowUpQueue } from './follow-up-queue.ts';
 import type { HomeRenderer } from './renderers.ts';
-import { NOTIFY_RETRY, type RetryPolicy, retryDelayMs } from './retry-policy.ts';
-import { slackFailure } from './slack-failure.ts';
 
 export const HOME_QUEUE = 'home';
 /** Changes to one person's requests within this window make one views.publish. */
@@ -73,12 +70,8 @@ export interface HomeRefresh {
   close(): Promise<void>;
 }
 
-export interface HomeWorkerDeps extends HomeDeps {
-  connection: Redis;
-  prefix: string;
+export interface HomeWorkerDeps extends HomeDeps, FollowUpQueueDeps {
   slack: Pick<SlackApi, 'views'>;
-  logger: Logger;
-  retry?: RetryPolicy;
   /** Coalescing window; tests shorten it. */
   coalesceMs?: number;
 }
@@ -91,53 +84,24 @@ export interface HomeWorkerDeps extends HomeDeps {
 export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
   const keys = homeKeys(deps.prefix);
   const coalesceMs = deps.coalesceMs ?? HOME_COALESCE_MS;
-  const retry = deps.retry ?? NOTIFY_RETRY;
-  const queue = new Queue<{ user: string }>(HOME_QUEUE, {
-    connection: deps.connection,
-    prefix: deps.prefix,
-    defaultJobOptions: {
-      attempts: 8,
-      backoff: { type: 'cloudops' },
-      removeOnComplete: true,
-      removeOnFail: { age: 24 * 3600, count: 1000 },
-    },
-  });
-  queue.on('error', (error: Error) =>
-    deps.logger.warn({ err: error, queue: HOME_QUEUE }, 'queue connection problem'),
-  );
-  const worker = new Worker<{ user: string }, number>(
+  const queue = startFollowUpQueue<{ user: string }>(
     HOME_QUEUE,
-    async (job: Job<{ user: string }>) => {
+    deps,
+    {
+      jobs: { attempts: 8, removeOnComplete: true, removeOnFail: { age: 24 * 3600, count: 1000 } },
+      limiter: HOME_RATE,
+    },
+    async (job) => {
       const { user } = job.data;
       await deps.connection.del(keys.pending(user));
       try {
         return await publishHome(deps, deps.slack, user);
       } catch (error) {
-        const failure = slackFailure(error);
         // A home Slack will not take (the Home tab off, a user gone) is not retried; outages and rate limits are.
-        if (failure?.verdict === 'final') throw new UnrecoverableError(`views.publish: ${failure.label}`);
-        if (failure?.verdict === 'retry')
-          throw Object.assign(new Error(`views.publish: ${failure.label}`), {
-            retryAfterMs: failure.retryAfterMs,
-          });
-        throw error;
+        throw await slackCallFailed('views.publish', error);
       }
     },
-    {
-      connection: deps.connection,
-      prefix: deps.prefix,
-      concurrency: 4,
-      limiter: HOME_RATE,
-      settings: { backoffStrategy: (attempts, _type, error) => retryDelayMs(retry, attempts, error) },
-    },
   );
-  worker.on('failed', (job, error) =>
-    deps.logger.warn(
-      { queue: HOME_QUEUE, attemptsMade: job?.attemptsMade, err: error },
-      'home not published',
-    ),
-  );
-  worker.on('error', (error) => deps.logger.warn({ err: error, queue: HOME_QUEUE }, 'worker problem'));
   return {
     async changed(request) {
       const people = peopleConcerned(request);
@@ -147,13 +111,8 @@ export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
         people.flatMap((user) => [keys.seen(user), keys.pending(user)]),
         [PENDING_TTL_MS],
       )) as number[];
-      await Promise.all(
-        due.map((i) => queue.add('publish', { user: people[i - 1] ?? '' }, { delay: coalesceMs })),
-      );
+      await Promise.all(due.map((i) => queue.add({ user: people[i - 1] ?? '' }, { delay: coalesceMs })));
     },
-    async close() {
-      await worker.close();
-      await queue.close();
-    },
+    close: () => queue.close(),
   };
 }

@@ -16,6 +16,7 @@ import type {
   RequestState,
   ResizeParams,
   RestoreParams,
+  WorkflowStepRun,
 } from './types.ts';
 import type { VmFactsStore } from './vm-facts.ts';
 
@@ -24,6 +25,8 @@ export interface Origin {
   user: string;
   teamId: string;
   channel: string;
+  /** Asked by a Workflow Builder step, which waits for the request's end. */
+  workflowStep?: WorkflowStepRun;
 }
 
 /** A resize that passed the rules. */
@@ -351,6 +354,7 @@ export class RequestLifecycle {
         runAt: fields.runAt?.toISOString(),
         notes: fields.notes,
         cost: fields.cost,
+        workflowStep: origin.workflowStep,
       },
       origin.user,
     );

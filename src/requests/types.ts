@@ -165,6 +165,16 @@ export interface CloudRequest {
   leaseOpen?: boolean;
   /** The lease, once the temporary increase ran. */
   lease?: Lease;
+  /** Made by a Workflow Builder step, which completes when the request ends (its token is kept apart). */
+  workflowStep?: WorkflowStepRun;
+}
+
+/** The workflow step run (custom function execution) that made a request. */
+export interface WorkflowStepRun {
+  /** The step's callback id in the manifest, e.g. `request_vm_resize`. */
+  callbackId: string;
+  /** Slack's `function_execution_id`. */
+  executionId: string;
 }
 
 /** One line of the audit log. */

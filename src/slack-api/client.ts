@@ -124,6 +124,20 @@ export class SlackApi {
       >('conversations.replies', args),
   };
 
+  /** Workflow Builder steps: completed with the token Slack gave that run (sent as the bearer, never in the body). */
+  readonly functions = {
+    completeSuccess: ({
+      token,
+      ...args
+    }: {
+      token: string;
+      function_execution_id: string;
+      outputs: Record<string, unknown>;
+    }) => this.call('functions.completeSuccess', args, { token }),
+    completeError: ({ token, ...args }: { token: string; function_execution_id: string; error: string }) =>
+      this.call('functions.completeError', args, { token }),
+  };
+
   readonly views = {
     publish: (args: { user_id: string; view: HomeView }) => this.call('views.publish', args),
   };
@@ -142,7 +156,7 @@ export class SlackApi {
   async call<T extends SlackAnswer = SlackAnswer>(
     method: string,
     args: object = {},
-    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+    options: { timeoutMs?: number; signal?: AbortSignal; token?: string } = {},
   ): Promise<T> {
     const form = FORM_METHODS.has(method);
     const timeout = options.timeoutMs ?? this.timeoutMs;
@@ -155,7 +169,7 @@ export class SlackApi {
         method: 'POST',
         path: `${this.base.pathname}${method}`,
         headers: {
-          authorization: this.authorization,
+          authorization: options.token ? `Bearer ${options.token}` : this.authorization,
           'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json; charset=utf-8',
           accept: 'application/json',
         },

@@ -12,6 +12,8 @@ import { register as registerHome } from './home/app-home-opened.ts';
 import type { RedeliveryGuard } from './redelivery.ts';
 import { createRouter } from './router.ts';
 import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
+import { register as registerResizeStep } from './steps/request-resize.ts';
+import { register as registerRestoreStep } from './steps/request-restore.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
 import { register as registerSchedule } from './views/schedule-submit.ts';
@@ -107,6 +109,8 @@ export function createSlackApp(
   registerWorkspaceGuard(app, deps);
   registerCloud(app, deps);
   registerHome(app, deps);
+  registerResizeStep(app, deps);
+  registerRestoreStep(app, deps);
   const router = createRouter();
   registerResize(router, deps);
   registerSchedule(router, deps);

@@ -23,6 +23,8 @@ export interface SlackDeps {
   approvals: ApprovalPolicy;
   /** App Homes: who opened theirs (those get refreshed when their requests change). */
   homes: { seen(user: string): Promise<void> };
+  /** Where a workflow step's token waits for its request's end (never logged). */
+  stepTokens: { save(executionId: string, token: string): Promise<boolean> };
   vmFacts: VmFactsStore;
   drafts: DraftStore;
   prices: PriceSource;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
+import type { FunctionExecution } from '../../sim/slack/server.ts';
 import type { Harness } from './harness.ts';
-import { interactionBody, type SlackHttpResponse, slackSignature } from './slack-request.ts';
+import { type SlackHttpResponse, slackSignature } from './slack-request.ts';
 
 /** POSTs a JSON body to the bot as Slack's Events API does: real HTTP, signed v0 headers. */
 export async function postSignedJson(
@@ -54,17 +55,26 @@ export function eventCallback(team: string, event: Record<string, unknown>): Rec
   };
 }
 
+/** An Events API body as Slack delivers it in the harness's mode: signed HTTP, or an `events_api` envelope. */
+export async function deliverEvent(
+  h: Pick<Harness, 'mode' | 'slack' | 'eventsUrl' | 'signingSecret'>,
+  body: Record<string, unknown>,
+): Promise<SlackHttpResponse> {
+  if (h.mode === 'http') return postSignedJson(h.eventsUrl, body, h.signingSecret);
+  await h.slack.socket.deliver('events_api', body);
+  return { status: 200, text: '', json: undefined };
+}
+
 /** `user` opens the bot's Home tab: Slack sends `app_home_opened`. */
 export function openHome(h: Harness, user: string): Promise<SlackHttpResponse> {
-  return postSignedJson(
-    h.eventsUrl,
+  return deliverEvent(
+    h,
     eventCallback(h.slack.teamId, {
       type: 'app_home_opened',
       user,
       channel: `D${user.slice(1)}`,
       tab: 'home',
     }),
-    h.signingSecret,
   );
 }
 
@@ -134,5 +144,43 @@ export function clickOnHome(
       },
     ],
   };
-  return h.send(interactionBody(payload));
+  return h.interaction(payload);
+}
+
+/** The `function_executed` event Slack sends for a step run the stand-in started. */
+export function functionExecuted(team: string, run: FunctionExecution): Record<string, unknown> {
+  return eventCallback(team, {
+    type: 'function_executed',
+    function: {
+      id: `Fn0${run.callbackId.length}`,
+      callback_id: run.callbackId,
+      title: run.callbackId,
+      type: 'app',
+      input_parameters: [],
+      output_parameters: [],
+      app_id: 'A0CLOUDOPS',
+      date_created: 1_700_000_000,
+      date_updated: 1_700_000_000,
+      date_deleted: 0,
+    },
+    inputs: run.inputs,
+    function_execution_id: run.id,
+    workflow_execution_id: `Wx${run.id}`,
+    bot_access_token: run.token,
+  });
+}
+
+/**
+ * A workflow runs one of the bot's steps: the stand-in starts the run (its execution id and token) and Slack sends
+ * `function_executed` with the inputs. Returns the run, whose state the stand-in updates when the bot completes it.
+ */
+export async function runStep(
+  h: Pick<Harness, 'mode' | 'slack' | 'eventsUrl' | 'signingSecret'>,
+  callbackId: string,
+  inputs: Record<string, unknown>,
+): Promise<FunctionExecution> {
+  const run = h.slack.startFunction(callbackId, inputs);
+  const response = await deliverEvent(h, functionExecuted(h.slack.teamId, run));
+  if (response.status !== 200) throw new Error(`function_executed: HTTP ${response.status}`);
+  return run;
 }

@@ -12,9 +12,21 @@ const reference = fileURLToPath(new URL('../../vendor/slack-reference/', import.
 const SCHEMA_URL = 'https://raw.githubusercontent.com/slackapi/manifest-schema/v0.5.0/schemas/';
 
 interface Manifest {
-  features?: { slash_commands?: { command: string; usage_hint?: string }[] };
   oauth_config?: { scopes?: { bot?: string[]; user?: string[] } };
-  settings?: { interactivity?: { is_enabled?: boolean }; socket_mode_enabled?: boolean };
+  settings?: {
+    interactivity?: { is_enabled?: boolean };
+    socket_mode_enabled?: boolean;
+    org_deploy_enabled?: boolean;
+    event_subscriptions?: { bot_events?: string[] };
+  };
+  functions?: Record<
+    string,
+    { input_parameters: Record<string, unknown>; output_parameters: Record<string, unknown> }
+  >;
+  features?: {
+    slash_commands?: { command: string; usage_hint?: string }[];
+    app_home?: { home_tab_enabled?: boolean };
+  };
 }
 
 const manifest = parse(readFileSync(join(repo, 'manifest.yml'), 'utf8')) as Manifest;
@@ -40,7 +52,7 @@ function tsFiles(dir: string): string[] {
 // Web API namespaces a bot may call; `x.chat.postMessage(`, also split over lines, and `apiCall('chat.postMessage'`
 // or the lean client's `call('views.open'` / `call<Answer>('conversations.replies'`.
 const NAMESPACES =
-  'admin|apps|auth|bookmarks|bots|calls|chat|conversations|dnd|emoji|files|pins|reactions|reminders|search|team|usergroups|users|views';
+  'admin|apps|auth|bookmarks|bots|calls|chat|conversations|dnd|emoji|files|functions|pins|reactions|reminders|search|team|usergroups|users|views';
 const METHOD_CALL = new RegExp(
   `\\.\\s*(${NAMESPACES})\\s*\\.\\s*([A-Za-z]+(?:\\s*\\.\\s*[A-Za-z]+)?)\\s*\\(`,
   'g',
@@ -148,5 +160,19 @@ describe('manifest.yml', () => {
     for (const method of methodsCalled().keys()) for (const scope of botScopesOf(method)) used.add(scope);
     expect(botScopes.filter((scope) => !used.has(scope))).toEqual([]);
     expect(new Set(botScopes).size).toBe(botScopes.length);
+  });
+
+  it('declares the App Home and the two workflow steps with only the events they need', () => {
+    expect(manifest.features?.app_home?.home_tab_enabled).toBe(true);
+    expect(manifest.settings?.event_subscriptions?.bot_events).toEqual([
+      'app_home_opened',
+      'function_executed',
+    ]);
+    // Custom steps need an org-ready app.
+    expect(manifest.settings?.org_deploy_enabled).toBe(true);
+    expect(Object.keys(manifest.functions ?? {})).toEqual(['request_vm_resize', 'request_vm_restore']);
+    const methods = methodsCalled();
+    for (const method of ['views.publish', 'functions.completeSuccess', 'functions.completeError'])
+      expect(methods.has(method), method).toBe(true);
   });
 });

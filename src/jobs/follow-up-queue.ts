@@ -1,0 +1,77 @@
+import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../observability/logger.ts';
+import { NOTIFY_RETRY, type RetryPolicy, retryDelayMs } from './retry-policy.ts';
+import { slackFailure } from './slack-failure.ts';
+
+/** A queue and its worker for one kind of follow-up Slack call (App Home publishes, step completions). */
+export interface FollowUpQueue<T> {
+  add(data: T, options?: JobsOptions): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface FollowUpQueueDeps {
+  connection: Redis;
+  prefix: string;
+  logger: Logger;
+  retry?: RetryPolicy;
+}
+
+/**
+ * Starts `name`'s queue and worker: jobs retried with the notify delays (Slack's Retry-After honoured), at most
+ * `limiter` jobs per window when given.
+ */
+export function startFollowUpQueue<T extends object>(
+  name: string,
+  deps: FollowUpQueueDeps,
+  options: { jobs: JobsOptions; limiter?: { max: number; duration: number } },
+  process: (job: Job<T>) => Promise<string | number>,
+): FollowUpQueue<T> {
+  const retry = deps.retry ?? NOTIFY_RETRY;
+  const queue = new Queue(name, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    defaultJobOptions: { backoff: { type: 'cloudops' }, ...options.jobs },
+  });
+  queue.on('error', (error: Error) =>
+    deps.logger.warn({ err: error, queue: name }, 'queue connection problem'),
+  );
+  const worker = new Worker<T, string | number>(name, process, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    concurrency: 4,
+    limiter: options.limiter,
+    settings: { backoffStrategy: (attempts, _type, error) => retryDelayMs(retry, attempts, error) },
+  });
+  worker.on('failed', (job, error) =>
+    deps.logger.warn({ queue: name, attemptsMade: job?.attemptsMade, err: error }, 'follow-up not done yet'),
+  );
+  worker.on('error', (error) => deps.logger.warn({ err: error, queue: name }, 'worker problem'));
+  return {
+    async add(data, jobOptions) {
+      await queue.add(name, data, jobOptions);
+    },
+    async close() {
+      await worker.close();
+      await queue.close();
+    },
+  };
+}
+
+/**
+ * The error a follow-up job throws for a failed Slack call: retried later (after Slack's Retry-After) for outages and
+ * rate limits, given up for a refusal that retrying will not change. `onFinal` runs before giving up.
+ */
+export async function slackCallFailed(
+  method: string,
+  error: unknown,
+  onFinal?: (label: string) => Promise<void>,
+): Promise<Error> {
+  const failure = slackFailure(error);
+  if (!failure) return error instanceof Error ? error : new Error(String(error));
+  if (failure.verdict === 'final') {
+    await onFinal?.(failure.label);
+    return new UnrecoverableError(`${method}: ${failure.label}`);
+  }
+  return Object.assign(new Error(`${method}: ${failure.label}`), { retryAfterMs: failure.retryAfterMs });
+}
