@@ -240,7 +240,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
     const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
     // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
-    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '' });
+    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
     connections.push(() => slackClient.close());
 
     const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');

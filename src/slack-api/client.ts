@@ -1,5 +1,6 @@
 import type { HomeView, KnownBlock, ModalView } from '@slack/types';
 import { type Dispatcher, Pool } from 'undici';
+import type { Logger } from '../observability/logger.ts';
 import {
   SlackApiError,
   SlackHttpError,
@@ -81,6 +82,8 @@ export interface SlackApiOptions {
   timeoutMs?: number;
   /** Tests and benches may pass their own; the default is one keep-alive pool. */
   dispatcher?: Dispatcher;
+  /** At debug level each call's method and body are logged (through the bot's redacting logger). */
+  logger?: Logger;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -98,6 +101,7 @@ export class SlackApi {
   private readonly ownsDispatcher: boolean;
   private readonly timeoutMs: number;
   private readonly authorization: string;
+  private readonly logger?: Logger;
 
   readonly chat = {
     postMessage: (args: MessageArgs) =>
@@ -150,6 +154,7 @@ export class SlackApi {
       new Pool(this.base.origin, { connections: options.connections ?? 32, keepAliveTimeout: 30_000 });
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.authorization = `Bearer ${options.token}`;
+    this.logger = options.logger;
   }
 
   /** One Web API call; resolves with Slack's answer when `ok`, else rejects with a {@link SlackApiError}. */
@@ -160,6 +165,9 @@ export class SlackApi {
   ): Promise<T> {
     const form = FORM_METHODS.has(method);
     const timeout = options.timeoutMs ?? this.timeoutMs;
+    const body = form ? formBody(args) : JSON.stringify(args);
+    // Checked first, so the hot path pays nothing when debug is off.
+    if (this.logger?.isLevelEnabled('debug')) this.logger.debug({ method, body }, 'http request body');
     let status: number;
     let text: string;
     let retryAfter: string | string[] | undefined;
@@ -173,7 +181,7 @@ export class SlackApi {
           'content-type': form ? 'application/x-www-form-urlencoded' : 'application/json; charset=utf-8',
           accept: 'application/json',
         },
-        body: form ? formBody(args) : JSON.stringify(args),
+        body,
         headersTimeout: timeout,
         bodyTimeout: timeout,
         signal: options.signal,
