@@ -29,7 +29,7 @@ import {
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
 import { createApprovalPolicy } from './requests/approvers.ts';
-import { RequestLifecycle } from './requests/lifecycle.ts';
+import { type LifecycleDeps, RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
@@ -42,6 +42,7 @@ import { DraftStore } from './slack/drafts.ts';
 import { RedeliveryGuard } from './slack/redelivery.ts';
 import type { ReconnectPolicy } from './slack/socket-link.ts';
 import { createUserGroups } from './slack/user-groups.ts';
+import { SlackApi } from './slack-api/client.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
@@ -231,17 +232,17 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
-    const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
+    // User groups are read through Bolt's Web API client (the lean client has no usergroups method); it never retries.
+    const groupClient = new WebClient(env.SLACK_BOT_TOKEN, {
       slackApiUrl: env.SLACK_API_URL,
-      // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
       // Its warnings go to the redacted JSON log, not the console.
       logger: boltLogger(logger),
     });
-    const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
+    const userGroups = createUserGroups(groupClient, { logger, ...options.userGroupCache });
     const approvals = createApprovalPolicy(policy, userGroups);
-    const requests = new RequestLifecycle({
+    const lifecycleDeps: LifecycleDeps = {
       policy,
       store,
       outbox: createOutbox(queues, now),
@@ -251,7 +252,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       logger,
       metrics,
       vmFacts,
-    });
+    };
+    const requests = new RequestLifecycle(lifecycleDeps);
+    // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
+    const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
+    // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
+    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+    connections.push(() => slackClient.close());
 
     const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
     let slackApp: SlackApp | undefined;
@@ -298,6 +305,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           policy,
           store,
           requests,
+          slack: slackClient,
           approvals,
           homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user) },
           stepTokens: new StepTokens(fastRedis, prefix),
@@ -344,6 +352,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         connection: queueRedis,
         prefix,
         store: workerStore,
+        requests: workerRequests,
         vmFacts: new VmFactsStore(queueRedis, { prefix }),
         cloud,
         policy,

@@ -111,6 +111,8 @@ export interface StandInOptions {
   botId?: string;
   /** Slack's trigger_id lifetime; minted trigger ids older than this answer `expired_trigger_id`. */
   triggerTtlMs?: number;
+  /** views.publish calls answered in a rolling minute before 429 (default Slack's Tier 4 floor, 100). */
+  publishPerMinute?: number;
   /** Output parameters of the app's functions: functions.completeSuccess is checked against them. */
   functionOutputs?: FunctionOutputs;
 }
@@ -274,7 +276,10 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   function rateLimited(method: string, args: Record<string, unknown>): boolean {
     if (method === 'views.publish') {
       const now = Date.now();
-      return homes.filter((h) => now - h.at.getTime() < 60_000).length >= PUBLISH_PER_MINUTE;
+      return (
+        homes.filter((h) => now - h.at.getTime() < 60_000).length >=
+        (options.publishPerMinute ?? PUBLISH_PER_MINUTE)
+      );
     }
     if (perSecond === undefined || !CHANNEL_LIMITED.has(method) || typeof args.channel !== 'string')
       return false;

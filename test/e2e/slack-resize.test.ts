@@ -184,7 +184,7 @@ describe('no approval needed', () => {
     const created = await h.nextRequest(CHANNELS.staging);
     const request = await h.waitForRequest(created.id, (r) => r.state !== 'pending');
     expect(request).toMatchObject({ state: 'queued', needsApproval: false });
-    const job = await h.queues.execute.getJob(request.id);
+    const job = await h.waitForJob(request.id);
     // The job carries the VM too, so the worker takes the VM's lock before reading the request.
     expect(job?.data).toEqual({
       requestId: request.id,

@@ -303,7 +303,8 @@ describe('the logger npm start builds itself (no injected logger)', { timeout: 6
     try {
       await bot.ready();
       // Someone pastes the API key into a request's reason: it is in the request message the worker posts, and the
-      // Web API client logs that message's body at debug. Only the literal secrets the logger was given catch it.
+      // Slack client (src/slack-api) logs that message's body at debug. Only the literal secrets the logger was given
+      // catch it.
       const reason = `portal key ${env.sim.apiKey} rotated`;
       const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }, { reason }));
       await waitForReplies(env, request.id, 1, 20_000);

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { ViewOutput } from '@slack/bolt';
-import type { WebClient } from '@slack/web-api';
 import type { ProjectPolicy } from '../../config/policy.ts';
 import { ApprovalUnreachableError } from '../../requests/lifecycle.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
@@ -97,7 +96,6 @@ export function releaseClaim(deps: SlackDeps, view: ViewOutput, submission: Subm
  */
 export async function storeFromDraft(
   deps: SlackDeps,
-  client: WebClient,
   submission: Submission & { draft: Draft },
   user: string,
   what: string,
@@ -110,14 +108,16 @@ export async function storeFromDraft(
     if (error instanceof ApprovalUnreachableError) {
       // Refused when made (its approvals could never come together): the form is done, the requester told why.
       await deps.drafts.take(draft.id).catch(() => undefined);
-      await client.chat
+      await deps.slack.chat
         .postEphemeral({ channel: draft.channel, user, text: `:no_entry: ${error.message}` })
         .catch(() => undefined);
       return;
     }
     deps.logger.error({ err: error }, `${what} could not be stored`);
     await deps.drafts.release(draft.id, token).catch(() => undefined);
-    await client.chat.postEphemeral({ channel: draft.channel, user, text: TRY_AGAIN }).catch(() => undefined);
+    await deps.slack.chat
+      .postEphemeral({ channel: draft.channel, user, text: TRY_AGAIN })
+      .catch(() => undefined);
     return;
   }
   await deps.drafts
