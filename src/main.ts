@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
-import { WebClient } from '@slack/web-api';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
@@ -28,18 +27,18 @@ import {
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
 import { createApprovalPolicy } from './requests/approvers.ts';
-import { RequestLifecycle } from './requests/lifecycle.ts';
+import { type LifecycleDeps, RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
 import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { digestRenderer } from './slack/blocks/digest.ts';
 import { homeRenderer } from './slack/blocks/home.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
-import { boltLogger } from './slack/bolt-logger.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
 import { RedeliveryGuard } from './slack/redelivery.ts';
 import type { ReconnectPolicy } from './slack/socket-link.ts';
+import { SlackApi } from './slack-api/client.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './startup/checks.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
@@ -226,7 +225,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     }
     const prices = createPriceCache(cloud);
     const approvals = createApprovalPolicy(policy);
-    const requests = new RequestLifecycle({
+    const lifecycleDeps: LifecycleDeps = {
       policy,
       store,
       outbox: createOutbox(queues, now),
@@ -236,15 +235,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       logger,
       metrics,
       vmFacts,
-    });
-    const slackClient = new WebClient(env.SLACK_BOT_TOKEN, {
-      slackApiUrl: env.SLACK_API_URL,
-      // Reports are retried by their own queue, so the client neither retries nor waits out rate limits itself.
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-      // Its warnings go to the redacted JSON log, not the console.
-      logger: boltLogger(logger),
-    });
+    };
+    const requests = new RequestLifecycle(lifecycleDeps);
+    // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
+    const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
+    // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
+    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+    connections.push(() => slackClient.close());
 
     const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
     let slackApp: SlackApp | undefined;
@@ -292,6 +289,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           policy,
           store,
           requests,
+          slack: slackClient,
           approvals,
           homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user), digestOf },
           stepTokens: new StepTokens(fastRedis, prefix),
@@ -339,6 +337,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         connection: queueRedis,
         prefix,
         store: workerStore,
+        requests: workerRequests,
         vmFacts: new VmFactsStore(queueRedis, { prefix }),
         cloud,
         policy,

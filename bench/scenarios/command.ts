@@ -90,9 +90,10 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const botTarget = { url: bot.eventsUrl, cpuMs: bot.cpuMs };
     const bareTarget = { url: bare.url, cpuMs: bare.cpuMs };
 
+    // A full-sized warm-up each: the first runs of a fresh process are still being optimised (JIT).
     ctx.log('command: warm-up');
-    await measure(botTarget, Math.min(cfg.count, 100), true);
-    await measure(bareTarget, Math.min(cfg.count, 100), false);
+    await measure(botTarget, cfg.count, true);
+    await measure(bareTarget, cfg.count, false);
 
     type Run = Awaited<ReturnType<typeof measure>>;
     const botRuns: Run[] = [];

@@ -148,9 +148,9 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     };
 
     ctx.log('latency: warm-up');
-    await botRun(Math.min(n, 20));
-    await bareRun(oneHop, Math.min(n, 20));
-    await bareRun(twoHops, Math.min(n, 20));
+    await botRun(Math.min(n, 50));
+    await bareRun(oneHop, Math.min(n, 50));
+    await bareRun(twoHops, Math.min(n, 50));
 
     const runs: {
       toApi: Percentiles;

@@ -64,8 +64,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const distinct = (i: number) => FIRST_VMID + i;
 
     ctx.log('workers: warm-up');
-    await push(oneSet, Math.min(n, 50), distinct);
-    await push(twoSet, Math.min(n, 50), distinct);
+    await push(oneSet, Math.min(n, 300), distinct);
+    await push(twoSet, Math.min(n, 300), distinct);
 
     const one: PipelineResult[] = [];
     const two: PipelineResult[] = [];

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { largestTypeable, type NumberField } from '../rules/inputs.ts';
+import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
 import { isTimeZone, parseClock, parseWallTime, zonedToUtc } from '../rules/zoned-time.ts';
 
 /** A size limit: a whole number above 0 that the modal's input for it can hold. */
@@ -24,7 +25,7 @@ const slackChannelId = z
 const uuid = z
   .string()
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a UUID' });
-const wanMode = z.enum(['off', 'ipv4', 'ipv6', 'dual']);
+const wanMode = z.enum(WAN_MODES);
 const approvalMode = z.enum(['required', 'none']);
 
 /** `kind` and `change` of a rule's `when` take one value or a list. */
@@ -141,8 +142,8 @@ const vmFactsSchema = z
     ram_gb: z.number().int().positive().optional(),
     os_disk_gb: z.number().int().positive().optional(),
     wan_mode: wanMode.optional(),
-    cpu_class: z.enum(['regular', 'light']).optional(),
-    private_network: z.enum(['off', 'on']).optional(),
+    cpu_class: z.enum(CPU_CLASSES).optional(),
+    private_network: z.enum(ON_OFF).optional(),
     /** When the VM was created (ISO 8601); the 24-hour rule counts from it. */
     created_at: z.iso.datetime({ offset: true }).optional(),
   })
@@ -218,8 +219,8 @@ const policySchema = z
       .default({ cores: 64, ram_gb: 512, os_disk_gb: 4096 }),
     resize_fields: z
       .object({
-        cpu_class: apiField(['regular', 'light'] as const).optional(),
-        private_network: apiField(['off', 'on'] as const).optional(),
+        cpu_class: apiField(CPU_CLASSES).optional(),
+        private_network: apiField(ON_OFF).optional(),
       })
       .strict()
       .default({}),
@@ -229,7 +230,7 @@ const policySchema = z
         cores: z.number().int().positive().default(2),
         ram_gb: z.number().int().positive().default(4),
         os_disk_gb: z.number().int().positive().default(50),
-        cpu_class: z.enum(['regular', 'light']).default('regular'),
+        cpu_class: z.enum(CPU_CLASSES).default('regular'),
         public_ip: z.boolean().default(true),
       })
       .strict()

@@ -1,12 +1,13 @@
-import type { WebClient } from '@slack/web-api';
 import type { Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
 import type { ReplicaAck } from './replica-ack.ts';
@@ -18,6 +19,8 @@ export interface ExecutionDeps {
   connection: Redis;
   prefix: string;
   store: RequestStore;
+  /** The request lifecycle on this connection: the expire job expires through it, as a click would. */
+  requests: RequestLifecycle;
   vmFacts: VmFactsStore;
   cloud: CloudApi;
   policy: Policy;
@@ -25,7 +28,7 @@ export interface ExecutionDeps {
   now: () => Date;
   logger: Logger;
   metrics: Metrics;
-  slack: WebClient;
+  slack: SlackApi;
   renderer: RequestRenderer;
   /** Stall detection (and job lock) interval; short in tests so a killed worker's job is picked up soon. */
   stalledIntervalMs?: number;

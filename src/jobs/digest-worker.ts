@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { WebClient } from '@slack/web-api';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { cloudReason } from '../cloud/errors.ts';
@@ -10,6 +9,7 @@ import { diffSnapshots } from '../pricing/diff.ts';
 import { toSnapshot } from '../pricing/price-fields.ts';
 import { nextRun } from '../pricing/schedule-parse.ts';
 import type { SnapshotStore } from '../pricing/snapshots.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import { DIGEST_QUEUE, type DigestJobData } from './digest-scheduler.ts';
 import { type TickPlan, TickStore } from './digest-ticks.ts';
 import type { DigestRenderer } from './renderers.ts';
@@ -22,7 +22,7 @@ export interface DigestWorkerDeps {
   prefix: string;
   policy: Policy;
   cloud: Pick<CloudApi, 'listClusters'>;
-  slack: Pick<WebClient, 'chat'>;
+  slack: Pick<SlackApi, 'chat'>;
   snapshots: SnapshotStore;
   renderer: DigestRenderer;
   /** When the channel's next scheduled digest runs, for the failure notice; undefined when none. */

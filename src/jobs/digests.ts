@@ -1,9 +1,9 @@
-import type { WebClient } from '@slack/web-api';
 import type { Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import { SnapshotStore } from '../pricing/snapshots.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import { DigestScheduler } from './digest-scheduler.ts';
 import { startDigestWorker } from './digest-worker.ts';
 import type { DigestRenderer } from './renderers.ts';
@@ -14,7 +14,7 @@ export interface DigestJobsDeps {
   /** A BullMQ-ready connection (maxRetriesPerRequest null). */
   connection: Redis;
   prefix: string;
-  slack: Pick<WebClient, 'chat'>;
+  slack: Pick<SlackApi, 'chat'>;
   renderer: DigestRenderer;
   now: () => Date;
   logger: Logger;

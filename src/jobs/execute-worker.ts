@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
+import { checkResizeUnder } from '../requests/resize-check.ts';
 import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
-import { checkResize } from '../rules/resize.ts';
 import type { ResizeTarget } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { type ExecuteJobData, enqueueNotify } from './queues.ts';
@@ -292,15 +292,9 @@ export class ExecuteProcessor {
    */
   private async recheckScheduled(request: CloudRequest): Promise<true | string> {
     if (!request.runAt || request.params.kind !== 'resize') return true;
-    const { limits, resize_fields } = this.deps.policy;
-    const check = checkResize({
+    const check = checkResizeUnder(this.deps.policy, {
       vm: await this.vmBefore(request),
       target: request.params.target,
-      limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
-      configured: {
-        cpuClass: resize_fields.cpu_class !== undefined,
-        privateNetwork: resize_fields.private_network !== undefined,
-      },
       confirmedStopped: request.params.confirmedStopped,
       acceptWanTwoStep: request.params.steps.length > 1,
       now: this.deps.now(),

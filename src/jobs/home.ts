@@ -1,10 +1,10 @@
-import type { WebClient } from '@slack/web-api';
 import type { Redis } from 'ioredis';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
 import { type Inbox, peopleConcerned, readInbox } from '../requests/inbox.ts';
 import { LuaScript } from '../requests/lua.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import { type FollowUpQueueDeps, slackCallFailed, startFollowUpQueue } from './follow-up-queue.ts';
 import type { HomeDigest, HomeRenderer } from './renderers.ts';
 
@@ -68,7 +68,11 @@ async function digestsFor(deps: HomeDeps, inbox: Inbox): Promise<HomeDigest[]> {
 }
 
 /** Builds `user`'s App Home from their inbox and publishes it; returns how many blocks it has. */
-export async function publishHome(deps: HomeDeps, slack: WebClient, user: string): Promise<number> {
+export async function publishHome(
+  deps: HomeDeps,
+  slack: Pick<SlackApi, 'views'>,
+  user: string,
+): Promise<number> {
   const inbox = await readInbox(deps, user);
   const view = deps.renderer.home(inbox, deps.now(), await digestsFor(deps, inbox));
   await slack.views.publish({ user_id: user, view });
@@ -87,7 +91,7 @@ export interface HomeRefresh {
 }
 
 export interface HomeWorkerDeps extends HomeDeps, FollowUpQueueDeps {
-  slack: WebClient;
+  slack: Pick<SlackApi, 'views'>;
   /** Coalescing window; tests shorten it. */
   coalesceMs?: number;
 }

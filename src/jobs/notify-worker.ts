@@ -339,16 +339,8 @@ export class NotifyProcessor {
       await job.moveToDelayed(Date.now() + Math.min(remaining, EXPIRE_RECHECK_MAX_MS), token);
       throw new DelayedError();
     }
-    const expired = await this.deps.store.transition(request.id, {
-      from: ['pending'],
-      to: 'expired',
-      actor: 'cloudops',
-      detail: 'no decision before it expired',
-    });
-    if (!expired.ok) return 'skipped';
-    this.deps.metrics.requests.inc({ kind: request.kind, state: 'expired' });
-    await enqueueNotify(this.deps.queues, { type: 'report', requestId: request.id, event: 'expired' });
-    return 'expired';
+    const expired = await this.deps.requests.expire(request, 'no decision before it expired');
+    return expired.ok ? 'expired' : 'skipped';
   }
 
   /** Makes sure the request message gets posted, and retries this report after it. */

@@ -1,9 +1,6 @@
 import type { ResizeBody } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
-import type { CpuClass, OnOff, ResizeTarget } from '../rules/types.ts';
-
-const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
-const ON_OFF: readonly OnOff[] = ['off', 'on'];
+import { CPU_CLASSES, ON_OFF, type ResizeTarget } from '../rules/types.ts';
 
 /** A step asks for a field the policy does not map to the API (it was removed after the request was made). */
 export class UnmappedFieldError extends Error {

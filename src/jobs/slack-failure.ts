@@ -1,4 +1,9 @@
-import { ErrorCode, type WebAPICallError } from '@slack/web-api';
+import {
+  SlackApiError,
+  SlackHttpError,
+  SlackPlatformError,
+  SlackRateLimitedError,
+} from '../slack-api/errors.ts';
 
 /** Slack platform errors that say "try again later" rather than "this will never work". */
 const TRANSIENT_PLATFORM_ERRORS = new Set([
@@ -8,9 +13,6 @@ const TRANSIENT_PLATFORM_ERRORS = new Set([
   'request_timeout',
   'ratelimited',
 ]);
-
-/** Used when Slack says 429 without a usable Retry-After. */
-export const DEFAULT_RETRY_AFTER_MS = 5_000;
 
 /**
  * What a worker does with a failed Slack call, decided once for every worker (notify, digest):
@@ -22,29 +24,14 @@ export type SlackFailure =
   | { verdict: 'retry'; label: string; retryAfterMs?: number }
   | { verdict: 'final'; label: string };
 
-function isSlackError(error: unknown): error is WebAPICallError {
-  return (
-    error instanceof Error &&
-    'code' in error &&
-    Object.values(ErrorCode).includes((error as { code: unknown }).code as ErrorCode)
-  );
-}
-
 /** The verdict on an error thrown by a Slack Web API call, or undefined when it is not a Slack error at all. */
 export function slackFailure(error: unknown): SlackFailure | undefined {
-  if (!isSlackError(error)) return undefined;
-  if (error.code === ErrorCode.RateLimitedError) {
-    const seconds = error.retryAfter;
-    return {
-      verdict: 'retry',
-      label: error.code,
-      retryAfterMs: typeof seconds === 'number' && seconds > 0 ? seconds * 1000 : DEFAULT_RETRY_AFTER_MS,
-    };
-  }
-  if (error.code === ErrorCode.PlatformError) {
-    const label = error.data.error;
-    return { verdict: TRANSIENT_PLATFORM_ERRORS.has(label) ? 'retry' : 'final', label };
-  }
-  // Request and HTTP errors: the call did not get an answer from Slack (network, 5xx).
+  if (!(error instanceof SlackApiError)) return undefined;
+  if (error instanceof SlackRateLimitedError)
+    return { verdict: 'retry', label: error.code, retryAfterMs: error.retryAfterMs };
+  if (error instanceof SlackPlatformError)
+    return { verdict: TRANSIENT_PLATFORM_ERRORS.has(error.error) ? 'retry' : 'final', label: error.error };
+  // A 4xx other than 429 will not change by itself (a wrong URL, a proxy refusing); 5xx and no answer will.
+  if (error instanceof SlackHttpError && error.status < 500) return { verdict: 'final', label: error.code };
   return { verdict: 'retry', label: error.code };
 }

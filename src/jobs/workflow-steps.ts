@@ -1,8 +1,8 @@
-import type { WebClient } from '@slack/web-api';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import { type FollowUpQueueDeps, slackCallFailed, startFollowUpQueue } from './follow-up-queue.ts';
 
 export const STEPS_QUEUE = 'steps';
@@ -87,7 +87,7 @@ export function stepEnding(request: CloudRequest): StepEnding | undefined {
 
 export interface StepCompletionDeps extends FollowUpQueueDeps {
   store: RequestStore;
-  slack: WebClient;
+  slack: Pick<SlackApi, 'functions'>;
 }
 
 export interface StepCompletion {

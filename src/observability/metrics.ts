@@ -14,11 +14,17 @@ export const OTHER = 'other';
 
 /** Slack Web API errors counted by name; any other error code is counted as `other`. */
 export const SLACK_ERROR_LABELS: ReadonlySet<string> = new Set([
-  // @slack/web-api's own codes (no answer, HTTP error, rate limit).
-  'slack_webapi_request_error',
-  'slack_webapi_http_error',
-  'slack_webapi_rate_limited_error',
-  'slack_webapi_platform_error',
+  // Failures without a Slack error code (slack-api/errors.ts): no answer, the common HTTP statuses.
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'invalid_response',
+  'http_500',
+  'http_502',
+  'http_503',
+  'http_504',
   // Platform errors the bot handles or that an operator acts on.
   'internal_error',
   'fatal_error',

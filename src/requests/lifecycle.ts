@@ -252,17 +252,21 @@ export class RequestLifecycle {
   async expireIfDue(request: CloudRequest, detail?: string): Promise<boolean> {
     if (request.state === 'expired') return true;
     if (request.state !== 'pending' || new Date(request.expiresAt) > this.deps.now()) return false;
-    const expired = await this.deps.store.transition(request.id, {
+    await this.expire(request, detail);
+    return true;
+  }
+
+  /** pending → expired, announced in the thread; refused when someone decided first. The caller checked it is due. */
+  async expire(request: CloudRequest, detail?: string): Promise<Decision> {
+    return this.decide(request, {
       from: ['pending'],
       to: 'expired',
       actor: 'cloudops',
+      patch: {},
       detail,
+      reply: 'expired',
+      metric: () => this.deps.metrics.requests.inc({ kind: request.kind, state: 'expired' }),
     });
-    if (expired.ok) {
-      this.deps.metrics.requests.inc({ kind: request.kind, state: 'expired' });
-      await this.deps.outbox.announce(expired.request, 'expired');
-    }
-    return true;
   }
 
   /** approved → queued → its job: the one way an approved request reaches the queue. Undefined when it lost. */
@@ -298,7 +302,7 @@ export class RequestLifecycle {
       actor: string;
       patch: Partial<CloudRequest>;
       detail?: string;
-      reply: 'rejected' | 'cancelled' | 'resolved';
+      reply: 'rejected' | 'cancelled' | 'resolved' | 'expired';
       metric?: () => void;
       after?: () => Promise<void>;
     },

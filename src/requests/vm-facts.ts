@@ -1,18 +1,12 @@
 import type { Redis } from 'ioredis';
-import { findProject, type Policy, type VmPolicyFacts } from '../config/policy.ts';
+import { findProject, type Policy, type ProjectPolicy, type VmPolicyFacts } from '../config/policy.ts';
 import { isIncrease } from '../rules/resize.ts';
-import type { CpuClass, OnOff, ResizeTarget, VmKnown, WanMode } from '../rules/types.ts';
+import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import { LuaScript } from './lua.ts';
 import type { CloudRequest } from './types.ts';
 
 /** What the bot itself applied to a VM (PRODUCT.md §4): the last size it set and its last increase. */
-export interface RecordedVmFacts {
-  cores?: number;
-  ramGb?: number;
-  osDiskGb?: number;
-  cpuClass?: CpuClass;
-  wanMode?: WanMode;
-  privateNetwork?: OnOff;
+export interface RecordedVmFacts extends ResizeTarget {
   /** The last time the bot increased cores, RAM or CPU class. */
   lastIncreaseAt?: Date;
   /** The last time the bot applied anything to this VM. */
@@ -78,18 +72,26 @@ export class VmFactsStore {
     return facts;
   }
 
+  /**
+   * What is known of this VM now: the policy file's facts with what the bot applied laid over them. The one
+   * answer to "what do we know of this VM" for the modal, the rules, scheduled runs and the CLI.
+   */
+  async known(project: Pick<ProjectPolicy, 'uuid' | 'vms'>, vmid: number): Promise<VmKnown> {
+    const recorded = await this.get(project.uuid, vmid);
+    return knownVm(
+      project.vms.find((v) => v.vmid === vmid),
+      recorded,
+      vmid,
+    );
+  }
+
   /** What is known of the request's VM now: the policy's facts overlaid with what the bot applied. */
   async knownFor(
     policy: Policy,
     request: Pick<CloudRequest, 'projectUuid' | 'projectName' | 'vmid'>,
   ): Promise<VmKnown> {
     const project = findProject(policy, request.projectUuid) ?? findProject(policy, request.projectName);
-    const recorded = await this.get(request.projectUuid, request.vmid);
-    return knownVm(
-      project?.vms.find((v) => v.vmid === request.vmid),
-      recorded,
-      request.vmid,
-    );
+    return this.known({ uuid: request.projectUuid, vms: project?.vms ?? [] }, request.vmid);
   }
 
   /**

@@ -1,4 +1,13 @@
-import type { CpuClass, OnOff, Violation, WanMode } from './types.ts';
+import {
+  CPU_CLASSES,
+  type CpuClass,
+  ON_OFF,
+  type OnOff,
+  type ResizeTarget,
+  type Violation,
+  WAN_MODES,
+  type WanMode,
+} from './types.ts';
 
 /** The numeric resize fields a requester types. */
 export type NumberField = 'cores' | 'ramGb' | 'osDiskGb';
@@ -134,10 +143,6 @@ export function checkBackupSlug(raw: string): Violation | undefined {
   };
 }
 
-export const WAN_MODES: readonly WanMode[] = ['off', 'ipv4', 'ipv6', 'dual'];
-export const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
-export const ON_OFF: readonly OnOff[] = ['off', 'on'];
-
 function choice<T extends string>(
   raw: string,
   allowed: readonly T[],
@@ -174,4 +179,51 @@ export function isViolation(value: unknown): value is Violation {
   return (
     typeof value === 'object' && value !== null && 'code' in value && 'message' in value && 'field' in value
   );
+}
+
+/** The `key=value` words of a resize typed on a command line (`/cloud resize`, `cloudops plan`), and what each sets. */
+export const TARGET_WORDS = {
+  cores: 'cores',
+  ram: 'ramGb',
+  disk: 'osDiskGb',
+  cpu: 'cpuClass',
+  wan: 'wanMode',
+  private: 'privateNetwork',
+} as const satisfies Record<string, keyof ResizeTarget>;
+
+/** Why a word of a typed resize was not taken; each surface words it its own way. */
+export type TargetWordProblem<E> =
+  | { code: 'not_key_value'; word: string }
+  | { code: 'unknown_key'; key: string }
+  | { code: 'twice'; key: string }
+  | { code: 'bad_value'; key: string; error: E };
+
+/**
+ * Reads `key=value` words into a resize target: keys case-insensitive, each at most once; `value` parses one
+ * field's text (a surface's own limits and wording) and returns the value or its error.
+ */
+export function readTargetWords<E>(
+  words: string[],
+  value: (
+    field: keyof ResizeTarget,
+    raw: string,
+    key: string,
+  ) => ResizeTarget[keyof ResizeTarget] | { error: E },
+): { target: ResizeTarget } | { problem: TargetWordProblem<E> } {
+  const target: ResizeTarget = {};
+  for (const word of words) {
+    const eq = word.indexOf('=');
+    if (eq <= 0) return { problem: { code: 'not_key_value', word } };
+    const key = word.slice(0, eq).toLowerCase();
+    const field = Object.hasOwn(TARGET_WORDS, key)
+      ? TARGET_WORDS[key as keyof typeof TARGET_WORDS]
+      : undefined;
+    if (field === undefined) return { problem: { code: 'unknown_key', key } };
+    if (target[field] !== undefined) return { problem: { code: 'twice', key } };
+    const parsed = value(field, word.slice(eq + 1), key);
+    if (typeof parsed === 'object' && parsed !== null && 'error' in parsed)
+      return { problem: { code: 'bad_value', key, error: parsed.error } };
+    Object.assign(target, { [field]: parsed });
+  }
+  return { target };
 }

@@ -1,13 +1,16 @@
-import { CPU_CLASSES, checkBounds, ON_OFF, WAN_MODES } from './inputs.ts';
-import type {
-  CpuClass,
-  Direction,
-  ResizeField,
-  ResizeTarget,
-  SizeLimits,
-  Violation,
-  VmKnown,
-  WanMode,
+import { checkBounds } from './inputs.ts';
+import {
+  CPU_CLASSES,
+  type CpuClass,
+  type Direction,
+  ON_OFF,
+  type ResizeField,
+  type ResizeTarget,
+  type SizeLimits,
+  type Violation,
+  type VmKnown,
+  WAN_MODES,
+  type WanMode,
 } from './types.ts';
 
 /** The API's wait before cores, RAM or CPU class may be lowered after creation or an increase. */

@@ -3,21 +3,20 @@
  * Plain data; the rules import nothing else of ours.
  */
 
-export type WanMode = 'off' | 'ipv4' | 'ipv6' | 'dual';
-export type CpuClass = 'regular' | 'light';
-export type OnOff = 'off' | 'on';
+/** The values each choice takes, in the order the policy's `resize_fields` map them; listed nowhere else. */
+export const WAN_MODES = ['off', 'ipv4', 'ipv6', 'dual'] as const;
+export const CPU_CLASSES = ['regular', 'light'] as const;
+export const ON_OFF = ['off', 'on'] as const;
+
+export type WanMode = (typeof WAN_MODES)[number];
+export type CpuClass = (typeof CPU_CLASSES)[number];
+export type OnOff = (typeof ON_OFF)[number];
 
 /** What the bot knows of a VM: the policy's facts, overlaid with what the bot itself applied. */
-export interface VmKnown {
+export interface VmKnown extends ResizeTarget {
   vmid: number;
   name?: string;
   ha: boolean;
-  cores?: number;
-  ramGb?: number;
-  osDiskGb?: number;
-  cpuClass?: CpuClass;
-  wanMode?: WanMode;
-  privateNetwork?: OnOff;
   /** Creation time, when the policy says it. */
   createdAt?: Date;
   /** The last time the bot increased cores, RAM or CPU class. */

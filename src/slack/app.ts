@@ -14,7 +14,6 @@ import { createRouter } from './router.ts';
 import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
 import { register as registerResizeStep } from './steps/request-resize.ts';
 import { register as registerRestoreStep } from './steps/request-restore.ts';
-import { createViewOpener, type ViewOpener } from './view-opener.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
 import { register as registerSchedule } from './views/schedule-submit.ts';
@@ -108,11 +107,7 @@ export function createSlackApp(
     deferInitialization: true,
   });
   registerWorkspaceGuard(app, deps);
-  // Modals open on the command path at the rate commands arrive: one lean POST each instead of the Web API client.
-  const opener: ViewOpener | undefined = env.SLACK_BOT_TOKEN
-    ? createViewOpener({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN })
-    : undefined;
-  registerCloud(app, deps, opener);
+  registerCloud(app, deps);
   registerHome(app, deps);
   registerResizeStep(app, deps);
   registerRestoreStep(app, deps);
@@ -139,7 +134,6 @@ export function createSlackApp(
     },
     async stop() {
       await app.stop();
-      await opener?.close();
     },
     connected: link ? () => link.connected : undefined,
   };

@@ -7,6 +7,7 @@ import type { ApprovalPolicy } from '../requests/approvers.ts';
 import type { RequestLifecycle } from '../requests/lifecycle.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
+import type { SlackApi } from '../slack-api/client.ts';
 import type { DraftStore } from './drafts.ts';
 
 /** Everything the Slack side needs; built by main.ts, replaced by tests. */
@@ -16,6 +17,8 @@ export interface SlackDeps {
   store: RequestStore;
   /** A request's life: create, approve, reject, cancel, resolve, expire. */
   requests: RequestLifecycle;
+  /** What the handlers send to Slack themselves (modals, ephemeral answers): the lean Web API client. */
+  slack: SlackApi;
   /** Who may act on a request: the App Home lists what each person may approve or cancel through it. */
   approvals: ApprovalPolicy;
   /** App Homes: who opened theirs (those get refreshed when their requests change). */

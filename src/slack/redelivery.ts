@@ -21,6 +21,12 @@ export function deliveryKey(body: Record<string, unknown>): string {
   return `payload:${createHash('sha256').update(JSON.stringify(body)).digest('hex')}`;
 }
 
+/** What the guard knows of a delivery: the first time, or seen before, with the answer it got then if known. */
+export type Delivery = { first: true } | { first: false; answer?: Record<string, unknown> };
+
+/** The mark of a delivery whose answer is not known (yet, or it had none). */
+const NO_ANSWER = '-';
+
 /** Remembers deliveries in Redis under the key prefix, so one delivered again is not acted on twice. */
 export class RedeliveryGuard {
   constructor(
@@ -31,12 +37,12 @@ export class RedeliveryGuard {
   ) {}
 
   /**
-   * True the first time `body` arrives, false for a delivery of the same thing again (from any process sharing the
-   * Redis). Throws when Redis fails or does not answer within the guard's timeout: the caller decides. A write that
-   * answers late still lands, so a later delivery of the same thing is caught.
+   * Whether `body` arrives for the first time, or again (from any process sharing the Redis) with the answer it got
+   * then, if one was remembered. Throws when Redis fails or does not answer within the guard's timeout: the caller
+   * decides. A write that answers late still lands, so a later delivery of the same thing is caught.
    */
-  async first(body: Record<string, unknown>): Promise<boolean> {
-    const key = `${this.prefix}:delivery:${deliveryKey(body)}`;
+  async check(body: Record<string, unknown>): Promise<Delivery> {
+    const key = this.key(body);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -44,12 +50,31 @@ export class RedeliveryGuard {
         this.timeoutMs,
       );
     });
-    const set = this.redis.set(key, '1', 'EX', this.ttlSeconds, 'NX');
-    set.catch(() => undefined);
+    const lookup = (async (): Promise<Delivery> => {
+      if ((await this.redis.set(key, NO_ANSWER, 'EX', this.ttlSeconds, 'NX')) === 'OK')
+        return { first: true };
+      const stored = await this.redis.get(key);
+      const answer =
+        stored && stored !== NO_ANSWER ? (JSON.parse(stored) as Record<string, unknown>) : undefined;
+      return { first: false, answer };
+    })();
+    lookup.catch(() => undefined);
     try {
-      return (await Promise.race([set, late])) === 'OK';
+      return await Promise.race([lookup, late]);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Keeps the answer given to `body` with its mark, so a delivery of it again gets the same answer (field errors in
+   * a modal, a command's text) when the first one never reached Slack.
+   */
+  async remember(body: Record<string, unknown>, answer: Record<string, unknown>): Promise<void> {
+    await this.redis.set(this.key(body), JSON.stringify(answer), 'KEEPTTL', 'XX');
+  }
+
+  private key(body: Record<string, unknown>): string {
+    return `${this.prefix}:delivery:${deliveryKey(body)}`;
   }
 }

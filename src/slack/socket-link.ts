@@ -34,7 +34,7 @@ export interface SocketLinkOptions {
   /** Base of the Web API, where apps.connections.open is asked (SLACK_API_URL). */
   apiUrl: string;
   logger: Logger;
-  /** Deliveries seen before are acked and dropped; without a guard every delivery is processed. */
+  /** Deliveries seen before get the answer they got then and are not acted on; without a guard all are processed. */
   guard?: RedeliveryGuard;
   policy?: ReconnectPolicy;
   /** Told when the link comes up or goes down (readiness, metrics). */
@@ -188,25 +188,33 @@ export class SocketLink implements Receiver {
   }
 
   private async onEvent(args: SlackEventArgs): Promise<void> {
+    const guard = this.options.guard;
     let acked = false;
     const ack = async (response?: unknown) => {
       if (acked) return;
       acked = true;
-      await args.ack(response as Record<string, unknown> | undefined);
+      const answer = response as Record<string, unknown> | undefined;
+      // Kept before it is sent: should this ack be lost with the socket, Slack's next delivery gets it again.
+      if (guard && answer && Object.keys(answer).length > 0)
+        void guard
+          .remember(args.body, answer)
+          .catch((error: unknown) =>
+            this.logger.warn({ err: error }, 'the redelivery guard could not keep an answer'),
+          );
+      await args.ack(answer);
     };
-    const guard = this.options.guard;
     if (guard) {
-      const first = await guard.first(args.body).catch((error: unknown) => {
+      const delivery = await guard.check(args.body).catch((error: unknown) => {
         // Without Redis the handlers fail anyway; they say so to the user.
         this.logger.warn({ err: error }, 'the redelivery guard could not ask Redis');
-        return true;
+        return { first: true } as const;
       });
-      if (!first) {
+      if (!delivery.first) {
         this.logger.info(
           { type: args.type, retryNum: args.retry_num, retryReason: args.retry_reason },
-          'a delivery seen before was acked and not acted on again',
+          'a delivery seen before was answered as before and not acted on again',
         );
-        await ack().catch(() => undefined);
+        await args.ack(delivery.answer).catch(() => undefined);
         return;
       }
     }

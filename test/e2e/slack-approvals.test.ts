@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
@@ -38,7 +38,7 @@ describe('approve', () => {
     expect(response.status).toBe(200);
     const queued = await h.waitForRequest(request.id, (r) => r.state === 'queued');
     expect(queued.approvedBy).toBe(USERS.lead);
-    const job = await h.queues.execute.getJob(request.id);
+    const job = await h.waitForJob(request.id);
     expect(job?.id).toBe(request.id);
     // The job carries the VM too, so the worker takes the VM's lock before reading the request.
     expect(job?.data).toEqual({
@@ -85,9 +85,14 @@ describe('approve', () => {
     ]);
     expect(clicks.map((c) => c.status)).toEqual([200, 200, 200, 200]);
     const queued = await h.waitForRequest(request.id, (r) => r.state === 'queued');
-    const jobs = (
-      await h.queues.execute.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])
-    ).filter((j) => j.data.requestId === request.id);
+    const jobsOf = async () =>
+      (await h.queues.execute.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter(
+        (j) => j.data.requestId === request.id,
+      );
+    // The job is added just after the state turns queued (same handler): wait for it, then for any second one.
+    await vi.waitFor(async () => expect((await jobsOf()).length).toBeGreaterThan(0), { timeout: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const jobs = await jobsOf();
     expect(jobs).toHaveLength(1);
     const audit = await h.redis.xrange(`${h.prefix}:audit`, '-', '+');
     const approvals = audit.filter(
@@ -183,7 +188,7 @@ describe('a scheduled downsize', () => {
     expect(request.runAt).toBeDefined();
     await h.click('approve', request.id, USERS.lead);
     await h.waitForRequest(request.id, (r) => r.state === 'queued');
-    const job = await h.queues.execute.getJob(request.id);
+    const job = await h.waitForJob(request.id);
     expect(await job?.getState()).toBe('delayed');
     // The delay is measured on the injected clock: until runAt, about 22 hours.
     const runAt = new Date(request.runAt ?? 0).getTime();

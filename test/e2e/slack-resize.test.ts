@@ -95,6 +95,22 @@ describe('rules the modal knows come back as field errors', () => {
     });
   });
 
+  it('lowering RAM alone without confirming the VM is stopped (no cores change to hide it)', async () => {
+    const before = (await h.requests()).length;
+    const errors = errorsOf((await h.fillAndSubmit('resize shop-prod 102 ram=4', {})).json);
+    expect(errors).toEqual({
+      confirm: expect.stringContaining('Lowering cores or RAM needs the VM stopped'),
+    });
+    expect(errors.confirm).toContain('8 GB');
+    expect(errors.cores).toBeUndefined();
+    expect((await h.requests()).length).toBe(before);
+    // Confirmed, the same change is a request.
+    const ack = await h.fillAndSubmit('resize shop-prod 102 ram=4', { confirm: ['stopped'] });
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const request = await h.nextRequest();
+    expect(request.params).toMatchObject({ steps: [{ ramGb: 4 }], confirmedStopped: true });
+  });
+
   it('a shrinking OS disk', async () => {
     const errors = errorsOf((await h.fillAndSubmit('resize shop-prod 102 disk=60', {})).json);
     expect(errors).toEqual({
@@ -168,7 +184,7 @@ describe('no approval needed', () => {
     const created = await h.nextRequest(CHANNELS.staging);
     const request = await h.waitForRequest(created.id, (r) => r.state !== 'pending');
     expect(request).toMatchObject({ state: 'queued', needsApproval: false });
-    const job = await h.queues.execute.getJob(request.id);
+    const job = await h.waitForJob(request.id);
     // The job carries the VM too, so the worker takes the VM's lock before reading the request.
     expect(job?.data).toEqual({
       requestId: request.id,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type CloudSim, type SimSeed, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, type SlackView, startSlackStandIn } from '../../sim/slack/server.ts';
@@ -194,6 +195,11 @@ export interface Harness {
     predicate: (r: CloudRequest) => boolean,
     timeoutMs?: number,
   ): Promise<CloudRequest>;
+  /**
+   * The request's execute job, waiting up to 5 s: the handler adds it just after the state turns queued, so a test
+   * that saw `queued` may look a moment too early.
+   */
+  waitForJob(id: string): Promise<Job>;
   /** The request message the bot posted for `request` (needs a worker: role `all` or `worker`). */
   requestMessage(
     requestId: string,
@@ -405,6 +411,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         if (request && predicate(request)) return request;
         if (Date.now() > deadline)
           throw new Error(`request ${id} is ${request?.state ?? 'missing'}, still not as expected`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async waitForJob(id) {
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const job = await queues.execute.getJob(id);
+        if (job) return job;
+        if (Date.now() > deadline) throw new Error(`no execute job for ${id}`);
         await new Promise((r) => setTimeout(r, 25));
       }
     },

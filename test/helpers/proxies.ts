@@ -99,7 +99,14 @@ export interface SlowTcpProxy extends TestProxy {
  * Forwards TCP to `target` (`redis://host:port/db`); each chunk a client writes is held `delayMs` before it is sent on
  * (in order), so every round trip takes at least that long, as a slow or overloaded Redis would.
  */
-export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<SlowTcpProxy> {
+export async function startSlowTcpProxy(
+  target: string,
+  delayMs = 0,
+  options: {
+    /** Runs before each client write is sent on (writes stay in order): a test acts at an exact moment. */
+    beforeForward?: (chunk: Buffer) => Promise<void> | void;
+  } = {},
+): Promise<SlowTcpProxy> {
   const upstream = new URL(target);
   let delay = delayMs;
   let held = 0;
@@ -118,6 +125,7 @@ export async function startSlowTcpProxy(target: string, delayMs = 0): Promise<Sl
       last = last.then(async () => {
         const wait = due - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        await options.beforeForward?.(chunk);
         if (!server.destroyed) server.write(chunk);
         held -= 1;
       });

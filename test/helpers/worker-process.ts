@@ -64,11 +64,15 @@ export async function startWorkerProcess(config: WorkerProcessConfig): Promise<W
 
 /** The child's side: the same wiring as `src/main.ts` for the worker role, with the config from the parent. */
 async function runChild(): Promise<void> {
-  const { WebClient } = await import('@slack/web-api');
+  const { SlackApi } = await import('../../src/slack-api/client.ts');
   const { Redis } = await import('ioredis');
   const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
   const { parsePolicy } = await import('../../src/config/policy.ts');
+  const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { createExecution } = await import('../../src/jobs/execution.ts');
+  const { createOutbox } = await import('../../src/jobs/outbox.ts');
+  const { createApprovalPolicy } = await import('../../src/requests/approvers.ts');
+  const { RequestLifecycle } = await import('../../src/requests/lifecycle.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
   const { createLogger } = await import('../../src/observability/logger.ts');
@@ -85,22 +89,37 @@ async function runChild(): Promise<void> {
     apiKey: config.cloudApiKey,
     timeouts: { ...DEFAULT_TIMEOUTS, headersMs: config.cloudHeadersTimeoutMs ?? 30_000 },
   });
+  const store = new RequestStore(redis, { prefix: config.prefix });
+  const policy = parsePolicy(config.policyYaml);
+  const queues = createQueues(redis, config.prefix);
+  const now = () => new Date();
+  const logger = createLogger({ level: 'warn', name: 'worker-process' }, process.stderr);
+  const metrics = createMetrics({ defaultMetrics: false });
+  const vmFacts = new VmFactsStore(redis, { prefix: config.prefix });
+  const requests = new RequestLifecycle({
+    policy,
+    store,
+    outbox: createOutbox(queues, now),
+    approvals: createApprovalPolicy(policy),
+    prices: createPriceCache(cloud),
+    now,
+    logger,
+    metrics,
+    vmFacts,
+  });
   const execution = createExecution({
     connection: redis,
     prefix: config.prefix,
-    store: new RequestStore(redis, { prefix: config.prefix }),
-    vmFacts: new VmFactsStore(redis, { prefix: config.prefix }),
+    store,
+    requests,
+    vmFacts,
     cloud,
-    policy: parsePolicy(config.policyYaml),
-    queues: createQueues(redis, config.prefix),
-    now: () => new Date(),
-    logger: createLogger({ level: 'warn', name: 'worker-process' }, process.stderr),
-    metrics: createMetrics({ defaultMetrics: false }),
-    slack: new WebClient(config.slackToken, {
-      slackApiUrl: config.slackApiUrl,
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-    }),
+    policy,
+    queues,
+    now,
+    logger,
+    metrics,
+    slack: new SlackApi({ apiUrl: config.slackApiUrl, token: config.slackToken }),
     renderer: createRequestRenderer(),
     stalledIntervalMs: config.stalledIntervalMs ?? 1_000,
     retry: { execute: FAST_RETRY, notify: FAST_RETRY },

@@ -1,10 +1,14 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { WebClient } from '@slack/web-api';
 import { Agent, interceptors, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../sim/local-redis.ts';
 import { createLogger, type Logger } from '../../src/observability/logger.ts';
 import { boltLogger } from '../../src/slack/bolt-logger.ts';
+import { spawnBot } from '../helpers/bot-process.ts';
 import { OPS, type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 import {
@@ -13,6 +17,7 @@ import {
   viewState,
   viewSubmissionPayload,
 } from '../helpers/slack-request.ts';
+import { JOBS_POLICY_YAML, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
 
 // Secrets the logger is told about, and one it is not (caught by the bearer pattern alone).
 const BOT_TOKEN = 'xoxb-1111111111-2222222222-SeCrEtBoTtOkEn0123';
@@ -271,5 +276,57 @@ describe('the running bot at LOG_LEVEL=debug, under traffic and faults', () => {
       expect(everything.filter((line) => line.includes(secret))).toEqual([]);
     }
     expect(slack.problems).toEqual([]);
+  });
+});
+
+describe('the logger npm start builds itself (no injected logger)', { timeout: 60_000 }, () => {
+  it('scrubs the cloud API key pasted into a reason from the Web API client’s debug lines', async () => {
+    const env = await startJobsEnv({ name: 'redaction-start' });
+    const dir = await mkdtemp(join(tmpdir(), 'cloudops-redaction-'));
+    const policy = join(dir, 'policy.yml');
+    await writeFile(policy, JOBS_POLICY_YAML);
+    const bot = spawnBot(
+      {
+        SLACK_BOT_TOKEN: env.slack.botToken,
+        SLACK_API_URL: env.slack.apiUrl,
+        CLOUD_API_URL: env.sim.url,
+        CLOUD_API_KEY: env.sim.apiKey,
+        REDIS_URL: env.redisUrl,
+        REDIS_PREFIX: env.prefix,
+        PORT: '0',
+        ROLE: 'worker',
+        LOG_LEVEL: 'debug',
+        POLICY_FILE: policy,
+      },
+      dir,
+    );
+    try {
+      await bot.ready();
+      // Someone pastes the API key into a request's reason: it is in the request message the worker posts, and the
+      // Slack client (src/slack-api) logs that message's body at debug. Only the literal secrets the logger was given
+      // catch it.
+      const reason = `portal key ${env.sim.apiKey} rotated`;
+      const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }, { reason }));
+      await waitForReplies(env, request.id, 1, 20_000);
+      const lines = () =>
+        bot
+          .stdout()
+          .split('\n')
+          .filter((line) => line.trim() !== '');
+      await until(
+        () => lines().some((line) => line.includes('http request body') && line.includes('portal key')),
+        'the request message in a debug line',
+        10_000,
+      );
+      const posted = lines().filter(
+        (line) => line.includes('http request body') && line.includes('portal key'),
+      );
+      for (const line of posted) expect(line).toContain('portal key [redacted] rotated');
+      expect(lines().filter((line) => line.includes(env.sim.apiKey))).toEqual([]);
+    } finally {
+      bot.kill('SIGKILL');
+      await env.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,3 @@
-import { WebClient } from '@slack/web-api';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
@@ -8,6 +7,7 @@ import { parsePolicy } from '../../src/config/policy.ts';
 import { createDigestJobs, type DigestJobs } from '../../src/jobs/digests.ts';
 import { parseDigestCommand } from '../../src/pricing/schedule-parse.ts';
 import { digestRenderer } from '../../src/slack/blocks/digest.ts';
+import { SlackApi } from '../../src/slack-api/client.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
 export const policy = parsePolicy('currency: EUR\nreference_vm: { cores: 2, ram_gb: 4, os_disk_gb: 50 }\n');
@@ -41,11 +41,7 @@ export async function startInstance(
 ): Promise<Instance> {
   const connection = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   const cloud = new CloudApiClient({ baseUrl: env.sim.url, apiKey: env.sim.apiKey, timeouts: FAST_TIMEOUTS });
-  const slack = new WebClient(env.standIn.botToken, {
-    slackApiUrl: env.standIn.apiUrl,
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-  });
+  const slack = new SlackApi({ apiUrl: env.standIn.apiUrl, token: env.standIn.botToken });
   const pricing = createDigestJobs({
     policy,
     cloud,
@@ -68,6 +64,7 @@ export async function startInstance(
       await worker?.close();
       await pricing.close();
       await cloud.close();
+      await slack.close();
       await connection.quit();
     },
   };

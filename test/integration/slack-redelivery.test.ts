@@ -23,14 +23,17 @@ afterAll(async () => {
 });
 
 describe('RedeliveryGuard', () => {
-  it('lets the first delivery through and stops the next, from any client of the same Redis, for an hour', async () => {
+  it('lets the first delivery through and stops the next with its answer, from any client of the Redis, for an hour', async () => {
     const one = new RedeliveryGuard(redis, prefix);
     const other = new RedeliveryGuard(slow, prefix);
     const body = { type: 'view_submission', trigger_id: '123.456.first' };
-    expect(await one.first(body)).toBe(true);
-    expect(await one.first(body)).toBe(false);
-    expect(await other.first({ ...body })).toBe(false);
-    expect(await one.first({ ...body, trigger_id: '123.456.second' })).toBe(true);
+    expect(await one.check(body)).toEqual({ first: true });
+    expect(await one.check(body)).toEqual({ first: false, answer: undefined });
+    // The answer it got is kept with the mark, for every later delivery.
+    const answer = { response_action: 'errors', errors: { cores: 'must be from 1 to 32' } };
+    await one.remember(body, answer);
+    expect(await other.check({ ...body })).toEqual({ first: false, answer });
+    expect(await one.check({ ...body, trigger_id: '123.456.second' })).toEqual({ first: true });
     const ttl = await redis.ttl(`${prefix}:delivery:trigger:123.456.first`);
     expect(ttl).toBeGreaterThan(DELIVERY_TTL_SECONDS - 5);
     expect(ttl).toBeLessThanOrEqual(DELIVERY_TTL_SECONDS);
@@ -41,11 +44,11 @@ describe('RedeliveryGuard', () => {
     proxy.setDelay(1_000);
     const body = { event_id: 'Ev0SLOW', event: { type: 'app_mention' } };
     const started = performance.now();
-    await expect(guard.first(body)).rejects.toThrow(`Redis did not answer within ${GUARD_TIMEOUT_MS} ms`);
+    await expect(guard.check(body)).rejects.toThrow(`Redis did not answer within ${GUARD_TIMEOUT_MS} ms`);
     expect(performance.now() - started).toBeLessThan(GUARD_TIMEOUT_MS + 200);
     proxy.setDelay(0);
     await proxy.drained();
     await new Promise((r) => setTimeout(r, 100));
-    expect(await new RedeliveryGuard(redis, prefix).first(body)).toBe(false);
+    expect(await new RedeliveryGuard(redis, prefix).check(body)).toEqual({ first: false, answer: undefined });
   });
 });

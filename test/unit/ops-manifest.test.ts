@@ -49,14 +49,15 @@ function tsFiles(dir: string): string[] {
   });
 }
 
-// Web API namespaces a bot may call; `x.chat.postMessage(`, also split over lines, and `apiCall('chat.postMessage'`.
+// Web API namespaces a bot may call; `x.chat.postMessage(`, also split over lines, and `apiCall('chat.postMessage'`
+// or the lean client's `call('views.open'` / `call<Answer>('conversations.replies'`.
 const NAMESPACES =
   'admin|apps|auth|bookmarks|bots|calls|chat|conversations|dnd|emoji|files|functions|pins|reactions|reminders|search|team|usergroups|users|views';
 const METHOD_CALL = new RegExp(
   `\\.\\s*(${NAMESPACES})\\s*\\.\\s*([A-Za-z]+(?:\\s*\\.\\s*[A-Za-z]+)?)\\s*\\(`,
   'g',
 );
-const API_CALL = /\bapiCall\s*\(\s*['"`]([a-z]+(?:\.[A-Za-z]+)+)['"`]/g;
+const API_CALL = /\b(?:apiCall|call)\s*(?:<[^>]*>)?\s*\(\s*['"`]([a-z]+(?:\.[A-Za-z]+)+)['"`]/g;
 const ARRAY_METHODS = new Set(Object.getOwnPropertyNames(Array.prototype));
 /** WebClient helpers that are not Web API methods themselves, and the methods they call. */
 const HELPERS: Record<string, string[]> = {

@@ -2,6 +2,8 @@ import { CloudApiError } from '../../cloud/errors.ts';
 import type { Cluster } from '../../cloud/types.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
 import { resizeBody } from '../../jobs/resize-body.ts';
+import { checkResizeUnder } from '../../requests/resize-check.ts';
+import type { CostPreview } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';
 import {
@@ -11,9 +13,10 @@ import {
   parseVmid,
   parseWanMode,
   parseWholeNumber,
+  readTargetWords,
 } from '../../rules/inputs.ts';
-import { checkResize, formatUtc, type ResizeCheck } from '../../rules/resize.ts';
-import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import { formatUtc, type ResizeCheck } from '../../rules/resize.ts';
+import type { ResizeTarget, Violation, VmKnown } from '../../rules/types.ts';
 import { policyOf, withCloud } from '../cloud.ts';
 import { CliError, type CliIo, UsageError, write } from '../io.ts';
 import { PLAN_USAGE } from '../usage.ts';
@@ -31,51 +34,40 @@ export interface PlanOptions {
 
 /** Reads key=value words into a target, with the same keys and limits as `/cloud resize`. */
 export function parseTarget(words: string[], policy: Policy): ResizeTarget {
-  const target: ResizeTarget = {};
   const limits = policy.limits;
-  for (const word of words) {
-    const eq = word.indexOf('=');
-    if (eq <= 0)
-      throw new UsageError(`unexpected "${word}": options are written key=value. Usage: ${PLAN_USAGE}`);
-    const key = word.slice(0, eq).toLowerCase();
-    const value = word.slice(eq + 1);
-    const field = (
-      {
-        cores: 'cores',
-        ram: 'ramGb',
-        disk: 'osDiskGb',
-        cpu: 'cpuClass',
-        wan: 'wanMode',
-        private: 'privateNetwork',
-      } as const
-    )[key as 'cores'];
-    if (field === undefined) throw new UsageError(`unknown key "${key}". Usage: ${PLAN_USAGE}`);
-    if (target[field] !== undefined) throw new UsageError(`"${key}" is given twice`);
+  const read = readTargetWords<Violation>(words, (field, raw) => {
     const parsed =
       field === 'cores'
-        ? parseWholeNumber(value, 'cores', limits.cores)
+        ? parseWholeNumber(raw, 'cores', limits.cores)
         : field === 'ramGb'
-          ? parseWholeNumber(value, 'ramGb', limits.ram_gb)
+          ? parseWholeNumber(raw, 'ramGb', limits.ram_gb)
           : field === 'osDiskGb'
-            ? parseWholeNumber(value, 'osDiskGb', limits.os_disk_gb)
+            ? parseWholeNumber(raw, 'osDiskGb', limits.os_disk_gb)
             : field === 'cpuClass'
-              ? parseCpuClass(value)
+              ? parseCpuClass(raw)
               : field === 'wanMode'
-                ? parseWanMode(value)
-                : parseOnOff(value);
-    if (isViolation(parsed)) throw new UsageError(`${key}: ${parsed.message}`);
-    Object.assign(target, { [field]: parsed });
+                ? parseWanMode(raw)
+                : parseOnOff(raw);
+    return isViolation(parsed) ? { error: parsed } : parsed;
+  });
+  if ('target' in read) return read.target;
+  const { problem } = read;
+  switch (problem.code) {
+    case 'not_key_value':
+      throw new UsageError(
+        `unexpected "${problem.word}": options are written key=value. Usage: ${PLAN_USAGE}`,
+      );
+    case 'unknown_key':
+      throw new UsageError(`unknown key "${problem.key}". Usage: ${PLAN_USAGE}`);
+    case 'twice':
+      throw new UsageError(`"${problem.key}" is given twice`);
+    case 'bad_value':
+      throw new UsageError(`${problem.key}: ${problem.error.message}`);
   }
-  return target;
 }
 
-interface CostPlan {
-  cluster: string;
-  currency: string;
-  hourly: string;
-  monthly: string;
-  diffHourly?: string;
-  diffMonthly?: string;
+/** The request message's cost preview, with the percentage and the prices the cluster does not list. */
+interface CostPlan extends Omit<CostPreview, 'note'> {
   diffPercent?: string;
   missing: string[];
 }
@@ -197,14 +189,9 @@ export async function planResizeCommand(io: CliIo, args: string[], options: Plan
     undefined,
     vmid,
   );
-  const check = checkResize({
+  const check = checkResizeUnder(policy, {
     vm,
     target,
-    limits: { cores: policy.limits.cores, ramGb: policy.limits.ram_gb, osDiskGb: policy.limits.os_disk_gb },
-    configured: {
-      cpuClass: policy.resize_fields.cpu_class !== undefined,
-      privateNetwork: policy.resize_fields.private_network !== undefined,
-    },
     confirmedStopped: options.stopped,
     acceptWanTwoStep: options.twoStep,
     now,

@@ -16,6 +16,8 @@ export interface Click {
   /** The button sits on the clicker's App Home, not on a message. */
   home: boolean;
   requestId: string;
+  /** For an answer in a modal (the App Home has no place for an ephemeral message). */
+  triggerId: string;
 }
 
 export function clickOf(args: ButtonArgs): Click {
@@ -24,6 +26,7 @@ export function clickOf(args: ButtonArgs): Click {
     channel: args.body.channel?.id,
     home: args.body.view?.type === 'home',
     requestId: args.action.value ?? '',
+    triggerId: args.body.trigger_id,
   };
 }
 
@@ -31,46 +34,37 @@ export function clickOf(args: ButtonArgs): Click {
 export const REQUEST_ID = /^[0-9A-Z]{4,16}$/;
 
 /** Tells only the clicker why nothing happened. */
-export async function tellClicker(
-  args: ButtonArgs,
-  deps: SlackDeps,
-  click: Click,
-  text: string,
-): Promise<void> {
+export async function tellClicker(deps: SlackDeps, click: Click, text: string): Promise<void> {
   deps.metrics.approvals.inc({ decision: 'refused_click' });
   // The App Home has no place for an ephemeral message: a small modal says it instead.
   if (click.home) {
-    await args.client.views
-      .open({ trigger_id: args.body.trigger_id, view: noticeModal(text) })
+    await deps.slack
+      .openView(click.triggerId, noticeModal(text))
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not show an explanation'));
     return;
   }
   const channel = click.channel;
   if (!channel) return;
-  await args.client.chat.postEphemeral({ channel, user: click.user, text }).catch((error: unknown) => {
+  await deps.slack.chat.postEphemeral({ channel, user: click.user, text }).catch((error: unknown) => {
     deps.logger.warn({ err: error }, 'could not send an ephemeral explanation');
   });
 }
 
 /** Loads the request behind a click; answers the clicker itself when it cannot. */
-async function requestForClick(
-  args: ButtonArgs,
-  deps: SlackDeps,
-  click: Click,
-): Promise<CloudRequest | undefined> {
+async function requestForClick(deps: SlackDeps, click: Click): Promise<CloudRequest | undefined> {
   let request: CloudRequest | undefined;
   try {
     request = REQUEST_ID.test(click.requestId)
       ? await withDeadline(deps.store.get(click.requestId))
       : undefined;
   } catch {
-    await tellClicker(args, deps, click, TRY_AGAIN);
+    await tellClicker(deps, click, TRY_AGAIN);
     return undefined;
   }
   // A payload replayed into another channel, or a forged id, finds nothing to act on.
   if (!request || (!click.home && request.channel !== click.channel)) {
     const where = click.home ? '' : ' in this channel';
-    await tellClicker(args, deps, click, `This request does not exist${where}.`);
+    await tellClicker(deps, click, `This request does not exist${where}.`);
     return undefined;
   }
   return request;
@@ -91,7 +85,7 @@ export function onButton(
     await button.ack();
     await afterWaitingAcks();
     const click = clickOf(button);
-    const request = await requestForClick(button, deps, click);
+    const request = await requestForClick(deps, click);
     if (!request) return;
     let answer: string | undefined;
     try {
@@ -103,6 +97,6 @@ export function onButton(
       );
       answer = TRY_AGAIN;
     }
-    if (answer) await tellClicker(button, deps, click, answer);
+    if (answer) await tellClicker(deps, click, answer);
   });
 }

@@ -12,8 +12,8 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
   onButton(router, deps, ACTIONS.reject, async (request, click, button) => {
     const decision = await deps.requests.mayReject(request, click.user);
     if (!decision.ok) return refusalText(decision.refusal, 'reject', request);
-    await button.client.views
-      .open({ trigger_id: button.body.trigger_id, view: rejectModal(request.id, vmLabel(request)) })
+    await deps.slack
+      .openView(button.body.trigger_id, rejectModal(request.id, vmLabel(request)))
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'could not open the reject form'));
     return undefined;
   });

@@ -1,4 +1,5 @@
 import type { KnownBlock, SectionBlock } from '@slack/types';
+import type { RenderedMessage } from '../../jobs/renderers.ts';
 import { MAIN_PRICE_KEYS, priceLabel } from '../../pricing/price-fields.ts';
 import { type CostView, costLine } from './money.ts';
 import { escapeMrkdwn, mrkdwn, truncate } from './text.ts';
@@ -15,10 +16,7 @@ export interface ClusterView {
 }
 
 /** A message for `respond()` or `chat.postMessage`. */
-export interface PricingMessage {
-  text: string;
-  blocks: KnownBlock[];
-}
+export type PricingMessage = RenderedMessage;
 
 /** Blocks per message we allow ourselves: Slack allows 50, the rest is headroom. */
 export const MAX_BLOCKS_PER_MESSAGE = 45;

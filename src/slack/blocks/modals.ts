@@ -175,13 +175,13 @@ function leaseInputs(typed: LeaseTerm | undefined): KnownBlock[] {
   return [select, date];
 }
 
-/** The resize modal (PRODUCT.md §3): only the fields the policy configures, prefilled from the command and the VM. */
-export function resizeModal(input: ResizeModalInput): ModalView {
-  const vm = input.vm;
-  const initialNumber = (typed: number | undefined, known: number | undefined) =>
-    typed !== undefined ? String(typed) : known !== undefined ? String(known) : undefined;
-  const blocks: KnownBlock[] = [
-    { type: 'section', text: mrkdwn(knownLine(vm)) },
+/** The project and VM inputs both request modals open with. */
+function projectAndVm(input: {
+  projects: { name: string; label: string }[];
+  project?: string;
+  vmid?: number;
+}): KnownBlock[] {
+  return [
     select(
       FIELDS.project,
       'Project',
@@ -194,6 +194,17 @@ export function resizeModal(input: ResizeModalInput): ModalView {
       optional: false,
       max: INPUT_MAX_LENGTH.vmid,
     }),
+  ];
+}
+
+/** The resize modal (PRODUCT.md §3): only the fields the policy configures, prefilled from the command and the VM. */
+export function resizeModal(input: ResizeModalInput): ModalView {
+  const vm = input.vm;
+  const initialNumber = (typed: number | undefined, known: number | undefined) =>
+    typed !== undefined ? String(typed) : known !== undefined ? String(known) : undefined;
+  const blocks: KnownBlock[] = [
+    { type: 'section', text: mrkdwn(knownLine(vm)) },
+    ...projectAndVm(input),
     textInput(FIELDS.cores, 'Cores', {
       initial: initialNumber(input.typed.cores, vm?.cores),
       placeholder: 'unchanged',
@@ -289,18 +300,7 @@ export function restoreModal(input: RestoreModalInput): ModalView {
         ':warning: *A restore overwrites the VM’s disk with the backup.* Everything written since the backup is lost. The VM must be stopped.',
       ),
     },
-    select(
-      FIELDS.project,
-      'Project',
-      input.projects.map((p) => option(p.name, truncate(p.label, 75))),
-      { initial: input.project, optional: false },
-    ),
-    textInput(FIELDS.vmid, 'VM id', {
-      initial: input.vmid !== undefined ? String(input.vmid) : undefined,
-      placeholder: 'e.g. 101',
-      optional: false,
-      max: INPUT_MAX_LENGTH.vmid,
-    }),
+    ...projectAndVm(input),
     textInput(FIELDS.backupSlug, 'Backup', {
       initial: input.backupSlug,
       placeholder: 'the backup slug from the portal’s backup list',

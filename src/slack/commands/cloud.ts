@@ -2,7 +2,6 @@ import type { App } from '@slack/bolt';
 import type { ModalView } from '@slack/types';
 import { findProject, type ProjectPolicy } from '../../config/policy.ts';
 import { closedLabel, OTHER } from '../../observability/metrics.ts';
-import { knownVm } from '../../requests/vm-facts.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { jobsBlocks } from '../blocks/jobs.ts';
 import { resizeModal, restoreModal } from '../blocks/modals.ts';
@@ -17,7 +16,6 @@ import {
   TRY_AGAIN,
   whereProjectLives,
 } from '../deps.ts';
-import type { ViewOpener } from '../view-opener.ts';
 import { helpText } from './help.ts';
 import { parseCloudCommand, type ResizeCommand, type RestoreCommand } from './parse.ts';
 
@@ -48,12 +46,7 @@ async function knownOf(
   vmid: number | undefined,
 ): Promise<VmKnown | undefined> {
   if (!project || vmid === undefined) return undefined;
-  const recorded = await deps.vmFacts.get(project.uuid, vmid);
-  return knownVm(
-    project.vms.find((v) => v.vmid === vmid),
-    recorded,
-    vmid,
-  );
+  return deps.vmFacts.known(project, vmid);
 }
 
 const projectChoices = (deps: SlackDeps, channel: string) =>
@@ -62,18 +55,12 @@ const projectChoices = (deps: SlackDeps, channel: string) =>
     label: p.cluster ? `${p.name} (${p.cluster})` : p.name,
   }));
 
-/** Opens a modal after the ack (through the lean opener when there is one); storage trouble becomes "try again". */
-async function openForm(
-  slack: CommandArgs,
-  deps: SlackDeps,
-  opener: ViewOpener | undefined,
-  build: () => Promise<ModalView>,
-): Promise<void> {
+/** Opens a modal after the ack; storage trouble becomes "try again". */
+async function openForm(slack: CommandArgs, deps: SlackDeps, build: () => Promise<ModalView>): Promise<void> {
   try {
     await afterWaitingAcks();
     const view = await build();
-    if (opener) await opener.open(slack.command.trigger_id, view);
-    else await slack.client.views.open({ trigger_id: slack.command.trigger_id, view });
+    await deps.slack.openView(slack.command.trigger_id, view);
   } catch (error) {
     deps.logger.warn({ err: error }, 'could not open a form');
     const text =
@@ -107,18 +94,13 @@ function factsAndDraft(
   );
 }
 
-async function resize(
-  slack: CommandArgs,
-  deps: SlackDeps,
-  opener: ViewOpener | undefined,
-  parsed: ResizeCommand,
-): Promise<void> {
+async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand): Promise<void> {
   const { command } = slack;
   const project = resolveProject(deps, command.channel_id, parsed.project);
   if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
   await slack.ack();
   const fields = deps.policy.resize_fields;
-  await openForm(slack, deps, opener, async () => {
+  await openForm(slack, deps, async () => {
     const [vm, draft] = await factsAndDraft(slack, deps, 'resize', project, parsed.vmid);
     return resizeModal({
       draftId: draft.id,
@@ -133,17 +115,12 @@ async function resize(
   });
 }
 
-async function restore(
-  slack: CommandArgs,
-  deps: SlackDeps,
-  opener: ViewOpener | undefined,
-  parsed: RestoreCommand,
-): Promise<void> {
+async function restore(slack: CommandArgs, deps: SlackDeps, parsed: RestoreCommand): Promise<void> {
   const { command } = slack;
   const project = resolveProject(deps, command.channel_id, parsed.project);
   if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
   await slack.ack();
-  await openForm(slack, deps, opener, async () => {
+  await openForm(slack, deps, async () => {
     const [vm, draft] = await factsAndDraft(slack, deps, 'restore', project, parsed.vmid);
     return restoreModal({
       draftId: draft.id,
@@ -170,9 +147,9 @@ async function jobs(slack: CommandArgs, deps: SlackDeps): Promise<void> {
 
 /**
  * Registers `/cloud`: parses the text, checks the channel's projects, and answers within Slack's 3 s. Modals open
- * through `opener` when given (the app's lean views.open), else through Bolt's Web API client.
+ * through the lean Web API client (SlackApi.openView).
  */
-export function register(app: App, deps: SlackDeps, opener?: ViewOpener): void {
+export function register(app: App, deps: SlackDeps): void {
   const words = deps.words ?? [];
   const { cores, ram_gb: ramGb, os_disk_gb: osDiskGb } = deps.policy.limits;
   const limits = { cores, ramGb, osDiskGb };
@@ -191,9 +168,9 @@ export function register(app: App, deps: SlackDeps, opener?: ViewOpener): void {
       case 'error':
         return void (await slack.ack(ephemeral(`:warning: ${parsed.message}`)));
       case 'resize':
-        return resize(slack, deps, opener, parsed);
+        return resize(slack, deps, parsed);
       case 'restore':
-        return restore(slack, deps, opener, parsed);
+        return restore(slack, deps, parsed);
       case 'jobs':
         return jobs(slack, deps);
       case 'other': {

@@ -1,6 +1,15 @@
-import { INPUT_MAX_LENGTH, MAX_VMID } from '../../rules/inputs.ts';
+import { INPUT_MAX_LENGTH, MAX_VMID, readTargetWords } from '../../rules/inputs.ts';
 import { type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
-import type { CpuClass, OnOff, SizeLimits, WanMode } from '../../rules/types.ts';
+import {
+  CPU_CLASSES,
+  type CpuClass,
+  ON_OFF,
+  type OnOff,
+  type ResizeTarget,
+  type SizeLimits,
+  WAN_MODES,
+  type WanMode,
+} from '../../rules/types.ts';
 
 /** Splits command text into words; double or single quotes keep spaces inside one word. */
 export function tokenize(text: string): string[] | { error: string } {
@@ -16,16 +25,10 @@ export function tokenize(text: string): string[] | { error: string } {
 }
 
 /** What `/cloud resize …` typed, before anything is checked against the policy or the rules. */
-export interface ResizeCommand {
+export interface ResizeCommand extends ResizeTarget {
   word: 'resize';
   project?: string;
   vmid?: number;
-  cores?: number;
-  ramGb?: number;
-  osDiskGb?: number;
-  cpuClass?: CpuClass;
-  wanMode?: WanMode;
-  privateNetwork?: OnOff;
   /** `for=48h`, `for=7d`, `for=2026-12-01`: a temporary increase. */
   lease?: LeaseTerm;
 }
@@ -44,10 +47,6 @@ export type ParsedCommand =
   | RestoreCommand
   | { word: 'other'; name: string; args: string[] }
   | { word: 'error'; message: string };
-
-const WAN_MODES: readonly WanMode[] = ['off', 'ipv4', 'ipv6', 'dual'];
-const CPU_CLASSES: readonly CpuClass[] = ['regular', 'light'];
-const ON_OFF: readonly OnOff[] = ['off', 'on'];
 
 /** Usage lines for the words this module parses. */
 export const USAGE = {
@@ -137,51 +136,60 @@ function parseResize(words: string[], limits: SizeLimits): ParsedCommand {
       `unexpected \`${positional.rest[0]}\`: options are written key=value. Usage: ${USAGE.resize}`,
     );
   }
-  const command: ResizeCommand = { word: 'resize', project: positional.project, vmid: positional.vmid };
-  for (const arg of args.filter((a) => a.includes('='))) {
-    const [rawKey, ...valueParts] = arg.split('=');
-    const key = (rawKey ?? '').toLowerCase();
-    const value = valueParts.join('=').toLowerCase();
-    const seen = (name: keyof ResizeCommand) =>
-      command[name] !== undefined ? `\`${key}\` is given twice` : undefined;
-    switch (key) {
-      case 'cores':
-      case 'ram':
-      case 'disk': {
-        const field = key === 'cores' ? 'cores' : key === 'ram' ? 'ramGb' : 'osDiskGb';
-        const twice = seen(field);
-        if (twice) return fail(twice);
-        const n = wholeNumber(key, value, limits[field]);
-        if (typeof n === 'string') return fail(n);
-        command[field] = n;
-        break;
-      }
-      case 'cpu': {
-        if (command.cpuClass !== undefined) return fail(`\`${key}\` is given twice`);
-        if (!CPU_CLASSES.includes(value as CpuClass))
-          return fail(`\`cpu\` is regular or light, not \`${value}\``);
-        command.cpuClass = value as CpuClass;
-        break;
-      }
-      case 'wan': {
-        if (command.wanMode !== undefined) return fail(`\`${key}\` is given twice`);
-        if (!WAN_MODES.includes(value as WanMode))
-          return fail(`\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\``);
-        command.wanMode = value as WanMode;
-        break;
-      }
-      case 'private': {
-        if (command.privateNetwork !== undefined) return fail(`\`${key}\` is given twice`);
-        if (!ON_OFF.includes(value as OnOff)) return fail(`\`private\` is off or on, not \`${value}\``);
-        command.privateNetwork = value as OnOff;
-        break;
-      }
+  const read = readTargetWords<string>(
+    args.filter((a) => a.includes('=')),
+    (field, raw, key) => typedValue(field, key, raw.toLowerCase(), limits),
+  );
+  if ('problem' in read) {
+    const { problem } = read;
+    switch (problem.code) {
+      case 'twice':
+        return fail(`\`${problem.key}\` is given twice`);
+      case 'bad_value':
+        return fail(problem.error);
       default:
-        return fail(`unknown option \`${key}\`. Usage: ${USAGE.resize}`);
+        return fail(
+          `unknown option \`${problem.code === 'unknown_key' ? problem.key : problem.word}\`. Usage: ${USAGE.resize}`,
+        );
     }
   }
+  const command: ResizeCommand = {
+    word: 'resize',
+    project: positional.project,
+    vmid: positional.vmid,
+    ...read.target,
+  };
   if (taken.lease) command.lease = taken.lease;
   return command;
+}
+
+/** One typed value (already lower case), or why not, in the command line's words. */
+function typedValue(
+  field: keyof ResizeTarget,
+  key: string,
+  value: string,
+  limits: SizeLimits,
+): ResizeTarget[keyof ResizeTarget] | { error: string } {
+  switch (field) {
+    case 'cores':
+    case 'ramGb':
+    case 'osDiskGb': {
+      const n = wholeNumber(key, value, limits[field]);
+      return typeof n === 'number' ? n : { error: n };
+    }
+    case 'cpuClass':
+      return CPU_CLASSES.includes(value as CpuClass)
+        ? (value as CpuClass)
+        : { error: `\`cpu\` is regular or light, not \`${value}\`` };
+    case 'wanMode':
+      return WAN_MODES.includes(value as WanMode)
+        ? (value as WanMode)
+        : { error: `\`wan\` is off, ipv4, ipv6 or dual, not \`${value}\`` };
+    case 'privateNetwork':
+      return ON_OFF.includes(value as OnOff)
+        ? (value as OnOff)
+        : { error: `\`private\` is off or on, not \`${value}\`` };
+  }
 }
 
 function parseRestore(args: string[]): ParsedCommand {

@@ -8,7 +8,7 @@ import type { SlackDeps } from '../deps.ts';
  * acked the event by then). Opening it also signs them up for refreshes when their requests change.
  */
 export function register(app: App, deps: SlackDeps): void {
-  app.event('app_home_opened', async ({ event, client }) => {
+  app.event('app_home_opened', async ({ event }) => {
     if (event.tab !== 'home') return;
     const started = performance.now();
     try {
@@ -21,7 +21,7 @@ export function register(app: App, deps: SlackDeps): void {
           now: deps.now,
           digestOf: deps.homes.digestOf,
         },
-        client,
+        deps.slack,
         event.user,
       );
       deps.logger.debug({ blocks, ms: Math.round(performance.now() - started) }, 'home published');

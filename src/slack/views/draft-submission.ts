@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { ViewOutput } from '@slack/bolt';
-import type { WebClient } from '@slack/web-api';
 import type { ProjectPolicy } from '../../config/policy.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
@@ -96,7 +95,6 @@ export function releaseClaim(deps: SlackDeps, view: ViewOutput, submission: Subm
  */
 export async function storeFromDraft(
   deps: SlackDeps,
-  client: WebClient,
   submission: Submission & { draft: Draft },
   user: string,
   what: string,
@@ -108,7 +106,9 @@ export async function storeFromDraft(
   } catch (error) {
     deps.logger.error({ err: error }, `${what} could not be stored`);
     await deps.drafts.release(draft.id, token).catch(() => undefined);
-    await client.chat.postEphemeral({ channel: draft.channel, user, text: TRY_AGAIN }).catch(() => undefined);
+    await deps.slack.chat
+      .postEphemeral({ channel: draft.channel, user, text: TRY_AGAIN })
+      .catch(() => undefined);
     return;
   }
   await deps.drafts

@@ -1,11 +1,11 @@
 import { findProject } from '../../config/policy.ts';
+import { checkResizeUnder } from '../../requests/resize-check.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
-import { checkResize } from '../../rules/resize.ts';
 import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
 import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
-import { projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readSubmission, releaseClaim, storeFromDraft, submissionErrors } from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
@@ -63,7 +63,7 @@ function leaseErrors(lease: LeaseCheck, term: LeaseTerm): Record<string, string>
 
 /** Handles the resize modal: rules as field errors, the 24-hour offer as a pushed view, else a request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.view(VIEWS.resize, async ({ ack, body, view, client }) => {
+  app.view(VIEWS.resize, async ({ ack, body, view }) => {
     const form = readForm(view);
     const blocks = inputBlockIds(view);
     const violations: Violation[] = [];
@@ -104,14 +104,9 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       );
       const confirmedStopped = ticked(form, FIELDS.confirm, CONFIRM.stopped);
       const acceptWanTwoStep = ticked(form, FIELDS.confirm, CONFIRM.wanTwoStep);
-      const check = checkResize({
+      const check = checkResizeUnder(deps.policy, {
         vm,
         target,
-        limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
-        configured: {
-          cpuClass: deps.policy.resize_fields.cpu_class !== undefined,
-          privateNetwork: deps.policy.resize_fields.private_network !== undefined,
-        },
         confirmedStopped,
         acceptWanTwoStep,
         now: deps.now(),
@@ -166,7 +161,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       await ack({ response_action: 'clear' });
       storing = true;
       const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
-      await storeFromDraft(deps, client, { ...submission, draft }, body.user.id, 'resize request', () =>
+      await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'resize request', () =>
         deps.requests.createResize(origin, {
           project,
           vm,

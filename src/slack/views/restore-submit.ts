@@ -3,14 +3,14 @@ import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';
 import { checkRestore } from '../../rules/restore.ts';
 import { CONFIRM, FIELDS, VIEWS } from '../blocks/modals.ts';
-import { projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
+import type { SlackDeps } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readSubmission, releaseClaim, storeFromDraft, submissionErrors } from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
 
 /** Handles the restore modal: typed VM id, stopped confirmation, slug shape and HA autostart as field errors. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.view(VIEWS.restore, async ({ ack, body, view, client }) => {
+  app.view(VIEWS.restore, async ({ ack, body, view }) => {
     const form = readForm(view);
     const blocks = inputBlockIds(view);
     const projectName = text(form, FIELDS.project);
@@ -47,7 +47,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       }
       await ack({ response_action: 'clear' });
       storing = true;
-      await storeFromDraft(deps, client, { ...submission, draft }, body.user.id, 'restore request', () =>
+      await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'restore request', () =>
         deps.requests.createRestore(
           { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
           { project, vm, backupSlug, autostart, reason: text(form, FIELDS.reason) },

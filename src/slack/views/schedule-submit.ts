@@ -1,6 +1,6 @@
 import { findProject } from '../../config/policy.ts';
-import { knownVm } from '../../requests/vm-facts.ts';
-import { checkResize } from '../../rules/resize.ts';
+import { checkResizeUnder } from '../../requests/resize-check.ts';
+import type { VmKnown } from '../../rules/types.ts';
 import { VIEWS } from '../blocks/modals.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
@@ -14,7 +14,7 @@ import {
 
 /** The requester accepted the earliest allowed time: re-check as of then and store a scheduled request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
-  app.view(VIEWS.schedule, async ({ ack, body, view, client }) => {
+  app.view(VIEWS.schedule, async ({ ack, body, view }) => {
     // The draft (claimed) first, then the VM's facts it names, within one budget before the ack.
     const submission = await readSubmission(deps, view, body.user.id, {
       project: undefined,
@@ -38,27 +38,16 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       if (!submission.claimed)
         return void (await ack({ response_action: 'update', view: notice(ALREADY_SUBMITTING) }));
       const runAt = new Date(scheduled.runAt);
-      let vm: ReturnType<typeof knownVm>;
+      let vm: VmKnown;
       try {
-        const recorded = await submission.within(deps.vmFacts.get(project.uuid, scheduled.vmid));
-        vm = knownVm(
-          project.vms.find((v) => v.vmid === scheduled.vmid),
-          recorded,
-          scheduled.vmid,
-        );
+        vm = await submission.within(deps.vmFacts.known(project, scheduled.vmid));
       } catch {
         return void (await ack({ response_action: 'update', view: notice(TRY_AGAIN) }));
       }
-      const limits = deps.policy.limits;
       // Checked as of runAt: the 24-hour rule passes then, and anything else must pass too.
-      const check = checkResize({
+      const check = checkResizeUnder(deps.policy, {
         vm,
         target: scheduled.target,
-        limits: { cores: limits.cores, ramGb: limits.ram_gb, osDiskGb: limits.os_disk_gb },
-        configured: {
-          cpuClass: deps.policy.resize_fields.cpu_class !== undefined,
-          privateNetwork: deps.policy.resize_fields.private_network !== undefined,
-        },
         confirmedStopped: scheduled.confirmedStopped,
         acceptWanTwoStep: scheduled.acceptWanTwoStep,
         now: runAt,
@@ -71,7 +60,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       }
       await ack({ response_action: 'clear' });
       storing = true;
-      await storeFromDraft(deps, client, { ...submission, draft }, body.user.id, 'scheduled resize', () =>
+      await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'scheduled resize', () =>
         deps.requests.createResize(
           { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
           {
