@@ -285,6 +285,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       logger,
     });
     connections.push(() => digests.close());
+    const digestOf = (channel: string) => digests.scheduler.get(channel);
 
     let port: number | undefined;
     // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own
@@ -307,7 +308,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           requests,
           slack: slackClient,
           approvals,
-          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user) },
+          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user), digestOf },
           stepTokens: new StepTokens(fastRedis, prefix),
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
@@ -337,6 +338,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         store: workerStore,
         approvals,
         renderer: homeRenderer,
+        digestOf,
         slack: slackClient,
         now,
         logger,

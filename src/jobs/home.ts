@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
-import { peopleConcerned, readInbox } from '../requests/inbox.ts';
+import { type Inbox, peopleConcerned, readInbox } from '../requests/inbox.ts';
 import { LuaScript } from '../requests/lua.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import { type FollowUpQueueDeps, slackCallFailed, startFollowUpQueue } from './follow-up-queue.ts';
-import type { HomeRenderer } from './renderers.ts';
+import type { HomeDigest, HomeRenderer } from './renderers.ts';
 
 export const HOME_QUEUE = 'home';
 /** Changes to one person's requests within this window make one views.publish. */
@@ -45,6 +45,26 @@ export interface HomeDeps {
   approvals: ApprovalPolicy;
   renderer: HomeRenderer;
   now: () => Date;
+  /** A channel's pricing digest subscription, if it has one. */
+  digestOf?: (channel: string) => Promise<Omit<HomeDigest, 'channel'> | undefined>;
+}
+
+/** The digests of the channels a person's requests live in: the channels their page names. */
+async function digestsFor(deps: HomeDeps, inbox: Inbox): Promise<HomeDigest[]> {
+  const digestOf = deps.digestOf;
+  if (!digestOf) return [];
+  const channels = new Set(
+    [...inbox.waiting, ...inbox.scheduled, ...inbox.mine]
+      .map((r) => r.channel)
+      .concat(inbox.moreWaiting.channels),
+  );
+  const found = await Promise.all(
+    [...channels].map(async (channel) => {
+      const digest = await digestOf(channel);
+      return digest ? { channel, ...digest } : undefined;
+    }),
+  );
+  return found.filter((d): d is HomeDigest => d !== undefined);
 }
 
 /** Builds `user`'s App Home from their inbox and publishes it; returns how many blocks it has. */
@@ -54,7 +74,7 @@ export async function publishHome(
   user: string,
 ): Promise<number> {
   const inbox = await readInbox(deps, user);
-  const view = deps.renderer.home(inbox, deps.now());
+  const view = deps.renderer.home(inbox, deps.now(), await digestsFor(deps, inbox));
   await slack.views.publish({ user_id: user, view });
   return view.blocks.length;
 }

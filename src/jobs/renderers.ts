@@ -41,7 +41,14 @@ export interface HomeView {
   blocks: KnownBlock[];
 }
 
+/** A channel's pricing digest subscription, as a home lists it. */
+export interface HomeDigest {
+  channel: string;
+  label: string;
+  next?: Date;
+}
+
 export interface HomeRenderer {
-  /** A person's App Home from their inbox, at `now`. */
-  home(inbox: Inbox, now: Date): HomeView;
+  /** A person's App Home from their inbox and the digests of the channels it names, at `now`. */
+  home(inbox: Inbox, now: Date, digests?: HomeDigest[]): HomeView;
 }

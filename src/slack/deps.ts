@@ -22,7 +22,11 @@ export interface SlackDeps {
   /** Who may act on a request: the App Home lists what each person may approve or cancel through it. */
   approvals: ApprovalPolicy;
   /** App Homes: who opened theirs (those get refreshed when their requests change). */
-  homes: { seen(user: string): Promise<void> };
+  homes: {
+    seen(user: string): Promise<void>;
+    /** A channel's pricing digest subscription, listed on the homes that name the channel. */
+    digestOf?: (channel: string) => Promise<{ label: string; next?: Date } | undefined>;
+  };
   /** Where a workflow step's token waits for its request's end (never logged). */
   stepTokens: { save(executionId: string, token: string): Promise<boolean> };
   vmFacts: VmFactsStore;

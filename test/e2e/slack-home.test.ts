@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
-import { type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
 // The web role: App Home opens are answered by the web process itself (no worker needed to publish them).
@@ -136,6 +136,16 @@ describe('App Home', () => {
     await clickOnHome(h, 'cancel', request.id, USERS.dev);
     const cancelled = await h.waitForRequest(request.id, (r) => r.state === 'cancelled');
     expect(cancelled.cancelledBy).toBe(USERS.dev);
+  });
+
+  it('lists the pricing digests of the channels its requests live in', async () => {
+    const subscribed = await h.command('digest daily 09:00 Europe/Berlin', USERS.dev, CHANNELS.prod);
+    expect(subscribed.status).toBe(200);
+    const dev = await home(USERS.dev);
+    expect(dev.text).toContain('Pricing digests in your channels');
+    expect(dev.text).toContain(`<#${CHANNELS.prod}>`);
+    await h.command('digest off', USERS.dev, CHANNELS.prod);
+    expect((await home(USERS.dev)).text).not.toContain('Pricing digests in your channels');
   });
 
   it('stays within 100 blocks however much waits: the oldest 30, then how many more and where', async () => {

@@ -64,7 +64,12 @@ describe('homeView', () => {
       ),
       moreScheduled: 7,
     };
-    const view = homeView(inbox, at);
+    const digests = Array.from({ length: 60 }, (_, i) => ({
+      channel: `C0CHAN${i}`,
+      label: `daily 09:00 Europe/Berlin ${long}`,
+      next: at,
+    }));
+    const view = homeView(inbox, at, digests);
     expect(view.blocks.length).toBeLessThanOrEqual(100);
     expect(checks.checkView(view)).toEqual([]);
     const text = JSON.stringify(view);

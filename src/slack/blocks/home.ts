@@ -1,10 +1,10 @@
 import type { KnownBlock, ModalView } from '@slack/types';
-import type { HomeRenderer, HomeView } from '../../jobs/renderers.ts';
+import type { HomeDigest, HomeRenderer, HomeView } from '../../jobs/renderers.ts';
 import type { Inbox } from '../../requests/inbox.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL, summary, vmLabel } from './describe.ts';
 import { ACTIONS } from './request-message.ts';
-import { mention, mrkdwn, plain, slackDate } from './text.ts';
+import { escapeMrkdwn, mention, mrkdwn, plain, slackDate } from './text.ts';
 
 /** The home view's callback id: Slack echoes it back with clicks made on the App Home. */
 export const HOME_CALLBACK_ID = 'cloudops_home';
@@ -95,7 +95,7 @@ const note = (text: string): KnownBlock => ({ type: 'context', elements: [mrkdwn
  * Slack's 100 blocks: the inbox carries at most 30 waiting requests (2 blocks each), the rest is counted with where
  * to find them.
  */
-export function homeView(inbox: Inbox, now: Date): HomeView {
+export function homeView(inbox: Inbox, now: Date, digests: HomeDigest[] = []): HomeView {
   const blocks: KnownBlock[] = [
     { type: 'header', text: plain('cloudops', 150) },
     note(`Requests you can approve, scheduled runs, and your own requests · updated ${slackDate(now)}`),
@@ -130,6 +130,14 @@ export function homeView(inbox: Inbox, now: Date): HomeView {
   } else {
     blocks.push(heading('*Your recent requests*'));
     blocks.push(...inbox.mine.map(mineBlock));
+  }
+  if (digests.length > 0) {
+    const lines = digests
+      .slice(0, 20)
+      .map(
+        (d) => `• <#${d.channel}>: ${escapeMrkdwn(d.label)}${d.next ? ` · next ${slackDate(d.next)}` : ''}`,
+      );
+    blocks.push({ type: 'divider' }, heading(`*Pricing digests in your channels*\n${lines.join('\n')}`));
   }
   return { type: 'home', callback_id: HOME_CALLBACK_ID, blocks };
 }

@@ -14,7 +14,13 @@ export function register(app: App, deps: SlackDeps): void {
     try {
       await deps.homes.seen(event.user);
       const blocks = await publishHome(
-        { store: deps.store, approvals: deps.approvals, renderer: homeRenderer, now: deps.now },
+        {
+          store: deps.store,
+          approvals: deps.approvals,
+          renderer: homeRenderer,
+          now: deps.now,
+          digestOf: deps.homes.digestOf,
+        },
         deps.slack,
         event.user,
       );
