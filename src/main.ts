@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
-import { WebClient } from '@slack/web-api';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from './cloud/client.ts';
 import { createPriceCache } from './cloud/price-cache.ts';
 import { withDotEnv } from './config/dotenv.ts';
@@ -36,7 +35,6 @@ import { createSlackApp, type SlackApp } from './slack/app.ts';
 import { digestRenderer } from './slack/blocks/digest.ts';
 import { homeRenderer } from './slack/blocks/home.ts';
 import { createRequestRenderer } from './slack/blocks/request-message.ts';
-import { boltLogger } from './slack/bolt-logger.ts';
 import { pricingWords } from './slack/commands/pricing.ts';
 import { DraftStore } from './slack/drafts.ts';
 import { RedeliveryGuard } from './slack/redelivery.ts';
@@ -232,15 +230,10 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
     }
     const prices = createPriceCache(cloud);
-    // User groups are read through Bolt's Web API client (the lean client has no usergroups method); it never retries.
-    const groupClient = new WebClient(env.SLACK_BOT_TOKEN, {
-      slackApiUrl: env.SLACK_API_URL,
-      retryConfig: { retries: 0 },
-      rejectRateLimitedCalls: true,
-      // Its warnings go to the redacted JSON log, not the console.
-      logger: boltLogger(logger),
-    });
-    const userGroups = createUserGroups(groupClient, { logger, ...options.userGroupCache });
+    // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
+    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+    connections.push(() => slackClient.close());
+    const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
     const approvals = createApprovalPolicy(policy, userGroups);
     const lifecycleDeps: LifecycleDeps = {
       policy,
@@ -256,9 +249,6 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     const requests = new RequestLifecycle(lifecycleDeps);
     // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
     const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
-    // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
-    const slackClient = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
-    connections.push(() => slackClient.close());
 
     const socketMode = env.SLACK_APP_TOKEN !== undefined && runs('web');
     let slackApp: SlackApp | undefined;

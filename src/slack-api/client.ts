@@ -142,6 +142,13 @@ export class SlackApi {
       this.call('functions.completeError', args, { token }),
   };
 
+  readonly usergroups = {
+    users: {
+      list: (args: { usergroup: string }) =>
+        this.call<SlackAnswer & { users?: string[] }>('usergroups.users.list', args),
+    },
+  };
+
   readonly views = {
     publish: (args: { user_id: string; view: HomeView }) => this.call('views.publish', args),
   };

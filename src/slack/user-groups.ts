@@ -1,6 +1,7 @@
-import type { WebClient } from '@slack/web-api';
 import type { Logger } from '../observability/logger.ts';
 import type { UserGroups } from '../requests/approvers.ts';
+import type { SlackApi } from '../slack-api/client.ts';
+import { SlackPlatformError } from '../slack-api/errors.ts';
 
 /** How long a group's members are trusted without asking Slack again. */
 export const GROUP_CACHE_MS = 5 * 60_000;
@@ -19,7 +20,7 @@ interface Entry {
  * (missing scope, free plan, unknown id) grants nobody and is logged once per fetch.
  */
 export function createUserGroups(
-  client: WebClient,
+  client: Pick<SlackApi, 'usergroups'>,
   options: { logger: Logger; cacheMs?: number; refreshGapMs?: number; clock?: () => number },
 ): UserGroups & { problem(group: string): Promise<string | undefined> } {
   const cacheMs = options.cacheMs ?? GROUP_CACHE_MS;
@@ -39,7 +40,7 @@ export function createUserGroups(
             fetchedAt: clock(),
           }),
           (error: unknown): Entry => {
-            const code = (error as { data?: { error?: string } }).data?.error;
+            const code = error instanceof SlackPlatformError ? error.error : undefined;
             const stale = cache.get(group);
             // Slack out of reach: what was known stays known; Slack refusing the group: it grants nobody.
             if (!code && stale?.users) return { ...stale, fetchedAt: clock() };

@@ -1,22 +1,23 @@
-import { WebClient } from '@slack/web-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createUserGroups } from '../../src/slack/user-groups.ts';
+import { SlackApi } from '../../src/slack-api/client.ts';
 
 // User group members through the real Web API client against the Slack stand-in (its calls checked against the
 // vendored method files), with a clock the test moves for the cache.
 let slack: SlackStandIn;
-let client: WebClient;
+let client: SlackApi;
 const logs: string[] = [];
 const logger = createLogger({ level: 'warn' }, { write: (line: string) => void logs.push(line) });
 
 beforeAll(async () => {
   slack = await startSlackStandIn({ botToken: 'xoxb-groups-test' });
-  client = new WebClient('xoxb-groups-test', { slackApiUrl: slack.apiUrl, retryConfig: { retries: 0 } });
+  client = new SlackApi({ apiUrl: slack.apiUrl, token: 'xoxb-groups-test' });
 });
 afterAll(async () => {
   expect(slack.problems).toEqual([]);
+  await client.close();
   await slack.close();
 });
 

@@ -1,7 +1,7 @@
-import { WebClient } from '@slack/web-api';
 import { userGroupsOf } from '../../config/policy.ts';
 import { createLogger } from '../../observability/logger.ts';
 import { createUserGroups } from '../../slack/user-groups.ts';
+import { SlackApi } from '../../slack-api/client.ts';
 import { policyOf } from '../cloud.ts';
 import { type CliIo, write } from '../io.ts';
 
@@ -64,17 +64,16 @@ async function unresolvedGroups(io: CliIo, groups: string[]): Promise<string[]> 
   if (groups.length === 0) return [];
   if (!io.env.SLACK_BOT_TOKEN)
     return [`user groups ${groups.join(', ')} not checked: set SLACK_BOT_TOKEN to ask Slack who is in them`];
-  const client = new WebClient(io.env.SLACK_BOT_TOKEN, {
-    slackApiUrl: io.env.SLACK_API_URL,
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
+  const client = new SlackApi({
+    apiUrl: io.env.SLACK_API_URL ?? 'https://slack.com/api/',
+    token: io.env.SLACK_BOT_TOKEN,
   });
   const resolver = createUserGroups(client, {
     logger: createLogger({ level: 'silent', secrets: [io.env.SLACK_BOT_TOKEN] }),
   });
   const problems = await Promise.all(
     groups.map(async (group) => [group, await resolver.problem(group)] as const),
-  );
+  ).finally(() => client.close());
   return problems
     .filter(([, problem]) => problem !== undefined)
     .map(
