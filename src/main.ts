@@ -245,6 +245,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       logger,
       metrics,
       vmFacts,
+      secrets,
     };
     const requests = new RequestLifecycle(lifecycleDeps);
     // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.

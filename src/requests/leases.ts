@@ -1,4 +1,5 @@
 import type { Policy } from '../config/policy.ts';
+import { scrubSecrets } from '../observability/logger.ts';
 import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
 import type { VmKnown } from '../rules/types.ts';
 import type { ApprovalPolicy } from './approvers.ts';
@@ -117,6 +118,8 @@ export interface LeaseDeps {
   approvals: ApprovalPolicy;
   vmFacts: VmFactsStore;
   now: () => Date;
+  /** Secret values scrubbed from a typed reason (see LifecycleDeps). */
+  secrets?: readonly string[];
 }
 
 /**
@@ -187,9 +190,10 @@ export class Leases {
   }
 
   /** "Keep it": the size stays, with a reason (audited); the lease ends and its reminders stop. */
-  async keep(request: CloudRequest, user: string, reason: string): Promise<Decision> {
+  async keep(request: CloudRequest, user: string, typed: string): Promise<Decision> {
     const allowed = await this.mayAct(request, user);
     if (!allowed.ok) return allowed;
+    const reason = scrubSecrets(typed, this.deps.secrets);
     const at = this.deps.now().toISOString();
     const kept = await this.deps.store.note(
       request.id,

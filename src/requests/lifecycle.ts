@@ -1,6 +1,6 @@
 import type { PriceSource } from '../cloud/price-cache.ts';
 import type { Policy, ProjectPolicy } from '../config/policy.ts';
-import type { Logger } from '../observability/logger.ts';
+import { type Logger, scrubSecrets } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ResizeCheck } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
@@ -99,6 +99,11 @@ export interface LifecycleDeps {
   metrics: Metrics;
   /** What the bot knows of each VM: a resize resolved as applied is recorded there like a success; a lease's offer is checked against it. */
   vmFacts: VmFactsStore;
+  /**
+   * The configured secret values (tokens, signing secret, API key): a reason someone types is stored, audited and
+   * posted to the channel without them or any Slack token or bearer credential pasted into it.
+   */
+  secrets?: readonly string[];
 }
 
 /** The states an act starts from: anything else is "already decided". */
@@ -223,9 +228,10 @@ export class RequestLifecycle {
   /**
    * Break glass: a user the policy allows runs frozen work now, with a reason (audited); the freeze's end is dropped.
    */
-  async breakGlass(request: CloudRequest, user: string, reason: string): Promise<Decision> {
+  async breakGlass(request: CloudRequest, user: string, typed: string): Promise<Decision> {
     const checked = await this.check(request, user, 'break_glass');
     if (checked) return refuse(checked);
+    const reason = scrubSecrets(typed, this.deps.secrets);
     const at = this.deps.now().toISOString();
     const queued = await this.deps.store.transition(request.id, {
       from: ['frozen'],
@@ -318,9 +324,10 @@ export class RequestLifecycle {
     return checked ? refuse(checked) : { ok: true, request };
   }
 
-  async reject(request: CloudRequest, user: string, reason?: string): Promise<Decision> {
+  async reject(request: CloudRequest, user: string, typed?: string): Promise<Decision> {
     const checked = await this.check(request, user, 'reject');
     if (checked) return refuse(checked);
+    const reason = typed === undefined ? undefined : scrubSecrets(typed, this.deps.secrets);
     return this.decide(request, {
       from: ['pending'],
       to: 'rejected',
@@ -530,7 +537,7 @@ export class RequestLifecycle {
         vmName: vm.name,
         params: fields.params,
         requester: origin.user,
-        reason: fields.reason,
+        reason: fields.reason === undefined ? undefined : scrubSecrets(fields.reason, this.deps.secrets),
         needsApproval,
         approvers: this.deps.approvals.approversFor(project),
         requiredApprovals: plan.count,
