@@ -35,9 +35,11 @@ export const REDACT_PATHS = [
 
 /**
  * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh, a workflow step's), bearer
- * credentials, and the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's events).
+ * credentials, and the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's
+ * events).
  */
-const SECRET_IN_TEXT = /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
+const SECRET_IN_TEXT =
+  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
 
 /** Secrets shorter than this are not scrubbed as literals: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 6;
