@@ -28,6 +28,7 @@ import {
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
 import { createApprovalPolicy } from './requests/approvers.ts';
+import { groupsOfMember } from './requests/inbox.ts';
 import { type LifecycleDeps, RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
 import { VmFactsStore } from './requests/vm-facts.ts';
@@ -236,6 +237,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     connections.push(() => slackClient.close());
     const userGroups = createUserGroups(slackClient, { logger, ...options.userGroupCache });
     const approvals = createApprovalPolicy(policy, userGroups);
+    // A person's App Home also reads what waits for the user groups of the policy they belong to.
+    const groupsOf = groupsOfMember(userGroups, userGroupsOf(policy));
     const lifecycleDeps: LifecycleDeps = {
       policy,
       store,
@@ -300,7 +303,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
           requests,
           slack: slackClient,
           approvals,
-          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user), digestOf },
+          homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user), digestOf, groupsOf },
           stepTokens: new StepTokens(fastRedis, prefix),
           vmFacts,
           drafts: new DraftStore(fastRedis, prefix),
@@ -331,6 +334,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         approvals,
         renderer: homeRenderer,
         digestOf,
+        groupsOf,
+        groups: userGroups,
         slack: slackClient,
         now,
         logger,

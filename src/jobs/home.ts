@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { ApprovalPolicy } from '../requests/approvers.ts';
-import { type Inbox, peopleConcerned, readInbox } from '../requests/inbox.ts';
+import type { ApprovalPolicy, UserGroups } from '../requests/approvers.ts';
+import { groupsConcerned, type Inbox, peopleConcerned, readInbox } from '../requests/inbox.ts';
 import { LuaScript } from '../requests/lua.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
@@ -18,6 +18,8 @@ export const HOME_COALESCE_MS = 1_000;
 export const HOME_RATE = Object.freeze({ max: 20, duration: 12_000 });
 /** Only people who opened their App Home within this time get it refreshed when their requests change. */
 const HOME_SEEN_TTL_S = 30 * 24 * 3600;
+/** People marked due by one script call (a user group may have thousands of members). */
+const MARK_SLICE = 200;
 /** A refresh marked due but whose job was lost (a crash between two writes) is marked anew after this. */
 const PENDING_TTL_MS = 60_000;
 
@@ -47,6 +49,8 @@ export interface HomeDeps {
   now: () => Date;
   /** A channel's pricing digest subscription, if it has one. */
   digestOf?: (channel: string) => Promise<Omit<HomeDigest, 'channel'> | undefined>;
+  /** The user groups a person belongs to: what waits for those groups is on their home too. */
+  groupsOf?: (user: string) => Promise<string[]>;
 }
 
 /** The digests of the channels a person's requests live in: the channels their page names. */
@@ -92,6 +96,8 @@ export interface HomeRefresh {
 
 export interface HomeWorkerDeps extends HomeDeps, FollowUpQueueDeps {
   slack: Pick<SlackApi, 'views'>;
+  /** Members of the user groups a request names (from the cache): their homes are refreshed too. */
+  groups?: UserGroups;
   /** Coalescing window; tests shorten it. */
   coalesceMs?: number;
 }
@@ -104,6 +110,14 @@ export interface HomeWorkerDeps extends HomeDeps, FollowUpQueueDeps {
 export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
   const keys = homeKeys(deps.prefix);
   const coalesceMs = deps.coalesceMs ?? HOME_COALESCE_MS;
+  /** The people named and the members of the groups named; only those who opened their home get a job. */
+  const concerned = async (request: CloudRequest): Promise<string[]> => {
+    const groups = deps.groups;
+    const named = groupsConcerned(request);
+    if (!groups || named.length === 0) return peopleConcerned(request);
+    const members = await Promise.all(named.map(async (group) => (await groups.members(group)) ?? []));
+    return [...new Set([...peopleConcerned(request), ...members.flat()])];
+  };
   const queue = startFollowUpQueue<{ user: string }>(
     HOME_QUEUE,
     deps,
@@ -124,14 +138,17 @@ export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
   );
   return {
     async changed(request) {
-      const people = peopleConcerned(request);
-      if (people.length === 0) return;
-      const due = (await MARK_DUE.run(
-        deps.connection,
-        people.flatMap((user) => [keys.seen(user), keys.pending(user)]),
-        [PENDING_TTL_MS],
-      )) as number[];
-      await Promise.all(due.map((i) => queue.add({ user: people[i - 1] ?? '' }, { delay: coalesceMs })));
+      const everyone = await concerned(request);
+      // A large group is marked in slices, so one script never holds Redis for long.
+      for (let start = 0; start < everyone.length; start += MARK_SLICE) {
+        const people = everyone.slice(start, start + MARK_SLICE);
+        const due = (await MARK_DUE.run(
+          deps.connection,
+          people.flatMap((user) => [keys.seen(user), keys.pending(user)]),
+          [PENDING_TTL_MS],
+        )) as number[];
+        await Promise.all(due.map((i) => queue.add({ user: people[i - 1] ?? '' }, { delay: coalesceMs })));
+      }
     },
     close: () => queue.close(),
   };

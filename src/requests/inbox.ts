@@ -1,4 +1,10 @@
-import { type ApprovalPolicy, isScheduledWaiting } from './approvers.ts';
+import {
+  type ApprovalPolicy,
+  currentApprovers,
+  isGroup,
+  isScheduledWaiting,
+  type UserGroups,
+} from './approvers.ts';
 import type { RequestStore } from './store.ts';
 import type { CloudRequest } from './types.ts';
 
@@ -30,6 +36,39 @@ export interface InboxDeps {
   store: RequestStore;
   approvals: ApprovalPolicy;
   now: () => Date;
+  /** The user groups `user` belongs to (of those the policy names): their involvement indexes are read too. */
+  groupsOf?: (user: string) => Promise<string[]>;
+}
+
+/**
+ * Which of `candidates` (the groups the policy names) `user` is a member of, from the user-group cache. A group Slack
+ * will not resolve has no members here, as it grants nobody.
+ */
+export function groupsOfMember(
+  groups: UserGroups,
+  candidates: readonly string[],
+): (user: string) => Promise<string[]> {
+  return async (user) => {
+    const found = await Promise.all(
+      candidates.map(async (group) => ((await groups.members(group))?.includes(user) ? group : undefined)),
+    );
+    return found.filter((g): g is string => g !== undefined);
+  };
+}
+
+/**
+ * The live requests that name `user` or one of their groups, oldest first, once each: a request reaches a group's
+ * members through the group's own index, so joining a group needs no index write.
+ */
+async function involving(deps: InboxDeps, user: string): Promise<CloudRequest[]> {
+  const groups = deps.groupsOf ? await deps.groupsOf(user) : [];
+  const lists = await Promise.all([user, ...groups].map((id) => deps.store.listInvolving(id)));
+  if (lists.length === 1) return lists[0]?.requests ?? [];
+  const byId = new Map<string, CloudRequest>();
+  for (const list of lists) for (const request of list.requests) byId.set(request.id, request);
+  return [...byId.values()].sort(
+    (a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
+  );
 }
 
 /**
@@ -41,8 +80,8 @@ export async function readInbox(
   user: string,
   limits: InboxLimits = INBOX_LIMITS,
 ): Promise<Inbox> {
-  const [{ requests: live }, mine] = await Promise.all([
-    deps.store.listInvolving(user),
+  const [live, mine] = await Promise.all([
+    involving(deps, user),
     deps.store.listRequestedBy(user, limits.mine),
   ]);
   const now = deps.now().getTime();
@@ -72,7 +111,17 @@ export async function readInbox(
   };
 }
 
-/** The Slack users a change of `request` concerns: its requester and the approvers that are people (not groups). */
+/**
+ * The Slack users a change of `request` concerns: its requester and the approvers that are people (not groups),
+ * those it was escalated to included once it was.
+ */
 export function peopleConcerned(request: CloudRequest): string[] {
-  return [...new Set([request.requester, ...request.approvers])].filter((id) => /^[UW][A-Z0-9]+$/.test(id));
+  return [...new Set([request.requester, ...currentApprovers(request)])].filter((id) =>
+    /^[UW][A-Z0-9]+$/.test(id),
+  );
+}
+
+/** The user groups among the approvers of `request` now: their members' homes are refreshed too. */
+export function groupsConcerned(request: CloudRequest): string[] {
+  return currentApprovers(request).filter(isGroup);
 }

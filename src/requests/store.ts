@@ -112,7 +112,7 @@ end
 
 /**
  * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, then the live-involvement
- * index of each person named (requester and approvers). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
+ * index of each person or group named (requester, approvers, those escalated to). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
  * requester keep, detail of the 'created' entry ('' for none).
  */
 const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
@@ -192,6 +192,7 @@ redis.call('ZREM', ARGV[3] .. request.channel, ARGV[1])
 redis.call('ZREM', ARGV[4] .. request.requester, ARGV[1])
 redis.call('ZREM', ARGV[5] .. request.requester, ARGV[1])
 for _, person in ipairs(request.approvers or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
+for _, person in ipairs(request.escalateTo or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
 return 1
 `);
 
@@ -212,8 +213,9 @@ export function requestKeys(prefix: string) {
     /** A person's own most recent requests, scored by creation (the App Home). */
     requestedBy: (person: string) => `${prefix}:requested-by:${person}`,
     /**
-     * Requests not yet final that name a person (requester or approver), scored by creation: what the App Home and
-     * its refresh read instead of scanning all requests. Removed when the request reaches a final state.
+     * Requests not yet final that name a person or a user group (requester, approver, escalated to), scored by
+     * creation: what the App Home and its refresh read instead of scanning all requests. Removed when the request
+     * reaches a final state.
      */
     involving: (person: string) => `${prefix}:involving:${person}`,
   };
@@ -516,9 +518,13 @@ function leaseIndex(current: CloudRequest, next: CloudRequest): string {
   return current.leaseOpen ? 'closed' : '';
 }
 
-/** Everyone a request names as requester or approver (current and earlier versions), once each. */
-function peopleOf(...versions: Pick<CloudRequest, 'requester' | 'approvers'>[]): string[] {
-  return [...new Set(versions.flatMap((r) => [r.requester, ...r.approvers]))];
+/**
+ * Everyone a request names as requester, approver or escalation target (current and earlier versions), once each.
+ * Those escalated to are indexed from the start, so an escalation needs no index write of its own; until it
+ * happens the approval policy keeps the request off their App Home.
+ */
+function peopleOf(...versions: Pick<CloudRequest, 'requester' | 'approvers' | 'escalateTo'>[]): string[] {
+  return [...new Set(versions.flatMap((r) => [r.requester, ...r.approvers, ...(r.escalateTo ?? [])]))];
 }
 
 function stripProtected(patch: Partial<CloudRequest> | undefined): Partial<CloudRequest> {

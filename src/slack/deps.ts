@@ -26,6 +26,8 @@ export interface SlackDeps {
     seen(user: string): Promise<void>;
     /** A channel's pricing digest subscription, listed on the homes that name the channel. */
     digestOf?: (channel: string) => Promise<{ label: string; next?: Date } | undefined>;
+    /** The user groups a person belongs to: what waits for those groups is on their home too. */
+    groupsOf?: (user: string) => Promise<string[]>;
   };
   /** Where a workflow step's token waits for its request's end (never logged). */
   stepTokens: { save(executionId: string, token: string): Promise<boolean> };

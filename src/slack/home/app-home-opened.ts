@@ -20,6 +20,7 @@ export function register(app: App, deps: SlackDeps): void {
           renderer: homeRenderer,
           now: deps.now,
           digestOf: deps.homes.digestOf,
+          groupsOf: deps.homes.groupsOf,
         },
         deps.slack,
         event.user,

@@ -1,0 +1,145 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CloudRequest } from '../../src/requests/types.ts';
+import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
+
+// App Home for approvers the request does not name by user id (issue 13): members of a Slack user group among the
+// approvers, and those escalated to. The whole bot (web, worker, scheduler), the Slack stand-in answering
+// usergroups.users.list, and a clock the test moves for the escalation.
+const GROUPIE = 'U0GROUPIE';
+const BOSS = 'U0BOSS';
+const OUTSIDER = 'U0OUTSIDER';
+const HOUR = 3_600_000;
+
+const policyYaml = `
+workspace: ${TEAM}
+currency: EUR
+approvers: [${USERS.admin}]
+approval_ttl_hours: 24
+limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
+projects:
+  - name: shop-prod
+    uuid: ${PROD_UUID}
+    cluster: zone-1
+    channels: [${CHANNELS.prod}]
+    approvers: [${USERS.lead}, S0LEADS]
+    approvals: { count: 1, escalate_to: [${BOSS}] }
+    vms:
+      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
+      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+`;
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    role: 'all',
+    now: new Date('2026-11-25T09:00:00Z'),
+    policyYaml,
+    userGroups: { S0LEADS: [GROUPIE] },
+    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
+  });
+});
+afterEach(() => {
+  expect(h.slack.problems).toEqual([]);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function pending(text: string): Promise<CloudRequest> {
+  const ack = await h.fillAndSubmit(text, {}, USERS.dev);
+  expect(ack.json).toEqual({ response_action: 'clear' });
+  return h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
+}
+
+/** `user` opens their Home tab; the home it publishes. */
+async function home(user: string) {
+  const seen = h.slack.homes.length;
+  expect((await openHome(h, user)).status).toBe(200);
+  return homeAfter(h, user, seen);
+}
+
+/** A home published for `user` after `seen` publishes (of anybody) that `holds`, without them opening it again. */
+function refreshed(user: string, seen: number, holds: (text: string) => boolean) {
+  return h.slack.waitFor(
+    () => h.slack.homes.slice(seen).find((p) => p.user === user && holds(JSON.stringify(p.view.blocks))),
+    10_000,
+  );
+}
+
+const buttonsFor = (blocks: Record<string, unknown>[], id: string) =>
+  homeButtons(blocks).filter((b) => b.value === id);
+
+describe('App Home of a user group’s member', () => {
+  it('lists what waits for the group; a non-member does not see it; approving from it counts once, as in the channel', async () => {
+    const request = await pending('resize shop-prod 102 cores=6');
+    const member = await home(GROUPIE);
+    expect(buttonsFor(member.blocks, request.id)).toEqual([
+      { action: 'approve', value: request.id },
+      { action: 'reject', value: request.id },
+    ]);
+    expect(member.text).toContain('Waiting for your approval* (1, oldest first)');
+    // Someone outside the group, and the escalation target before the escalation, see none of it.
+    expect((await home(OUTSIDER)).text).not.toContain(request.id);
+    expect((await home(BOSS)).text).not.toContain(request.id);
+
+    const [a, b] = await Promise.all([
+      clickOnHome(h, 'approve', request.id, GROUPIE),
+      clickOnHome(h, 'approve', request.id, GROUPIE),
+    ]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    expect(done.approvals?.map((x) => x.user)).toEqual([GROUPIE]);
+    expect(done.approvedBy).toBe(GROUPIE);
+    const audit = await h.auditOf(request.id);
+    expect(audit.filter((line) => line.startsWith('approved '))).toEqual([
+      `approved ${GROUPIE} approval 1 of 1`,
+    ]);
+    expect(h.sim.calls.filter((r) => r.method === 'POST' && r.path.includes('/102/'))).toHaveLength(1);
+    // Decided, it leaves the member's home.
+    expect((await home(GROUPIE)).text).not.toContain(request.id);
+  });
+
+  it('a new request reaches the open home of a group member, not of someone outside', async () => {
+    await home(GROUPIE);
+    const seen = h.slack.homes.length;
+    const request = await pending('resize shop-prod 101 cores=3');
+    const member = await refreshed(GROUPIE, seen, (text) => text.includes(request.id));
+    expect(buttonsFor(member.view.blocks as Record<string, unknown>[], request.id)).toContainEqual({
+      action: 'approve',
+      value: request.id,
+    });
+    expect(
+      h.slack.homes
+        .slice(seen)
+        .filter((p) => p.user === OUTSIDER && JSON.stringify(p.view).includes(request.id)),
+    ).toEqual([]);
+  });
+});
+
+describe('App Home of an escalation target', () => {
+  it('shows the request once it is escalated (refreshed if open), and approving from it counts', async () => {
+    const request = await pending('resize shop-prod 101 ram=8');
+    expect(request.escalateTo).toEqual([BOSS]);
+    const before = await home(BOSS);
+    expect(before.text).not.toContain(request.id);
+    const seen = h.slack.homes.length;
+
+    // 75 % of the 24-hour TTL: the escalation; the boss's open home is published again with it.
+    h.clock.advance(18 * HOUR + 60_000);
+    await h.waitForRequest(request.id, (r) => r.escalatedAt !== undefined);
+    const boss = await refreshed(BOSS, seen, (text) => text.includes(request.id));
+    expect(buttonsFor(boss.view.blocks as Record<string, unknown>[], request.id)).toEqual([
+      { action: 'approve', value: request.id },
+      { action: 'reject', value: request.id },
+    ]);
+    expect(buttonsFor((await home(BOSS)).blocks, request.id)).toHaveLength(2);
+
+    await clickOnHome(h, 'approve', request.id, BOSS);
+    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    expect(done.approvals?.map((x) => x.user)).toEqual([BOSS]);
+    expect(await h.auditOf(request.id)).toEqual(
+      expect.arrayContaining(['escalation cloudops', `approved ${BOSS} approval 1 of 1`]),
+    );
+  });
+});
