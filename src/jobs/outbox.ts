@@ -16,17 +16,21 @@ export function createOutbox(queues: Queues, now: () => Date): Outbox {
     execute: (request) => enqueueExecution(queues, request, now()),
     cancelExecution: (requestId) => cancelExecution(queues, requestId),
     async announce(request, reply, step) {
-      // A decided request's expire job, reminder and escalation have nothing left to do.
-      if (request.state !== 'pending') {
-        await removeExpireJob(queues, request.id);
-        await due.drop([
+      // One notify job per announcement: a reply comes as a `report` (its thread reply once, then the message synced).
+      const notify = reply
+        ? enqueueNotify(queues, { type: 'report', requestId: request.id, event: reply, step })
+        : enqueueNotify(queues, { type: 'sync-message', requestId: request.id });
+      // A decided request's expire job, reminder and escalation have nothing left to do. None of the three writes
+      // depends on another, so they go out together (one round trip on the auto-pipelined queue connection).
+      if (request.state === 'pending') return notify;
+      await Promise.all([
+        removeExpireJob(queues, request.id),
+        due.drop([
           { kind: 'remind', requestId: request.id },
           { kind: 'escalate', requestId: request.id },
-        ]);
-      }
-      await enqueueNotify(queues, { type: 'sync-message', requestId: request.id });
-      if (reply)
-        await enqueueNotify(queues, { type: 'thread-reply', requestId: request.id, event: reply, step });
+        ]),
+        notify,
+      ]);
     },
     dueAt: (item, at) => due.set(item, at),
     dropDue: (items) => due.drop(items),

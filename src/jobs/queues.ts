@@ -59,8 +59,9 @@ export interface ExecuteJobData {
 }
 
 /**
- * What the notify worker does: post or sync the request message, post a thread reply, expire a pending request,
- * or `report` (sync the message, then post the event's thread reply once: what the workers announce).
+ * What the notify worker does: post or sync the request message, expire a pending request, or `report` an event
+ * (post its thread reply once, then sync the message: one job for each announcement with a reply). `thread-reply`
+ * jobs are no longer added; the worker still runs those a previous version left queued.
  */
 export type NotifyJob =
   | { type: 'post-request' | 'sync-message' | 'expire'; requestId: string }
@@ -121,8 +122,8 @@ export async function removeExpireJob(queues: Queues, requestId: string): Promis
 }
 
 /**
- * The identity of one thread reply (request, event, step): the id of its `thread-reply` job and the key of its
- * "posted" record, shared by `report` jobs so the same reply is never posted by both kinds.
+ * The identity of one thread reply (request, event, step): the id of the `report` (or older `thread-reply`) job that
+ * posts it and the key of its "posted" record, so the same reply is never posted twice.
  */
 export function replyId(job: { requestId: string; event: ReplyEvent; step?: number }): string {
   return ['reply', job.requestId, job.event, String(job.step ?? 0)].join(ID_SEPARATOR);
@@ -134,10 +135,11 @@ export function notifyJobId(job: NotifyJob): string | undefined {
     case 'post-request':
     case 'expire':
       return [job.type, job.requestId].join(ID_SEPARATOR);
+    // A report carries the same reply as a `thread-reply` job of an earlier version: one id, so only one of them is
+    // ever queued.
     case 'thread-reply':
-      return replyId(job);
     case 'report':
-      return ['report', job.requestId, job.event, String(job.step ?? 0)].join(ID_SEPARATOR);
+      return replyId(job);
     case 'sync-message':
       return undefined;
   }

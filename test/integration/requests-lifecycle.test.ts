@@ -169,7 +169,7 @@ describe('RequestLifecycle: every transition, without Slack', () => {
     expect(approved.ok && approved.request).toMatchObject({ state: 'queued', approvedBy: 'U0LEAD' });
     expect(await queues.execute.getJob(request.id)).toBeDefined();
     expect(await notifyJobs('expire')).toHaveLength(0);
-    expect((await notifyJobs('thread-reply')).map((j) => j.data.event)).toEqual(['approved']);
+    expect((await notifyJobs('report')).map((j) => j.data.event)).toEqual(['approved']);
     // A late click on the request as it was read before finds it decided.
     const late = await requests.approve(request, 'U0LEAD2');
     expect(refusalOf(late)).toBe('already');
@@ -258,7 +258,7 @@ describe('RequestLifecycle: every transition, without Slack', () => {
     expect(refusalOf(decision)).toBe('expired');
     expect((await store.get(request.id))?.state).toBe('expired');
     expect(await executeJobs()).toBe(0);
-    expect((await notifyJobs('thread-reply')).map((j) => j.data.event)).toEqual(['expired']);
+    expect((await notifyJobs('report')).map((j) => j.data.event)).toEqual(['expired']);
   });
 });
 
@@ -274,7 +274,7 @@ describe('RequestLifecycle: races end in exactly one job', () => {
     expect(decisions.filter((d) => d.ok)).toHaveLength(1);
     expect(decisions.filter((d) => !d.ok).map(refusalOf)).toEqual(Array(everyone.length - 1).fill('already'));
     expect(await executeJobs()).toBe(1);
-    expect((await notifyJobs('thread-reply')).filter((j) => j.data.event === 'approved')).toHaveLength(1);
+    expect((await notifyJobs('report')).filter((j) => j.data.event === 'approved')).toHaveLength(1);
   });
 
   it('approve against cancel: one of them wins, and a job exists only if the approval won', async () => {
@@ -312,7 +312,7 @@ describe('RequestLifecycle: races end in exactly one job', () => {
       ]);
       const final = (await store.get(request.id))?.state;
       const job = await queues.execute.getJob(request.id);
-      const replies = (await notifyJobs('thread-reply')).filter((j) => j.data.requestId === request.id);
+      const replies = (await notifyJobs('report')).filter((j) => j.data.requestId === request.id);
       if (approved?.ok) {
         expect(final).toBe('queued');
         expect(job).toBeDefined();
