@@ -15,6 +15,9 @@ const SOCKET_MODE_FLOWS = [
   // The App Home and the workflow steps: events_api envelopes and clicks on a home over the socket.
   'test/e2e/slack-home.test.ts',
   'test/e2e/slack-steps.test.ts',
+  // Leases and group approvers on the App Home: their clicks and the home's events over the socket.
+  'test/e2e/slack-home-leases.test.ts',
+  'test/e2e/slack-home-groups.test.ts',
 ];
 
 export default defineConfig({

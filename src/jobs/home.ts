@@ -58,7 +58,7 @@ async function digestsFor(deps: HomeDeps, inbox: Inbox): Promise<HomeDigest[]> {
   const digestOf = deps.digestOf;
   if (!digestOf) return [];
   const channels = new Set(
-    [...inbox.waiting, ...inbox.scheduled, ...inbox.mine]
+    [...inbox.waiting, ...(inbox.leases ?? []), ...inbox.scheduled, ...inbox.mine]
       .map((r) => r.channel)
       .concat(inbox.moreWaiting.channels),
   );

@@ -13,10 +13,19 @@ export interface InboxLimits {
   waiting: number;
   mine: number;
   scheduled: number;
+  /** Open leases (default {@link LEASES_SHOWN}). */
+  leases?: number;
 }
 
 /** What the App Home shows in full: the rest is counted and pointed to, so a home stays within Slack's 100 blocks. */
 export const INBOX_LIMITS: Readonly<InboxLimits> = Object.freeze({ waiting: 30, mine: 10, scheduled: 10 });
+/** How many of a person's open leases their inbox carries. */
+export const LEASES_SHOWN = 10;
+/**
+ * How many open leases (everyone's, the earliest end first) a home reads to find a person's: the open-lease index is
+ * one for all, and leases are few (each is a VM at a temporary size); past this, the rest are left to `/cloud jobs`.
+ */
+export const LEASES_READ = 500;
 
 /** One person's view of the requests they take part in (the App Home's content, without Slack). */
 export interface Inbox {
@@ -30,6 +39,10 @@ export interface Inbox {
   /** Scheduled runs that have not started and that this person may cancel, soonest first. */
   scheduled: CloudRequest[];
   moreScheduled: number;
+  /** Open leases this person may return or keep (the requester, an approver), the earliest end first. */
+  leases?: CloudRequest[];
+  /** Those beyond `leases`: how many, and their channels (`/cloud jobs` there lists them). */
+  moreLeases?: { count: number; channels: string[] };
 }
 
 export interface InboxDeps {
@@ -60,9 +73,8 @@ export function groupsOfMember(
  * The live requests that name `user` or one of their groups, oldest first, once each: a request reaches a group's
  * members through the group's own index, so joining a group needs no index write.
  */
-async function involving(deps: InboxDeps, user: string): Promise<CloudRequest[]> {
-  const groups = deps.groupsOf ? await deps.groupsOf(user) : [];
-  const lists = await Promise.all([user, ...groups].map((id) => deps.store.listInvolving(id)));
+async function involving(store: RequestStore, ids: string[]): Promise<CloudRequest[]> {
+  const lists = await Promise.all(ids.map((id) => store.listInvolving(id)));
   if (lists.length === 1) return lists[0]?.requests ?? [];
   const byId = new Map<string, CloudRequest>();
   for (const list of lists) for (const request of list.requests) byId.set(request.id, request);
@@ -72,7 +84,23 @@ async function involving(deps: InboxDeps, user: string): Promise<CloudRequest[]>
 }
 
 /**
- * Reads `user`'s inbox from their involvement index (never all requests). Who may approve or cancel is asked of the
+ * The open leases `user` may return or keep, the earliest end first. The open-lease index is read (bounded) and
+ * narrowed to those naming the person or one of their groups before the approval policy decides each.
+ */
+async function leasesOf(deps: InboxDeps, user: string, ids: string[]): Promise<CloudRequest[]> {
+  const named = new Set(ids);
+  const open = await deps.store.openLeases(undefined, LEASES_READ);
+  const mayAct: CloudRequest[] = [];
+  for (const request of open) {
+    if (!named.has(request.requester) && !currentApprovers(request).some((id) => named.has(id))) continue;
+    if (!(await deps.approvals.may(request, user, 'lease'))) mayAct.push(request);
+  }
+  return mayAct;
+}
+
+/**
+ * Reads `user`'s inbox from their involvement index and those of their groups (never all requests), and their open
+ * leases. Who may approve or cancel is asked of the
  * approval policy, request by request: the same answer a click would get.
  */
 export async function readInbox(
@@ -80,9 +108,11 @@ export async function readInbox(
   user: string,
   limits: InboxLimits = INBOX_LIMITS,
 ): Promise<Inbox> {
-  const [live, mine] = await Promise.all([
-    involving(deps, user),
+  const ids = [user, ...(deps.groupsOf ? await deps.groupsOf(user) : [])];
+  const [live, mine, leases] = await Promise.all([
+    involving(deps.store, ids),
     deps.store.listRequestedBy(user, limits.mine),
+    leasesOf(deps, user, ids),
   ]);
   const now = deps.now().getTime();
   const waiting: CloudRequest[] = [];
@@ -101,6 +131,8 @@ export async function readInbox(
   }
   scheduled.sort((a, b) => (a.runAt ?? '').localeCompare(b.runAt ?? ''));
   const hidden = waiting.slice(limits.waiting);
+  const leasesShown = limits.leases ?? LEASES_SHOWN;
+  const moreLeases = leases.slice(leasesShown);
   return {
     user,
     waiting: waiting.slice(0, limits.waiting),
@@ -108,6 +140,8 @@ export async function readInbox(
     mine,
     scheduled: scheduled.slice(0, limits.scheduled),
     moreScheduled: Math.max(0, scheduled.length - limits.scheduled),
+    leases: leases.slice(0, leasesShown),
+    moreLeases: { count: moreLeases.length, channels: [...new Set(moreLeases.map((r) => r.channel))] },
   };
 }
 

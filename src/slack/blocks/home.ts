@@ -3,6 +3,7 @@ import type { HomeDigest, HomeRenderer, HomeView } from '../../jobs/renderers.ts
 import type { Inbox } from '../../requests/inbox.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL, summary, vmLabel } from './describe.ts';
+import { leaseButtons, openLeaseLines } from './lease.ts';
 import { ACTIONS } from './request-message.ts';
 import { escapeMrkdwn, mention, mrkdwn, plain, slackDate } from './text.ts';
 
@@ -89,16 +90,60 @@ function mineBlock(request: CloudRequest): KnownBlock {
 const heading = (text: string): KnownBlock => ({ type: 'section', text: mrkdwn(text) });
 const note = (text: string): KnownBlock => ({ type: 'context', elements: [mrkdwn(text)] });
 
+/** One open lease: until when (or overdue since), what it returns to, its cost so far; the offer's own buttons. */
+function leaseBlocks(request: CloudRequest, now: Date): KnownBlock[] {
+  const [line] = openLeaseLines([request], now);
+  return [
+    {
+      type: 'section',
+      text: mrkdwn(
+        `${line ?? `\`${request.id}\``}\nRequested by ${mention(request.requester)} in <#${request.channel}>`,
+      ),
+    },
+    leaseButtons(request),
+  ];
+}
+
+/**
+ * The open leases the person may return or keep, as many as `room` blocks allow (2 each, after a divider, a heading
+ * and a closing note); the rest are counted with the channels whose `/cloud jobs` lists them.
+ */
+function leasesSection(inbox: Inbox, now: Date, room: number): KnownBlock[] {
+  const leases = inbox.leases ?? [];
+  const more = inbox.moreLeases ?? { count: 0, channels: [] };
+  const total = leases.length + more.count;
+  if (total === 0 || room < 3) return [];
+  const shown = leases.slice(0, Math.max(0, Math.floor((room - 3) / 2)));
+  const hidden = leases.slice(shown.length);
+  const blocks: KnownBlock[] = [
+    { type: 'divider' },
+    heading(`*Temporary sizes you may return or keep* (${total}, the earliest end first)`),
+    ...shown.flatMap((r) => leaseBlocks(r, now)),
+  ];
+  if (hidden.length + more.count > 0) {
+    const channels = new Set([...hidden.map((r) => r.channel), ...more.channels]);
+    const where = [...channels].map((c) => `<#${c}>`).join(', ');
+    blocks.push(note(`…and ${hidden.length + more.count} more: \`/cloud jobs\` in ${where} lists them.`));
+  }
+  return blocks;
+}
+
+/** Slack's limit on a Home tab's blocks. */
+const MAX_HOME_BLOCKS = 100;
+
 /**
  * A person's App Home: what waits for their approval (oldest first, with the same buttons as the channel's request
- * message), scheduled runs they may cancel, and their own recent requests. However much waits, it stays within
- * Slack's 100 blocks: the inbox carries at most 30 waiting requests (2 blocks each), the rest is counted with where
- * to find them.
+ * message), the open leases they may return or keep (the lease offer's buttons), scheduled runs they may cancel, and
+ * their own recent requests. However much waits, it stays within Slack's 100 blocks: the inbox carries at most 30
+ * waiting requests (2 blocks each), the leases get the blocks the rest leaves, and what is left out is counted with
+ * where to find it.
  */
 export function homeView(inbox: Inbox, now: Date, digests: HomeDigest[] = []): HomeView {
   const blocks: KnownBlock[] = [
     { type: 'header', text: plain('cloudops', 150) },
-    note(`Requests you can approve, scheduled runs, and your own requests · updated ${slackDate(now)}`),
+    note(
+      `Requests you can approve, temporary sizes, scheduled runs, and your own requests · updated ${slackDate(now)}`,
+    ),
     { type: 'divider' },
   ];
   const waitingCount = inbox.waiting.length + inbox.moreWaiting.count;
@@ -116,20 +161,21 @@ export function homeView(inbox: Inbox, now: Date, digests: HomeDigest[] = []): H
       );
     }
   }
+  const rest: KnownBlock[] = [];
   if (inbox.scheduled.length > 0) {
-    blocks.push({ type: 'divider' }, heading('*Scheduled runs you may cancel*'));
-    blocks.push(...inbox.scheduled.map(scheduledBlock));
+    rest.push({ type: 'divider' }, heading('*Scheduled runs you may cancel*'));
+    rest.push(...inbox.scheduled.map(scheduledBlock));
     if (inbox.moreScheduled > 0)
-      blocks.push(note(`…and ${inbox.moreScheduled} more, later: \`/cloud jobs\` in their channels.`));
+      rest.push(note(`…and ${inbox.moreScheduled} more, later: \`/cloud jobs\` in their channels.`));
   }
-  blocks.push({ type: 'divider' });
+  rest.push({ type: 'divider' });
   if (inbox.mine.length === 0) {
-    blocks.push(
+    rest.push(
       heading('*Your recent requests*\nNone yet: `/cloud resize` or `/cloud restore` in a project channel.'),
     );
   } else {
-    blocks.push(heading('*Your recent requests*'));
-    blocks.push(...inbox.mine.map(mineBlock));
+    rest.push(heading('*Your recent requests*'));
+    rest.push(...inbox.mine.map(mineBlock));
   }
   if (digests.length > 0) {
     const lines = digests
@@ -137,8 +183,9 @@ export function homeView(inbox: Inbox, now: Date, digests: HomeDigest[] = []): H
       .map(
         (d) => `• <#${d.channel}>: ${escapeMrkdwn(d.label)}${d.next ? ` · next ${slackDate(d.next)}` : ''}`,
       );
-    blocks.push({ type: 'divider' }, heading(`*Pricing digests in your channels*\n${lines.join('\n')}`));
+    rest.push({ type: 'divider' }, heading(`*Pricing digests in your channels*\n${lines.join('\n')}`));
   }
+  blocks.push(...leasesSection(inbox, now, MAX_HOME_BLOCKS - blocks.length - rest.length), ...rest);
   return { type: 'home', callback_id: HOME_CALLBACK_ID, blocks };
 }
 

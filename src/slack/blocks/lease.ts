@@ -61,7 +61,8 @@ function costSoFar(request: CloudRequest, at: Date): string {
   return `Since it ran ${dayText(started)} it has cost ${money(request, cost)} more (${hours} h at ${money(request, hourly)}/h).`;
 }
 
-function leaseButtons(request: CloudRequest): KnownBlock {
+/** A lease's Return / Keep buttons: on its offer and reminders, and on the App Homes of those who may choose. */
+export function leaseButtons(request: CloudRequest): KnownBlock {
   return {
     type: 'actions',
     block_id: `lease:${request.id}`,
