@@ -29,8 +29,10 @@ process.once('exit', () => {
 
 /** Forks `script` under tsx with an IPC channel; its stdout/stderr are inherited. */
 export function forkProc(script: URL, name: string): Proc {
+  // BENCH_PROFILE_BOT=<dir>: the bot's process writes a V8 CPU profile there (bench/profile.md).
+  const profileDir = name.startsWith('bot') ? process.env.BENCH_PROFILE_BOT : undefined;
   const child: ChildProcess = fork(script, {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   live.add(child);
