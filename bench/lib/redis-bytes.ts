@@ -17,16 +17,26 @@ const QUEUE_KEYS = new Set([
   'active',
   'delayed',
   'paused',
+  'prioritized',
+  'waiting-children',
   'meta',
   'events',
   'id',
+  'marker',
+  'stalled',
+  'stalled-check',
+  'limiter',
+  'pc',
 ]);
 
-/** What a key is, for the breakdown: the part after the prefix, ids left out. */
+/**
+ * What a key is, for the breakdown: the part after the prefix, ids left out. BullMQ's own keys are named per queue
+ * (`home events`, `notify meta`) whatever the queue, so a queue's bounded structures are told from its jobs.
+ */
 function kindOf(prefix: string, key: string): string {
   const [first = '', second = ''] = key.slice(prefix.length + 1).split(':');
-  if (first !== 'execute' && first !== 'notify') return first;
-  return `${first} ${QUEUE_KEYS.has(second) ? second : 'jobs'}`;
+  if (QUEUE_KEYS.has(second)) return `${first} ${second}`;
+  return first === 'execute' || first === 'notify' ? `${first} jobs` : first;
 }
 
 /** MEMORY USAGE of every key under `prefix`, keys with a TTL apart, and a breakdown by kind. */

@@ -13,7 +13,7 @@ const DAY_MS = 86_400_000;
 /** Issue 15: at most 1.5 KB per finished request while retained. */
 const HELD_LIMIT_B = 1500;
 /** Kinds of keys that are per queue or per VM, bounded whatever the history. */
-const BOUNDED = ['events', 'id', 'vm'];
+const BOUNDED = ['events', 'id', 'meta', 'marker', 'stalled-check', 'limiter', 'vm'];
 
 /** Bytes that grew between two footprints, per kind. */
 function growth(from: Footprint, to: Footprint): Record<string, number> {
