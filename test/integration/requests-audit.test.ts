@@ -78,6 +78,24 @@ describe('AuditLog', () => {
     expect(entries[2]!.at).toBe(hours(1).toISOString());
   });
 
+  it('stores `at` only where the stream id does not give it (the clock went back), and reads the same either way', async () => {
+    clock = hours(5);
+    const a = await store.create(resizeRequest(), 'U0DEV');
+    await store.transition(a.id, { from: ['pending'], to: 'approved', actor: 'U0LEAD' });
+    clock = hours(1);
+    await store.transition(a.id, { from: ['approved'], to: 'queued', actor: 'cloudops' });
+    const raw = await redis.xrange(`${prefix}:audit`, '-', '+');
+    // created, pending and approved at hours(5) (ids 5h-0, 5h-1, 5h-2): no `at`; queued at hours(1) got id 5h-3.
+    expect(raw.map(([, fields]) => fields.includes('at'))).toEqual([false, false, false, true]);
+    const entries = await new AuditLog(redis, prefix).read({ requestId: a.id });
+    expect(entries.map((e) => [e.state, e.at])).toEqual([
+      ['created', hours(5).toISOString()],
+      ['pending', hours(5).toISOString()],
+      ['approved', hours(5).toISOString()],
+      ['queued', hours(1).toISOString()],
+    ]);
+  });
+
   it('exports everything since a time, in pages, oldest first', async () => {
     const ids = await history();
     // More than one page of the exporter (500 entries).
