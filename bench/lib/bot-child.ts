@@ -37,6 +37,7 @@ serveProc(
         logger,
         shutdownTimeoutMs: 5000,
         now: () => new Date(Date.now() + clockOffsetMs),
+        ...(start.concurrency ? { concurrency: start.concurrency } : {}),
         // Retention rounds often, so the bench need not wait; what one round removes is the same.
         ...(start.fastRetention
           ? { retentionPolicy: { intervalMs: 200, batch: 500, finishedJobAgeMs: DAY_MS } }

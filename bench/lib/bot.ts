@@ -25,6 +25,8 @@ export interface BotStartOp {
   logFile: string;
   secrets: string[];
   fastRetention: boolean;
+  /** Jobs at once per queue in this process (the bot's default when absent). */
+  concurrency?: { execute: number; notify: number };
 }
 
 /** The environment the bot gets: the simulators, a unique prefix, port 0; as `npm start` would read it. */
@@ -69,6 +71,7 @@ export async function startBenchBot(
     logFile: string;
     policyPrefix?: string;
     fastRetention?: boolean;
+    concurrency?: { execute: number; notify: number };
   },
 ): Promise<BenchBot> {
   const proc = forkProc(new URL('./bot-child.ts', import.meta.url), `bot (${options.role})`);
@@ -83,6 +86,7 @@ export async function startBenchBot(
         logFile: options.logFile,
         secrets: [BENCH.botToken, BENCH.signingSecret, sims.cloudApiKey],
         fastRetention: options.fastRetention ?? false,
+        concurrency: options.concurrency,
       } satisfies BotStartOp & { op: string },
       120_000,
     ));

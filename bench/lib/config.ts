@@ -14,7 +14,8 @@ export interface BenchConfig {
   latency: { clicks: number; perSecond: number; timeoutMs: number };
   command: { count: number; perSecond: number };
   retention: { requests: number; retentionDays: number };
-  workers: { requests: number; vms: number; latencyMs: number; timeoutMs: number };
+  /** `jobsPerProcess`: each worker process's execute and notify concurrency in the scaling runs. */
+  workers: { requests: number; vms: number; latencyMs: number; jobsPerProcess: number; timeoutMs: number };
   ack: {
     rates: number[];
     durationMs: number;
@@ -57,6 +58,8 @@ const USAGE = () => `npm run bench -- [options]
   --commands N           /cloud resize commands per CPU run (default 400, at 100/s)
   --retention N          approved requests in the Redis bytes scenario (default 1000)
   --workers N            approved requests per worker-scaling run (default 1000, API at 20 ms)
+  --worker-jobs N        execute and notify jobs at once in each worker process of those runs (default 2: the
+                         work waits on the API rather than on 2 shared cores; the bot's own default is 16)
   --duration MS          each fixed-rate ack run (default 8000)   --rates 100,400   --burst N (default 1000)
   --connections N        load-generator sockets (default 1000)     --ack-role web|all (default web)
   --pipeline N           approved resizes per pipeline run (default 5000)
@@ -115,6 +118,7 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       requests: int(values.workers, '--workers') ?? (quick ? 40 : 1000),
       vms: quick ? 10 : 100,
       latencyMs: 20,
+      jobsPerProcess: int(values['worker-jobs'], '--worker-jobs') ?? 2,
       timeoutMs: quick ? 60_000 : 300_000,
     },
     ack: {
@@ -169,6 +173,7 @@ function parse(argv: string[]) {
       commands: { type: 'string' },
       retention: { type: 'string' },
       workers: { type: 'string' },
+      'worker-jobs': { type: 'string' },
       duration: { type: 'string' },
       rates: { type: 'string' },
       burst: { type: 'string' },
