@@ -96,15 +96,20 @@ export class ExecuteProcessor {
     }
     if (request.state === 'queued') {
       const stillAllowed = await this.recheckScheduled(request);
-      const sending = await store.transition(id, {
-        from: ['queued'],
-        to: 'sending',
-        actor: 'cloudops',
-        detail:
-          stillAllowed === true
-            ? `sending step ${request.nextStep + 1}`
-            : 'rules re-checked at run time; not sent',
-      });
+      // The request as read under the lock: the compare-and-set is the first round trip.
+      const sending = await store.transition(
+        id,
+        {
+          from: ['queued'],
+          to: 'sending',
+          actor: 'cloudops',
+          detail:
+            stillAllowed === true
+              ? `sending step ${request.nextStep + 1}`
+              : 'rules re-checked at run time; not sent',
+        },
+        request,
+      );
       if (!sending.ok) return 'skipped';
       request = sending.request;
       if (stillAllowed !== true) return this.refuse(request, request.nextStep, stillAllowed);
@@ -144,7 +149,7 @@ export class ExecuteProcessor {
       if (target && before) await this.deps.vmFacts.recordStep(request, target, before, new Date(outcome.at));
       const outcomes = [...request.outcomes, outcome];
       if (step + 1 < steps.length) {
-        const updated = await store.update(id, { nextStep: step + 1, outcomes });
+        const updated = await store.update(id, { nextStep: step + 1, outcomes }, request);
         if (!updated) return 'missing';
         request = updated;
         await this.announce(request, 'step_succeeded', step);
@@ -154,7 +159,7 @@ export class ExecuteProcessor {
       // its offer is a due time, set first: a due time without a lease finds nothing to do.
       const opened = openLease(request, new Date(outcome.at));
       if (opened) await this.deps.queues.due.set(leaseItem(id), opened.offerAt);
-      const done = await this.settle(id, {
+      const done = await this.settle(request, {
         from: ['sending'],
         to: 'succeeded',
         actor: 'cloudops',
@@ -188,11 +193,13 @@ export class ExecuteProcessor {
   /**
    * A request's end state after its call, made to outlive a failover with Sentinels: while no replica confirms it,
    * the request is read again on the master the client reaches now and the transition made again where it was lost.
-   * Without it a new master would find the request still sending, and end it as 'unknown'.
+   * Without it a new master would find the request still sending, and end it as 'unknown'. `request`: as this job
+   * last wrote it.
    */
-  private async settle(id: string, input: TransitionInput): Promise<TransitionResult> {
+  private async settle(request: CloudRequest, input: TransitionInput): Promise<TransitionResult> {
     const { store, replicaAck } = this.deps;
-    let result = await store.transition(id, input);
+    const id = request.id;
+    let result = await store.transition(id, input, request);
     if (!replicaAck?.enabled || !result.ok) return result;
     await replicaAck.durably(async () => {
       const now = await store.get(id);
@@ -230,12 +237,16 @@ export class ExecuteProcessor {
       await this.markers.clear(request.id, step);
       const attemptsLeft = (job.opts.attempts ?? 1) - job.attemptsMade - 1;
       if (attemptsLeft <= 0) return this.refuse(request, step, GAVE_UP_REASON(error.reason), error.status);
-      const back = await store.transition(request.id, {
-        from: ['sending'],
-        to: 'queued',
-        actor: 'cloudops',
-        detail: truncateDetail(`not sent (${error.reason}); retrying`),
-      });
+      const back = await store.transition(
+        request.id,
+        {
+          from: ['sending'],
+          to: 'queued',
+          actor: 'cloudops',
+          detail: truncateDetail(`not sent (${error.reason}); retrying`),
+        },
+        request,
+      );
       if (!back.ok) return 'skipped';
       logger.info(
         { requestId: request.id, step, code: error.code },
@@ -282,7 +293,7 @@ export class ExecuteProcessor {
     status?: number,
   ): Promise<ExecuteOutcome> {
     const outcome: StepOutcome = { step, status, reason, at: this.at() };
-    const finished = await this.settle(request.id, {
+    const finished = await this.settle(request, {
       from: ['sending'],
       to,
       actor: 'cloudops',

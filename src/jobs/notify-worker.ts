@@ -153,7 +153,7 @@ export class NotifyProcessor {
     // The compare-and-set write returns the stored request: if its state moved while the post was under way
     // (more than this one write since), render it once more.
     const ts = result.ts;
-    const write = () => this.deps.store.update(request.id, { messageTs: ts });
+    const write = () => this.deps.store.update(request.id, { messageTs: ts }, request);
     // Kept until a replica has it (the same value again is harmless): a lost messageTs would post a second message.
     const latest = await (this.deps.replicaAck?.durably(write) ?? write());
     if (latest && latest.version !== request.version + 1) await this.update(latest, ts);
@@ -180,12 +180,16 @@ export class NotifyProcessor {
   private async messageRefused(request: CloudRequest, error: string): Promise<NotifyOutcome> {
     const { store, queues, connection, slack, logger, metrics } = this.deps;
     await connection.set(this.refusedKey(request.id), error, 'EX', REPLIED_TTL_S);
-    const cancelled = await store.transition(request.id, {
-      from: ['pending', 'queued'],
-      to: 'cancelled',
-      actor: 'cloudops',
-      detail: `Slack refused the request message (${error}); nothing was sent`,
-    });
+    const cancelled = await store.transition(
+      request.id,
+      {
+        from: ['pending', 'queued'],
+        to: 'cancelled',
+        actor: 'cloudops',
+        detail: `Slack refused the request message (${error}); nothing was sent`,
+      },
+      request,
+    );
     if (cancelled.ok) {
       metrics.requests.inc({ kind: request.kind, state: 'cancelled' });
       // A run that already started is stopped by the store's state check.

@@ -206,7 +206,8 @@ export class RequestLifecycle {
   async approve(request: CloudRequest, user: string): Promise<Decision> {
     const checked = await this.check(request, user, 'approve');
     if (checked) return refuse(checked);
-    const counted = await this.deps.store.approve(request.id, user);
+    // The request as the clicker's handler read it: the compare-and-set is the first round trip.
+    const counted = await this.deps.store.approve(request.id, user, request);
     if (!counted.ok) {
       if (counted.reason === 'duplicate') return refuse({ code: 'already_approved' });
       return refuse(counted.request ? { code: 'already', request: counted.request } : { code: 'gone' });
@@ -233,13 +234,17 @@ export class RequestLifecycle {
     if (checked) return refuse(checked);
     const reason = scrubSecrets(typed, this.deps.secrets);
     const at = this.deps.now().toISOString();
-    const queued = await this.deps.store.transition(request.id, {
-      from: ['frozen'],
-      to: 'queued',
-      actor: user,
-      patch: { breakGlass: { by: user, reason, at } },
-      detail: `break glass: ${reason}`,
-    });
+    const queued = await this.deps.store.transition(
+      request.id,
+      {
+        from: ['frozen'],
+        to: 'queued',
+        actor: user,
+        patch: { breakGlass: { by: user, reason, at } },
+        detail: `break glass: ${reason}`,
+      },
+      request,
+    );
     if (!queued.ok)
       return refuse(queued.request ? { code: 'already', request: queued.request } : { code: 'gone' });
     await this.deps.outbox.dropDue([{ kind: 'freeze-end', requestId: request.id }]);
@@ -277,12 +282,16 @@ export class RequestLifecycle {
       await this.deps.outbox.dueAt({ kind: 'freeze-end', requestId }, after.freeze.until);
       return;
     }
-    const queued = await this.deps.store.transition(requestId, {
-      from: ['frozen'],
-      to: 'queued',
-      actor: 'cloudops',
-      detail: 'the freeze ended: queued, the rules are checked again when it runs',
-    });
+    const queued = await this.deps.store.transition(
+      requestId,
+      {
+        from: ['frozen'],
+        to: 'queued',
+        actor: 'cloudops',
+        detail: 'the freeze ended: queued, the rules are checked again when it runs',
+      },
+      request,
+    );
     if (!queued.ok) return;
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
     await this.deps.outbox.execute(queued.request);
@@ -436,12 +445,11 @@ export class RequestLifecycle {
     const runAt = request.runAt ? new Date(request.runAt) : undefined;
     const after = this.deps.approvals.afterApproval(request, runAt && runAt > now ? runAt : now);
     if (after.next === 'freeze') return this.freeze(request, 'approved', after.freeze);
-    const queued = await this.deps.store.transition(request.id, {
-      from: ['approved'],
-      to: 'queued',
-      actor: 'cloudops',
-      detail,
-    });
+    const queued = await this.deps.store.transition(
+      request.id,
+      { from: ['approved'], to: 'queued', actor: 'cloudops', detail },
+      request,
+    );
     if (!queued.ok) return undefined;
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
     await this.deps.outbox.execute(queued.request);
@@ -455,13 +463,17 @@ export class RequestLifecycle {
     hit: FreezeHit,
   ): Promise<CloudRequest | undefined> {
     const until = hit.until.toISOString();
-    const frozen = await this.deps.store.transition(request.id, {
-      from: [from],
-      to: 'frozen',
-      actor: 'cloudops',
-      patch: { frozenUntil: until, freezeReason: hit.reason },
-      detail: `held by a freeze${reasonText(hit)} until ${until}`,
-    });
+    const frozen = await this.deps.store.transition(
+      request.id,
+      {
+        from: [from],
+        to: 'frozen',
+        actor: 'cloudops',
+        patch: { frozenUntil: until, freezeReason: hit.reason },
+        detail: `held by a freeze${reasonText(hit)} until ${until}`,
+      },
+      request,
+    );
     if (!frozen.ok) return undefined;
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'frozen' });
     await this.deps.outbox.dueAt({ kind: 'freeze-end', requestId: request.id }, hit.until);
@@ -493,7 +505,7 @@ export class RequestLifecycle {
     },
   ): Promise<Decision> {
     const { reply, metric, after, ...transition } = move;
-    const moved = await this.deps.store.transition(request.id, transition);
+    const moved = await this.deps.store.transition(request.id, transition, request);
     if (!moved.ok)
       return refuse(moved.request ? { code: 'already', request: moved.request } : { code: 'gone' });
     await after?.();
@@ -565,12 +577,11 @@ export class RequestLifecycle {
           return frozen;
         }
       }
-      const queued = await this.deps.store.transition(created.id, {
-        from: ['pending'],
-        to: 'queued',
-        actor: 'cloudops',
-        detail: 'no approval needed by the policy',
-      });
+      const queued = await this.deps.store.transition(
+        created.id,
+        { from: ['pending'], to: 'queued', actor: 'cloudops', detail: 'no approval needed by the policy' },
+        created,
+      );
       if (queued.ok) {
         this.deps.metrics.requests.inc({ kind: created.kind, state: 'queued' });
         await this.deps.outbox.execute(queued.request);

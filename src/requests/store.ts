@@ -1,4 +1,4 @@
-import { randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LuaScript } from './lua.ts';
 import {
@@ -147,10 +147,11 @@ return 1
 `);
 
 /**
- * Compare-and-set on the request's version; on success also appends the audit entry and updates the awaiting-run,
+ * Compare-and-set on the request's stored JSON, compared by SHA-1 (what the writer decided on, byte for byte: a
+ * caller's copy that differs in any way from the stored one is a conflict); on success also appends the audit entry and updates the awaiting-run,
  * retention, open-lease and involvement indexes, in the same script so a state change and its records cannot part.
  * KEYS: request, audit, awaiting-run, retention, open leases, then the live-involvement index of each person named.
- * ARGV: expected version, new json, nowMs, id, audit label (the new state, a note such as 'approval', or '' for no
+ * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as 'approval', or '' for no
  * entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1' when the new state is
  * final, the new state ('' when the state does not change), the lease's end in ms while it is open ('closed' when it
  * just closed, '' otherwise).
@@ -158,7 +159,7 @@ return 1
 const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}
 local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
-if tonumber(cjson.decode(current).version) ~= tonumber(ARGV[1]) then return {'conflict', current} end
+if redis.sha1hex(current) ~= ARGV[1] then return {'conflict', current} end
 redis.call('SET', KEYS[1], ARGV[2])
 index_awaiting_run(KEYS[3], ARGV[11], ARGV[3], ARGV[4])
 index_retention(KEYS[4], ARGV[9], ARGV[4])
@@ -235,7 +236,8 @@ export function requestKeys(prefix: string) {
 
 /**
  * Requests in Redis: one JSON value per request, an index per channel, and every state change in the audit
- * stream. Every write is a compare-and-set on `version`, so concurrent clicks and replays change a request once.
+ * stream. Every write is a compare-and-set on the stored value (its `version` moves with each), so concurrent clicks
+ * and replays change a request once.
  */
 export class RequestStore {
   private readonly keys: ReturnType<typeof requestKeys>;
@@ -308,57 +310,68 @@ export class RequestStore {
   /**
    * Moves a request from one of `from` to `to`, with `patch`, and audits it; exactly one of several concurrent
    * callers wins. Throws {@link IllegalTransitionError} when an arrow from→to is not in the state machine.
+   * `known`: the request as the caller last read or wrote it, so the first round trip is the compare-and-set itself
+   * (see {@link casLoop}).
    */
-  async transition(id: string, input: TransitionInput): Promise<TransitionResult> {
+  async transition(id: string, input: TransitionInput, known?: CloudRequest): Promise<TransitionResult> {
     for (const from of input.from) {
       if (!ALLOWED_TRANSITIONS[from].includes(input.to)) {
         throw new IllegalTransitionError(`a request cannot move from ${from} to ${input.to}`);
       }
     }
-    return this.casLoop(id, (current) => {
-      if (!input.from.includes(current.state)) return undefined;
-      return {
-        next: { ...current, ...stripProtected(input.patch), state: input.to },
-        audit: { state: input.to, actor: input.actor, detail: input.detail },
-      };
-    });
+    return this.casLoop(
+      id,
+      (current) => {
+        if (!input.from.includes(current.state)) return undefined;
+        return {
+          next: { ...current, ...stripProtected(input.patch), state: input.to },
+          audit: { state: input.to, actor: input.actor, detail: input.detail },
+        };
+      },
+      known,
+    );
   }
 
   /**
    * Counts one approval by `user` of a pending request, atomically: each user once, and the approval that reaches
    * `requiredApprovals` moves it to approved (exactly one of several concurrent approvals does). `duplicate`: this
-   * user's approval was already counted.
+   * user's approval was already counted. `known` as for {@link transition}.
    */
   async approve(
     id: string,
     user: string,
+    known?: CloudRequest,
   ): Promise<TransitionResult | { ok: false; reason: 'duplicate'; request: CloudRequest }> {
     let duplicate: CloudRequest | undefined;
     const at = this.now().toISOString();
-    const result = await this.casLoop(id, (current) => {
-      duplicate = undefined;
-      if (current.state !== 'pending') return undefined;
-      const approvals = current.approvals ?? [];
-      if (approvals.some((a) => a.user === user)) {
-        duplicate = current;
-        return undefined;
-      }
-      const counted = [...approvals, { user, at }];
-      const needed = Math.max(1, current.requiredApprovals ?? 1);
-      const reached = counted.length >= needed;
-      return {
-        next: {
-          ...current,
-          approvals: counted,
-          ...(reached ? { state: 'approved' as const, approvedBy: user } : {}),
-        },
-        audit: {
-          state: reached ? 'approved' : 'approval',
-          actor: user,
-          detail: `approval ${counted.length} of ${needed}`,
-        },
-      };
-    });
+    const result = await this.casLoop(
+      id,
+      (current) => {
+        duplicate = undefined;
+        if (current.state !== 'pending') return undefined;
+        const approvals = current.approvals ?? [];
+        if (approvals.some((a) => a.user === user)) {
+          duplicate = current;
+          return undefined;
+        }
+        const counted = [...approvals, { user, at }];
+        const needed = Math.max(1, current.requiredApprovals ?? 1);
+        const reached = counted.length >= needed;
+        return {
+          next: {
+            ...current,
+            approvals: counted,
+            ...(reached ? { state: 'approved' as const, approvedBy: user } : {}),
+          },
+          audit: {
+            state: reached ? 'approved' : 'approval',
+            actor: user,
+            detail: `approval ${counted.length} of ${needed}`,
+          },
+        };
+      },
+      known,
+    );
     if (duplicate) return { ok: false, reason: 'duplicate', request: duplicate };
     return result;
   }
@@ -382,9 +395,20 @@ export class RequestStore {
     });
   }
 
-  /** Sets fields that are not the state (messageTs, nextStep, outcomes) with the same compare-and-set. */
-  async update(id: string, patch: Partial<CloudRequest>): Promise<CloudRequest | undefined> {
-    const result = await this.casLoop(id, (current) => ({ next: { ...current, ...stripProtected(patch) } }));
+  /**
+   * Sets fields that are not the state (messageTs, nextStep, outcomes) with the same compare-and-set; `known` as for
+   * {@link transition}.
+   */
+  async update(
+    id: string,
+    patch: Partial<CloudRequest>,
+    known?: CloudRequest,
+  ): Promise<CloudRequest | undefined> {
+    const result = await this.casLoop(
+      id,
+      (current) => ({ next: { ...current, ...stripProtected(patch) } }),
+      known,
+    );
     return result.ok ? result.request : undefined;
   }
 
@@ -471,6 +495,12 @@ export class RequestStore {
     return removed;
   }
 
+  /**
+   * Decides `change` on the current request and writes it if nobody wrote in between, else decides again on what
+   * they wrote (the script answers a conflict with it). With `known` (the caller's copy, read or written moments ago)
+   * the first round trip is the compare-and-set itself; a copy that is behind costs one more round. A change that does
+   * not apply is only ever concluded on what the store holds: on the caller's copy it reads the request first.
+   */
   private async casLoop(
     id: string,
     change: (
@@ -478,11 +508,19 @@ export class RequestStore {
     ) =>
       | { next: CloudRequest; audit?: { state: RequestState | AuditNote; actor: string; detail?: string } }
       | undefined,
+    known?: CloudRequest,
   ): Promise<TransitionResult> {
-    let current = await this.get(id);
+    let fromStore = known?.id !== id;
+    let json = fromStore ? await this.redis.get(this.keys.request(id)) : JSON.stringify(known);
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
-      if (!current) return { ok: false, reason: 'not_found' };
+      if (json === null) return { ok: false, reason: 'not_found' };
+      const current = fromStore ? (JSON.parse(json) as CloudRequest) : (known as CloudRequest);
       const planned = change(current);
+      if (!planned && !fromStore) {
+        json = await this.redis.get(this.keys.request(id));
+        fromStore = true;
+        continue;
+      }
       if (!planned) return { ok: false, reason: 'wrong_state', request: current };
       const at = this.now();
       const next: CloudRequest = {
@@ -501,7 +539,7 @@ export class RequestStore {
           ...peopleOf(next, current).map(this.keys.involving),
         ],
         [
-          current.version,
+          createHash('sha1').update(json).digest('hex'),
           JSON.stringify(next),
           at.getTime(),
           id,
@@ -517,8 +555,9 @@ export class RequestStore {
       )) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };
       if (reply[0] === 'not_found') return { ok: false, reason: 'not_found' };
-      // Someone else wrote first: decide again on what they wrote.
-      current = reply[1] === undefined ? undefined : (JSON.parse(reply[1]) as CloudRequest);
+      // Someone else wrote first (or the caller's copy was behind): decide again on what the store holds.
+      json = reply[1] ?? null;
+      fromStore = true;
     }
     throw new Error(`request ${id}: too many concurrent writes`);
   }

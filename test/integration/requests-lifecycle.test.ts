@@ -1,10 +1,11 @@
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PriceSource } from '../../src/cloud/price-cache.ts';
 import { type Policy, type ProjectPolicy, parsePolicy } from '../../src/config/policy.ts';
 import { createOutbox } from '../../src/jobs/outbox.ts';
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
+import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy } from '../../src/requests/approvers.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
@@ -14,7 +15,7 @@ import type { CloudRequest } from '../../src/requests/types.ts';
 import { knownVm, VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { checkResize } from '../../src/rules/resize.ts';
 import type { ResizeTarget } from '../../src/rules/types.ts';
-import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
+import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
 /**
  * The lifecycle on real Redis and real BullMQ queues, without Bolt: every transition a surface can ask for, and the
@@ -259,6 +260,51 @@ describe('RequestLifecycle: every transition, without Slack', () => {
     expect((await store.get(request.id))?.state).toBe('expired');
     expect(await executeJobs()).toBe(0);
     expect((await notifyJobs('report')).map((j) => j.data.event)).toEqual(['expired']);
+  });
+});
+
+/** Counts what `connection` sends: commands, and socket writes (each write is one round trip, however many it holds). */
+async function counted(connection: Redis): Promise<{ commands: string[]; writes: () => number }> {
+  await connection.ping();
+  const commands: string[] = [];
+  let writes = 0;
+  const send = connection.sendCommand.bind(connection);
+  connection.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
+    commands.push(args[0].name);
+    return send(...args);
+  };
+  const stream = connection.stream;
+  const write = stream.write.bind(stream) as (...a: unknown[]) => boolean;
+  stream.write = ((...a: unknown[]) => {
+    writes++;
+    return write(...a);
+  }) as typeof stream.write;
+  return { commands, writes: () => writes };
+}
+
+describe('RequestLifecycle: round trips of an approval', () => {
+  it('an approval is two compare-and-sets that do not read first, one batch for its announcement and the job: 4 round trips', async () => {
+    const request = await newResize();
+    // As the bot runs: the store on a plain connection, the queues on the auto-pipelined one.
+    const storeRedis = testRedis();
+    const queueRedis = new Redis(testRedisUrl(), QUEUE_REDIS_OPTIONS);
+    const q = createQueues(queueRedis, prefix);
+    extra.push({ redis: storeRedis, queues: q }, { redis: queueRedis, queues: q });
+    // BullMQ loads its scripts on first use: a warm-up job, removed again, keeps that out of the count.
+    await q.notify.add('warm-up', {}, { jobId: 'warm-up' });
+    await q.execute.add('warm-up', {}, { jobId: 'warm-up' });
+    await Promise.all([q.notify.remove('warm-up'), q.execute.remove('warm-up'), q.due.drop([])]);
+    const onStore = await counted(storeRedis);
+    const onQueues = await counted(queueRedis);
+    const approved = await lifecycle(storeRedis, q).approve(request, 'U0LEAD');
+    expect(approved.ok && approved.request.state).toBe('queued');
+    // Before: get + compare-and-set twice, and four announcement writes one after another, then the job: 9.
+    expect(onStore.commands).toEqual(['evalsha', 'evalsha']);
+    expect(onQueues.commands).toHaveLength(4);
+    expect(onStore.writes() + onQueues.writes()).toBe(4);
+    expect(await notifyJobs('expire')).toHaveLength(0);
+    expect((await notifyJobs('report')).map((j) => j.data.event)).toEqual(['approved']);
+    expect(await executeJobs()).toBe(1);
   });
 });
 

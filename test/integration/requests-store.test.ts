@@ -187,3 +187,132 @@ function compareStreamIds(a: string, b: string): number {
   const [bm, bs] = b.split('-').map(Number) as [number, number];
   return am - bm || as - bs;
 }
+
+describe("RequestStore: the caller's copy as the expected current version", () => {
+  /** A store on a connection of its own whose commands are counted: each is a round trip here (no pipelining). */
+  async function countedStore(): Promise<{
+    store: RequestStore;
+    commands: string[];
+    close: () => Promise<void>;
+  }> {
+    const connection = testRedis();
+    // Connected first, so the connection's own set-up is not counted.
+    await connection.ping();
+    const commands: string[] = [];
+    const send = connection.sendCommand.bind(connection);
+    connection.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
+      commands.push(args[0].name);
+      return send(...args);
+    };
+    return {
+      store: new RequestStore(connection, { prefix, now: () => clock }),
+      commands,
+      close: async () => void (await connection.quit()),
+    };
+  }
+
+  it('with the current copy a transition is the compare-and-set alone: one round trip instead of two', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    const counted = await countedStore();
+    try {
+      const approved = await counted.store.transition(
+        created.id,
+        { from: ['pending'], to: 'approved', actor: 'U0LEAD' },
+        created,
+      );
+      expect(approved.ok).toBe(true);
+      expect(counted.commands).toEqual(['evalsha']);
+      // Without a copy it reads first, as before.
+      counted.commands.length = 0;
+      await counted.store.transition(created.id, { from: ['approved'], to: 'queued', actor: 'cloudops' });
+      expect(counted.commands).toEqual(['get', 'evalsha']);
+      expect(await store.get(created.id)).toMatchObject({ state: 'queued', version: 3 });
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it('a copy that is behind lands on what the store holds (the conflict answers it), losing no write', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    await store.update(created.id, { messageTs: '1700000000.1' });
+    const moved = await store.transition(
+      created.id,
+      { from: ['pending'], to: 'approved', actor: 'U0LEAD' },
+      created,
+    );
+    expect(moved.ok).toBe(true);
+    expect(await store.get(created.id)).toMatchObject({
+      state: 'approved',
+      version: 3,
+      messageTs: '1700000000.1',
+    });
+  });
+
+  it('a copy that is behind never decides "does not apply": the request is read and decided again', async () => {
+    const created = await store.create(resizeRequest({ state: 'queued' }), 'cloudops');
+    const sending = await store.transition(created.id, {
+      from: ['queued'],
+      to: 'sending',
+      actor: 'cloudops',
+    });
+    if (!sending.ok) throw new Error('not sending');
+    await store.transition(
+      created.id,
+      { from: ['sending'], to: 'queued', actor: 'cloudops' },
+      sending.request,
+    );
+    // The copy says 'sending'; the store says 'queued', from where the move applies.
+    const again = await store.transition(
+      created.id,
+      { from: ['queued'], to: 'sending', actor: 'cloudops' },
+      sending.request,
+    );
+    expect(again.ok && again.request).toMatchObject({ state: 'sending', version: 4 });
+    const late = await store.transition(created.id, { from: ['queued'], to: 'sending', actor: 'x' }, created);
+    expect(late).toMatchObject({
+      ok: false,
+      reason: 'wrong_state',
+      request: { state: 'sending', version: 4 },
+    });
+  });
+
+  it('a copy changed by its caller is a conflict, even at the same version: the stored request is what moves', async () => {
+    const created = await store.create(resizeRequest({ reason: 'as asked' }), 'U0DEV');
+    const forged = { ...created, reason: 'changed on the way', approvers: ['U0MALLORY'] };
+    const moved = await store.transition(
+      created.id,
+      { from: ['pending'], to: 'approved', actor: 'U0LEAD' },
+      forged,
+    );
+    expect(moved.ok && moved.request).toMatchObject({ reason: 'as asked', approvers: created.approvers });
+    expect(await store.get(created.id)).toMatchObject({
+      state: 'approved',
+      version: 2,
+      reason: 'as asked',
+      approvers: created.approvers,
+    });
+  });
+
+  it('50 concurrent approvals from the same copy: exactly one wins, the others find it approved', async () => {
+    const created = await store.create(resizeRequest(), 'U0DEV');
+    const clients = Array.from({ length: 50 }, () => testRedis());
+    try {
+      const results = await Promise.all(
+        clients.map((client, i) =>
+          new RequestStore(client, { prefix, now: () => clock }).transition(
+            created.id,
+            { from: ['pending'], to: 'approved', actor: `U0APPROVER${i}` },
+            created,
+          ),
+        ),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(1);
+      for (const loser of results.filter((r) => !r.ok)) {
+        expect(loser).toMatchObject({ ok: false, reason: 'wrong_state', request: { state: 'approved' } });
+      }
+      expect((await store.get(created.id))?.version).toBe(2);
+    } finally {
+      await Promise.all(clients.map((c) => c.quit()));
+    }
+  });
+});
