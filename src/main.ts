@@ -28,6 +28,7 @@ import {
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics, statusLabel } from './observability/metrics.ts';
 import { createApprovalPolicy } from './requests/approvers.ts';
+import { startHomeBackfill } from './requests/home-backfill.ts';
 import { groupsOfMember } from './requests/inbox.ts';
 import { type LifecycleDeps, RequestLifecycle } from './requests/lifecycle.ts';
 import { RequestStore } from './requests/store.ts';
@@ -340,6 +341,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         now,
         logger,
       });
+      // Requests stored before the App Home's indexes are added to them once, in the background.
+      const backfill = startHomeBackfill(queueRedis, prefix, logger);
+      intake.push(() => backfill.stop());
       const steps = startStepCompletion({
         connection: queueRedis,
         prefix,

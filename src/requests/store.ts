@@ -16,7 +16,7 @@ const CROCKFORD_LETTERS = CROCKFORD.slice(10);
 /** How many request ids a channel's index keeps for `/cloud jobs`. */
 const CHANNEL_INDEX_KEEP = 1000;
 /** How many of a person's own requests their index keeps (the App Home shows the most recent). */
-const REQUESTER_INDEX_KEEP = 100;
+export const REQUESTER_INDEX_KEEP = 100;
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
 /** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */

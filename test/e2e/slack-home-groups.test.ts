@@ -143,3 +143,24 @@ describe('App Home of an escalation target', () => {
     );
   });
 });
+
+describe('requests stored before the App Home indexes', () => {
+  it('are on the homes of those they name after the next start (a one-off backfill)', async () => {
+    const request = await pending('resize shop-prod 102 ram=16');
+    // As a store written before the indexes: none for this request, and no backfill marked done.
+    for (const id of [USERS.dev, USERS.lead, 'S0LEADS', BOSS])
+      await h.redis.zrem(`${h.prefix}:involving:${id}`, request.id);
+    await h.redis.zrem(`${h.prefix}:requested-by:${USERS.dev}`, request.id);
+    await h.redis.del(`${h.prefix}:index-backfill:home-v1`);
+    expect((await home(GROUPIE)).text).not.toContain(request.id);
+    expect((await home(USERS.dev)).text).not.toContain(request.id);
+
+    await h.restart();
+    await expect
+      .poll(() => h.redis.hget(`${h.prefix}:index-backfill:home-v1`, 'done'), { timeout: 5000 })
+      .toBe('1');
+    expect(buttonsFor((await home(GROUPIE)).blocks, request.id)).toHaveLength(2);
+    expect(buttonsFor((await home(USERS.lead)).blocks, request.id)).toHaveLength(2);
+    expect((await home(USERS.dev)).text).toContain(request.id);
+  });
+});
