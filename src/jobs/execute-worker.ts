@@ -5,7 +5,13 @@ import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
 import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
-import type { ResizeTarget } from '../rules/types.ts';
+import {
+  knownForRequest,
+  type RecordedVmFacts,
+  recordedFacts,
+  type VmFactsWrite,
+} from '../requests/vm-facts.ts';
+import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { type ExecuteJobData, enqueueNotify } from './queues.ts';
 import { NotReplicatedError } from './replica-ack.ts';
@@ -43,18 +49,19 @@ export class ExecuteProcessor {
 
   /** The BullMQ processor. */
   async process(job: Job<ExecuteJobData>, token?: string): Promise<ExecuteOutcome> {
-    // The lock comes first; the request is read once, by the same script, under it (jobs without `vm` in their
-    // data read the request for the VM).
+    // The lock comes first; the request and the VM's facts are read once, by the same script, under it (jobs without
+    // `vm` in their data read the request for the VM).
     const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
     if (!vm) return 'missing';
     const requestKey = this.requestKey(job.data.requestId);
-    let taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey);
+    const factsKey = this.deps.vmFacts.key(vm.projectUuid, vm.vmid);
+    let taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey, factsKey);
     // A VM's mutations are short: polling a moment takes the lock as soon as it frees, where putting the job back
     // (several Redis writes, then a long wait) made busy VMs sit idle between their jobs.
     const holdOnUntil = Date.now() + this.lockPolicy.holdOnMs;
     while (!taken && Date.now() < holdOnUntil) {
       await sleep(this.lockPolicy.pollMs);
-      taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey);
+      taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey, factsKey);
     }
     if (!taken) {
       // Another job is still changing this VM: come back later without using up an attempt.
@@ -64,7 +71,7 @@ export class ExecuteProcessor {
     const held = taken.lock;
     try {
       const request = taken.value === null ? undefined : (JSON.parse(taken.value) as CloudRequest);
-      return await this.run(job, request, vm, held);
+      return await this.run(job, request, vm, held, recordedFacts(taken.hash ?? {}));
     } catch (error) {
       if (!(error instanceof LockLostError || error instanceof NotReplicatedError)) throw error;
       // Nothing was sent and no marker left: the next run continues from the same step.
@@ -82,6 +89,8 @@ export class ExecuteProcessor {
     read: CloudRequest | undefined,
     locked: { projectUuid: string; vmid: number },
     held: HeldLock,
+    /** What the bot recorded for the locked VM, read with the lock: it changes only under the lock. */
+    recorded: RecordedVmFacts | undefined,
   ): Promise<ExecuteOutcome> {
     const { store } = this.deps;
     if (!read) return 'missing';
@@ -94,8 +103,10 @@ export class ExecuteProcessor {
       // The job names another VM than its request: never change a VM whose lock is not held.
       throw new UnrecoverableError(`execute job ${job.id} does not name the VM of request ${id}`);
     }
+    // What is known of the VM until a step of this run changes it.
+    let known: VmKnown | undefined = knownForRequest(this.deps.policy, request, recorded);
     if (request.state === 'queued') {
-      const stillAllowed = await this.recheckScheduled(request);
+      const stillAllowed = this.recheckScheduled(request, known);
       // The request as read under the lock: the compare-and-set is the first round trip.
       const sending = await store.transition(
         id,
@@ -131,9 +142,9 @@ export class ExecuteProcessor {
         }
       }
       // The lock may have expired while this process stalled: never send without it (checked with the marker).
-      // The VM's facts are read in the same round trip; they change only under the lock.
+      // A later step reads the VM's facts again, in the same round trip as its marker: an earlier one changed them.
       const [before, marked] = await Promise.all([
-        target ? this.vmBefore(request) : undefined,
+        target ? (known ?? this.vmBefore(request)) : undefined,
         this.markers.markHolding(held, id, step, this.deps.now()),
       ]);
       if (marked === 'lost') throw new LockLostError(`lost the lock of VM ${request.vmid}`);
@@ -146,11 +157,19 @@ export class ExecuteProcessor {
       } catch (error) {
         return this.failed(job, request, step, error);
       }
-      if (target && before) await this.deps.vmFacts.recordStep(request, target, before, new Date(outcome.at));
+      // What the step applied is recorded in the same write as the step's outcome.
+      const vmFacts =
+        target && before
+          ? this.deps.vmFacts.stepWrite(request, target, before, new Date(outcome.at))
+          : undefined;
+      known = undefined;
       const outcomes = [...request.outcomes, outcome];
       if (step + 1 < steps.length) {
-        const updated = await store.update(id, { nextStep: step + 1, outcomes }, request);
-        if (!updated) return 'missing';
+        const updated = await store.update(id, { nextStep: step + 1, outcomes }, request, vmFacts);
+        if (!updated) {
+          await this.recordAnyway(vmFacts);
+          return 'missing';
+        }
         request = updated;
         await this.announce(request, 'step_succeeded', step);
         continue;
@@ -167,8 +186,12 @@ export class ExecuteProcessor {
         detail: truncateDetail(
           `${outcome.message ?? 'accepted by the API'}${opened ? `; temporary until ${opened.lease.endsAt}` : ''}`,
         ),
+        vmFacts,
       });
-      if (!done.ok) return 'skipped';
+      if (!done.ok) {
+        await this.recordAnyway(vmFacts);
+        return 'skipped';
+      }
       await this.announce(done.request, 'succeeded');
       await this.endReturnedLease(done.request);
       return 'succeeded';
@@ -206,6 +229,11 @@ export class ExecuteProcessor {
       if (now && input.from.includes(now.state)) result = await store.transition(id, input);
     });
     return result;
+  }
+
+  /** The API applied a step whose request could not be written (gone, or moved on): its VM facts are still true. */
+  private async recordAnyway(vmFacts: VmFactsWrite | undefined): Promise<void> {
+    if (vmFacts) await this.deps.vmFacts.write(vmFacts);
   }
 
   /** One API call; the answer becomes the step's outcome. */
@@ -309,10 +337,10 @@ export class ExecuteProcessor {
    * A scheduled downsize, and work that waited for a freeze to end, is checked against the rules again when it runs:
    * true, or the reason it is not allowed. Other requests were checked when made and approved.
    */
-  private async recheckScheduled(request: CloudRequest): Promise<true | string> {
+  private recheckScheduled(request: CloudRequest, vm: VmKnown): true | string {
     if ((!request.runAt && !request.frozenUntil) || request.params.kind !== 'resize') return true;
     const check = checkResizeUnder(this.deps.policy, {
-      vm: await this.vmBefore(request),
+      vm,
       target: request.params.target,
       confirmedStopped: request.params.confirmedStopped,
       acceptWanTwoStep: request.params.steps.length > 1,

@@ -15,10 +15,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `);
 
-/** Takes the lock, and only then reads a key, in one round trip. KEYS: lock, key to read. ARGV: token, ttl ms. */
+/**
+ * Takes the lock, and only then reads a key and, when given, a hash, in one round trip. KEYS: lock, key to read, hash
+ * to read (optional). ARGV: token, ttl ms.
+ */
 const ACQUIRE_AND_GET = new LuaScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, redis.call('GET', KEYS[2])} end
-return {0}
+if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
+if KEYS[3] then return {1, redis.call('GET', KEYS[2]), redis.call('HGETALL', KEYS[3])} end
+return {1, redis.call('GET', KEYS[2])}
 `);
 
 /**
@@ -76,22 +80,26 @@ export class VmLock {
   }
 
   /**
-   * Takes the VM's lock and reads `readKey` after it in the same script, so the value is what it was once the lock
-   * was held; undefined when another job holds the lock.
+   * Takes the VM's lock and reads `readKey` (and the hash `hashKey`, when given) after it in the same script, so the
+   * values are what they were once the lock was held; undefined when another job holds the lock.
    */
   async acquireAndGet(
     projectUuid: string,
     vmid: number,
     readKey: string,
-  ): Promise<{ lock: HeldLock; value: string | null } | undefined> {
+    hashKey?: string,
+  ): Promise<{ lock: HeldLock; value: string | null; hash?: Record<string, string> } | undefined> {
     const key = this.key(projectUuid, vmid);
     const token = randomUUID();
-    const reply = (await ACQUIRE_AND_GET.run(this.redis, [key, readKey], [token, this.policy.ttlMs])) as [
+    const keys = hashKey === undefined ? [key, readKey] : [key, readKey, hashKey];
+    const reply = (await ACQUIRE_AND_GET.run(this.redis, keys, [token, this.policy.ttlMs])) as [
       number,
       (string | null)?,
+      string[]?,
     ];
     if (Number(reply[0]) !== 1) return undefined;
-    return { lock: this.hold(key, token), value: reply[1] ?? null };
+    const taken = { lock: this.hold(key, token), value: reply[1] ?? null };
+    return hashKey === undefined ? taken : { ...taken, hash: pairsToRecord(reply[2] ?? []) };
   }
 
   /** The handle of a lock just taken: renewed on a timer until released. */
@@ -133,4 +141,11 @@ export class VmLock {
       },
     };
   }
+}
+
+/** A hash as a script answers HGETALL (field, value, field, value …) as a record. */
+function pairsToRecord(pairs: string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) record[String(pairs[i])] = String(pairs[i + 1]);
+  return record;
 }

@@ -9,6 +9,7 @@ import {
   type NewRequest,
   type RequestState,
 } from './types.ts';
+import { RECORD_VM_LUA, type VmFactsWrite } from './vm-facts.ts';
 
 /** Crockford base32: no I, L, O or U, so an id read aloud or retyped is unambiguous. */
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -53,6 +54,8 @@ export interface TransitionInput {
   patch?: Partial<CloudRequest>;
   /** A short note for the audit log. */
   detail?: string;
+  /** What the bot applied to the VM, recorded in the same script as the move (a success and its facts cannot part). */
+  vmFacts?: VmFactsWrite;
 }
 
 /** Fields no patch may set: they belong to the store. */
@@ -150,13 +153,15 @@ return 1
  * Compare-and-set on the request's stored JSON, compared by SHA-1 (what the writer decided on, byte for byte: a
  * caller's copy that differs in any way from the stored one is a conflict); on success also appends the audit entry and updates the awaiting-run,
  * retention, open-lease and involvement indexes, in the same script so a state change and its records cannot part.
- * KEYS: request, audit, awaiting-run, retention, open leases, then the live-involvement index of each person named.
- * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as 'approval', or '' for no
- * entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1' when the new state is
- * final, the new state ('' when the state does not change), the lease's end in ms while it is open ('closed' when it
- * just closed, '' otherwise).
+ * With a VM facts record, what the bot applied to the VM is written too.
+ * KEYS: request, audit, awaiting-run, retention, open leases, the VM's facts hash when there is a record, then the
+ * live-involvement index of each person named.
+ * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as
+ * 'approval', or '' for no entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1'
+ * when the new state is final, the new state ('' when the state does not change), the lease's end in ms while it is
+ * open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from ARGV[14]).
  */
-const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}
+const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}${RECORD_VM_LUA}
 local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
 if redis.sha1hex(current) ~= ARGV[1] then return {'conflict', current} end
@@ -168,8 +173,13 @@ if ARGV[12] == 'closed' then
 elseif ARGV[12] ~= '' then
   redis.call('ZADD', KEYS[5], ARGV[12], ARGV[4])
 end
+local people = 6
+if ARGV[13] == '1' then
+  record_vm(KEYS[6], ARGV, 14)
+  people = 7
+end
 if ARGV[10] == '1' then
-  for i = 6, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
+  for i = people, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
 end
 if ARGV[5] ~= '' then
   local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
@@ -329,6 +339,7 @@ export class RequestStore {
         };
       },
       known,
+      input.vmFacts,
     );
   }
 
@@ -396,18 +407,20 @@ export class RequestStore {
   }
 
   /**
-   * Sets fields that are not the state (messageTs, nextStep, outcomes) with the same compare-and-set; `known` as for
-   * {@link transition}.
+   * Sets fields that are not the state (messageTs, nextStep, outcomes) with the same compare-and-set; `known` and
+   * `vmFacts` as for {@link transition}.
    */
   async update(
     id: string,
     patch: Partial<CloudRequest>,
     known?: CloudRequest,
+    vmFacts?: VmFactsWrite,
   ): Promise<CloudRequest | undefined> {
     const result = await this.casLoop(
       id,
       (current) => ({ next: { ...current, ...stripProtected(patch) } }),
       known,
+      vmFacts,
     );
     return result.ok ? result.request : undefined;
   }
@@ -509,6 +522,7 @@ export class RequestStore {
       | { next: CloudRequest; audit?: { state: RequestState | AuditNote; actor: string; detail?: string } }
       | undefined,
     known?: CloudRequest,
+    vmFacts?: VmFactsWrite,
   ): Promise<TransitionResult> {
     let fromStore = known?.id !== id;
     let json = fromStore ? await this.redis.get(this.keys.request(id)) : JSON.stringify(known);
@@ -536,6 +550,7 @@ export class RequestStore {
           this.keys.awaitingRun,
           this.keys.retention,
           this.keys.leases,
+          ...(vmFacts ? [vmFacts.key] : []),
           ...peopleOf(next, current).map(this.keys.involving),
         ],
         [
@@ -551,6 +566,8 @@ export class RequestStore {
           FINAL_STATES.includes(next.state) ? '1' : '',
           next.state !== current.state ? next.state : '',
           leaseIndex(current, next),
+          vmFacts ? '1' : '',
+          ...(vmFacts?.args ?? []),
         ],
       )) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };
