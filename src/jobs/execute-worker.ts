@@ -78,7 +78,9 @@ export class ExecuteProcessor {
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
       throw new DelayedError();
     } finally {
-      await held
+      // Not awaited: the release goes out in the same write as BullMQ's completion of the job, and before it. A
+      // release that fails is only logged either way; the lock's TTL frees it.
+      void held
         .release()
         .catch((error: unknown) => this.deps.logger.warn({ err: error }, 'vm lock release failed'));
     }

@@ -94,8 +94,23 @@ export class NotifyProcessor {
         : 0,
     ]);
     if (!request) return 'missing';
-    // Every change of a request reaches this worker as a report of it (the expire job's waiting rounds are none).
-    if (data.type !== 'expire') await this.followUp(request);
+    // Every change of a request reaches this worker as a report of it (the expire job's waiting rounds are none). The
+    // follow-ups run beside the report, so their Redis writes share its round trips; they never fail it.
+    const followUp = data.type === 'expire' ? undefined : this.followUp(request);
+    try {
+      return await this.handle(job, request, replied > 0, token);
+    } finally {
+      await followUp;
+    }
+  }
+
+  private async handle(
+    job: Job<NotifyJob>,
+    request: CloudRequest,
+    replied: boolean,
+    token?: string,
+  ): Promise<NotifyOutcome> {
+    const data = job.data;
     switch (data.type) {
       case 'post-request':
         return this.postRequest(request);
@@ -104,15 +119,15 @@ export class NotifyProcessor {
         await this.update(request, request.messageTs);
         return 'updated';
       case 'thread-reply':
-        if (!request.messageTs) return this.withoutMessage(request, data, replied > 0);
+        if (!request.messageTs) return this.withoutMessage(request, data, replied);
         return this.threadReply(
           request,
           { channel: request.channel, thread_ts: request.messageTs },
           data,
-          replied > 0,
+          replied,
         );
       case 'report':
-        return this.report(request, data, replied > 0);
+        return this.report(request, data, replied);
       case 'expire':
         return this.expire(job, request, token);
     }
