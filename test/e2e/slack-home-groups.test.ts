@@ -164,3 +164,38 @@ describe('requests stored before the App Home indexes', () => {
     expect((await home(USERS.dev)).text).toContain(request.id);
   });
 });
+
+describe('a group member’s App Home with a lease and a request to approve', () => {
+  it('lists the group’s waiting request and the open lease of the group’s project, whose Keep acts as in the thread', async () => {
+    const ack = await h.fillAndSubmit('resize shop-prod 101 cores=4 for=48h', {}, USERS.dev);
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const created = await h.nextRequest();
+    await clickOnHome(h, 'approve', created.id, USERS.lead);
+    const leased = await h.waitForRequest(created.id, (r) => r.leaseOpen === true, 10_000);
+    const waiting = await pending('resize shop-prod 102 cores=8');
+
+    const member = await home(GROUPIE);
+    const texts = member.blocks
+      .map((b) => (b.text as { text?: string } | undefined)?.text)
+      .filter((t): t is string => t !== undefined);
+    console.info(`App Home of a group member as it renders (section texts):\n${texts.join('\n---\n')}`);
+    expect(buttonsFor(member.blocks, waiting.id)).toEqual([
+      { action: 'approve', value: waiting.id },
+      { action: 'reject', value: waiting.id },
+    ]);
+    expect(buttonsFor(member.blocks, leased.id)).toEqual([
+      { action: 'lease_return', value: leased.id },
+      { action: 'lease_keep', value: leased.id },
+    ]);
+    expect((await home(OUTSIDER)).text).not.toContain(leased.id);
+
+    const seen = h.slack.views.length;
+    await clickOnHome(h, 'lease_keep', leased.id, GROUPIE);
+    const modal = (await h.openedView(seen)).view;
+    expect(modal.callback_id).toBe('lease_keep');
+    await h.submitView(modal, { keep_reason: 'still needed' }, GROUPIE);
+    const kept = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
+    expect(kept.lease?.kept).toMatchObject({ by: GROUPIE, reason: 'still needed' });
+    expect(buttonsFor((await home(GROUPIE)).blocks, leased.id)).toEqual([]);
+  });
+});
