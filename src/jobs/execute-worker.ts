@@ -18,7 +18,7 @@ import { NotReplicatedError } from './replica-ack.ts';
 import { resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
 import type { SendMarkers } from './send-markers.ts';
-import { type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
+import { type ConfirmAndSet, type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
 
 /** How an execute job ended, for metrics.jobs and the job's return value. */
 export type ExecuteOutcome = 'succeeded' | 'refused' | 'unknown' | 'skipped' | 'missing';
@@ -107,10 +107,15 @@ export class ExecuteProcessor {
     }
     // What is known of the VM until a step of this run changes it.
     let known: VmKnown | undefined = knownForRequest(this.deps.policy, request, recorded);
+    /** The first step's marker, when it was set together with the move to sending. */
+    let firstMark: Promise<ConfirmAndSet> | undefined;
     if (request.state === 'queued') {
       const stillAllowed = this.recheckScheduled(request, known);
+      const first = stepsOf(request)[request.nextStep];
+      const willSend =
+        stillAllowed === true && (first === undefined || typeof this.bodyOf(first) !== 'string');
       // The request as read under the lock: the compare-and-set is the first round trip.
-      const sending = await store.transition(
+      const moving = store.transition(
         id,
         {
           from: ['queued'],
@@ -123,7 +128,18 @@ export class ExecuteProcessor {
         },
         request,
       );
-      if (!sending.ok) return 'skipped';
+      // A run that will send marks its first step in the same round trip, right after the move to sending (so a crash
+      // between the two never leaves a marker on a request still queued); nothing is sent before both answered.
+      if (willSend) {
+        firstMark = this.markers.markHolding(held, id, request.nextStep, this.deps.now());
+        // Awaited below, or dropped when the move failed: never an unhandled rejection.
+        firstMark.catch(() => undefined);
+      }
+      const sending = await moving;
+      if (!sending.ok) {
+        // Not sent: a marker set meanwhile only guards a step of a request that has moved on.
+        return 'skipped';
+      }
       request = sending.request;
       if (stillAllowed !== true) return this.refuse(request, request.nextStep, stillAllowed);
     } else if (request.state !== 'sending') {
@@ -134,21 +150,15 @@ export class ExecuteProcessor {
     const steps = stepsOf(request);
     for (let step = request.nextStep; step < steps.length; step++) {
       const target = steps[step];
-      let body: Record<string, string | number> | undefined;
-      if (target) {
-        try {
-          body = resizeBody(target, this.deps.policy.resize_fields);
-        } catch (error) {
-          if (error instanceof UnmappedFieldError) return this.refuse(request, step, error.message);
-          throw error;
-        }
-      }
+      const body = target ? this.bodyOf(target) : undefined;
+      if (typeof body === 'string') return this.refuse(request, step, body);
       // The lock may have expired while this process stalled: never send without it (checked with the marker).
       // A later step reads the VM's facts again, in the same round trip as its marker: an earlier one changed them.
       const [before, marked] = await Promise.all([
         target ? (known ?? this.vmBefore(request)) : undefined,
-        this.markers.markHolding(held, id, step, this.deps.now()),
+        firstMark ?? this.markers.markHolding(held, id, step, this.deps.now()),
       ]);
+      firstMark = undefined;
       if (marked === 'lost') throw new LockLostError(`lost the lock of VM ${request.vmid}`);
       if (marked === 'exists') return this.unknown(request, step, INTERRUPTED_REASON);
       await this.markerReplicated(id, step);
@@ -231,6 +241,16 @@ export class ExecuteProcessor {
       if (now && input.from.includes(now.state)) result = await store.transition(id, input);
     });
     return result;
+  }
+
+  /** The API body of a resize step, or why the policy cannot map it (the step is refused, nothing sent). */
+  private bodyOf(target: ResizeTarget): Record<string, string | number> | string {
+    try {
+      return resizeBody(target, this.deps.policy.resize_fields);
+    } catch (error) {
+      if (error instanceof UnmappedFieldError) return error.message;
+      throw error;
+    }
   }
 
   /** The API applied a step whose request could not be written (gone, or moved on): its VM facts are still true. */
