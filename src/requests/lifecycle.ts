@@ -218,10 +218,14 @@ export class RequestLifecycle {
       return { ok: true, request: counted.request };
     }
     this.deps.metrics.approvals.inc({ decision: 'approved' });
-    // Announced first, right after the approval is stored: a process dying now leaves no message "waiting" with
-    // live buttons; an approval that was not queued yet is queued by the stranded-request sweeper.
-    await this.deps.outbox.announce(counted.request, 'approved');
-    const next = await this.queueApproved(counted.request);
+    // Announced right after the approval is stored, beside the move to queued, and before the job: a process dying
+    // now leaves no message "waiting" with live buttons and a job running; an approval not queued yet, or queued
+    // without its job, is queued (and announced) by the stranded-request sweeper.
+    const next = await this.queueApproved(
+      counted.request,
+      undefined,
+      this.deps.outbox.announce(counted.request, 'approved'),
+    );
     if (next?.state === 'frozen') await this.deps.outbox.announce(next, 'frozen');
     return { ok: true, request: next ?? counted.request };
   }
@@ -437,19 +441,32 @@ export class RequestLifecycle {
 
   /**
    * approved → queued → its job: the one way an approved request reaches the queue; while a freeze holds the project,
-   * approved → frozen instead, until the window ends. Undefined when it lost.
+   * approved → frozen instead, until the window ends. Undefined when it lost. `announced`: the approval's
+   * announcement under way, stored before the job is added (and before a freeze: the sweeper does not look at those).
    */
-  async queueApproved(request: CloudRequest, detail?: string): Promise<CloudRequest | undefined> {
+  async queueApproved(
+    request: CloudRequest,
+    detail?: string,
+    announced?: Promise<void>,
+  ): Promise<CloudRequest | undefined> {
+    // Awaited on every way out below; this only keeps a failure from counting as unhandled meanwhile.
+    announced?.catch(() => undefined);
     // A scheduled run is held by a freeze that covers its time, not only by one that covers the approval.
     const now = this.deps.now();
     const runAt = request.runAt ? new Date(request.runAt) : undefined;
     const after = this.deps.approvals.afterApproval(request, runAt && runAt > now ? runAt : now);
-    if (after.next === 'freeze') return this.freeze(request, 'approved', after.freeze);
-    const queued = await this.deps.store.transition(
-      request.id,
-      { from: ['approved'], to: 'queued', actor: 'cloudops', detail },
-      request,
-    );
+    if (after.next === 'freeze') {
+      await announced;
+      return this.freeze(request, 'approved', after.freeze);
+    }
+    const [queued] = await Promise.all([
+      this.deps.store.transition(
+        request.id,
+        { from: ['approved'], to: 'queued', actor: 'cloudops', detail },
+        request,
+      ),
+      announced,
+    ]);
     if (!queued.ok) return undefined;
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
     await this.deps.outbox.execute(queued.request);
