@@ -51,7 +51,7 @@ export async function runPipeline(options: {
 }): Promise<PipelineResult> {
   const { redis, prefix, sims, count } = options;
   const store = new RequestStore(redis, { prefix });
-  const before = await sims.slackSummary();
+  const before = await sims.threadReplies();
 
   options.log(`pipeline: preparing ${count} approved requests`);
   const created = await createMany(store, count, (i) => benchResize(sims.projectUuid, options.vmidOf(i)));
@@ -67,8 +67,8 @@ export async function runPipeline(options: {
   const deadline = started + options.timeoutMs;
   let replies = 0;
   for (;;) {
-    const summary = await sims.slackSummary();
-    replies = summary.threadReplies - before.threadReplies;
+    // A counter, not the summary: that one reads every message and call the stand-in holds, ten times a second.
+    replies = (await sims.threadReplies()) - before;
     if (replies >= count) break;
     if (performance.now() > deadline) break;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));

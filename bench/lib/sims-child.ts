@@ -46,6 +46,8 @@ async function perform(message: SimsOp): Promise<unknown> {
       return null;
     case 'slackSummary':
       return slackSummary(need(slack, 'the Slack stand-in'), message.channelPrefix);
+    case 'threadReplies':
+      return need(slack, 'the Slack stand-in').threadReplyCount();
     case 'cloudSummary':
       return cloudSummary(need(cloud, 'the cloud simulator'));
     case 'callTimes':

@@ -11,6 +11,7 @@ export type SimsOp =
   | { op: 'limitPerChannel'; perSecond: number | null }
   | { op: 'cloudLatency'; route: 'resize'; latencyMs: number; times: number }
   | { op: 'slackSummary'; channelPrefix?: string }
+  | { op: 'threadReplies' }
   | { op: 'cloudSummary' }
   | { op: 'callTimes'; sinceMs: number };
 

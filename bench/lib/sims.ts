@@ -7,6 +7,8 @@ export interface Sims extends SimsStarted {
   limitPerChannel(perSecond: number | null): Promise<void>;
   cloudLatency(latencyMs: number, times: number): Promise<void>;
   slackSummary(channelPrefix?: string): Promise<SlackSummary>;
+  /** Thread replies posted so far (a counter: cheap to poll, however many messages the stand-in holds). */
+  threadReplies(): Promise<number>;
   cloudSummary(): Promise<CloudSummary>;
   /** Resize calls and thread replies received since `sinceMs` (epoch ms). */
   callTimes(sinceMs: number): Promise<CallTimes>;
@@ -43,6 +45,7 @@ export async function startSims(options: {
     cloudLatency: async (latencyMs, times) =>
       void (await call({ op: 'cloudLatency', route: 'resize', latencyMs, times })),
     slackSummary: (channelPrefix) => call<SlackSummary>({ op: 'slackSummary', channelPrefix }),
+    threadReplies: () => call<number>({ op: 'threadReplies' }),
     cloudSummary: () => call<CloudSummary>({ op: 'cloudSummary' }),
     callTimes: (sinceMs) => call<CallTimes>({ op: 'callTimes', sinceMs }),
     close: () => proc.close(5000),

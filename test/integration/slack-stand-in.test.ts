@@ -151,11 +151,18 @@ describe('Slack stand-in: behaviour', () => {
     });
     expect(threaded).toMatchObject({ thread_ts: root.ts, text: 'done' });
     expect(slack.thread('C0PROD', root.ts).map((m) => m.text)).toEqual(['done']);
+    expect(slack.threadReplyCount()).toBe(1);
     expect(await errorOf(client.chat.update({ channel: 'C0PROD', ts: '1.000001', text: 'x' }))).toBe(
       'message_not_found',
     );
     await client.chat.delete({ channel: 'C0PROD', ts: root.ts });
     expect(slack.messages('C0PROD').map((m) => m.text)).toEqual(['done']);
+    // A deleted message is gone from the lookup too; a deleted reply leaves the count.
+    expect(await errorOf(client.chat.update({ channel: 'C0PROD', ts: root.ts, text: 'x' }))).toBe(
+      'message_not_found',
+    );
+    await client.chat.delete({ channel: 'C0PROD', ts: threaded?.ts ?? '' });
+    expect(slack.threadReplyCount()).toBe(0);
     expect(slack.problems).toEqual([]);
   });
 
