@@ -119,6 +119,11 @@ async function main(): Promise<number> {
       prefixes.push(prefix);
       return prefix;
     },
+    productLengthPrefix() {
+      const prefix = `b${runId.slice(0, 4)}${prefixes.length.toString(36).padStart(3, '0')}`;
+      prefixes.push(prefix);
+      return prefix;
+    },
     logFile,
     log,
   };

@@ -34,6 +34,11 @@ export interface BenchContext {
   redis: Redis;
   /** A fresh Redis prefix for one bot/baseline, deleted by main.ts at the end. */
   newPrefix(name: string): string;
+  /**
+   * A fresh prefix as long as the bot's default (`cloudops`, 8 characters), deleted likewise: for figures that count
+   * bytes, where the bench's long prefixes would add their extra length to every key name.
+   */
+  productLengthPrefix(): string;
   /** Where the bots' logs go (one file for the whole run). */
   logFile: string;
   log(message: string): void;

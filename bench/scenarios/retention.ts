@@ -43,7 +43,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       teamId: BENCH.teamId,
       seedVms: { count: n, firstVmid: FIRST_VMID },
     });
-    const prefix = ctx.newPrefix('retention');
+    // As long as the default `cloudops`: a request's key name is part of what it holds.
+    const prefix = ctx.productLengthPrefix();
     bot = await startBenchBot(sims, {
       redisUrl: ctx.redisUrl,
       prefix,
