@@ -25,7 +25,7 @@ import type { NewRequest } from '../src/requests/types.ts';
 import { benchEnv } from './lib/bot.ts';
 import { BENCH, benchPolicyYaml } from './lib/identity.ts';
 import { sign } from './lib/slack-request.ts';
-import { median } from './lib/stats.ts';
+import { roundedSpread } from './lib/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -39,16 +39,6 @@ const CHANGES = Number(values.changes);
 const BURST = Number(values.burst);
 const PROJECT_UUID = '0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10';
 const PREFIX = 'bench-home';
-
-function summary(series: number[]): { median: number; min: number; max: number; runs: number } {
-  const round = (v: number) => Math.round(v * 10) / 10;
-  return {
-    median: round(median(series)),
-    min: round(Math.min(...series)),
-    max: round(Math.max(...series)),
-    runs: series.length,
-  };
-}
 
 const redisServer = await startLocalRedis();
 const sim = await startCloudSim();
@@ -165,7 +155,7 @@ try {
       series.push((await nextPublish(BENCH.approver, seen)) - started);
       blocks = (slack.homes.at(-1)?.view.blocks as unknown[] | undefined)?.length ?? 0;
     }
-    openMs[`${waiting} waiting`] = { ...summary(series.slice(5)), blocks };
+    openMs[`${waiting} waiting`] = { ...roundedSpread(series.slice(5)), blocks };
   }
   results.openToPublishMs = openMs;
   console.info('app_home_opened → views.publish (ms, first 5 left out)', openMs);
@@ -185,7 +175,7 @@ try {
     // Past the window, so each change is measured alone.
     await new Promise((resolve) => setTimeout(resolve, 1200));
   }
-  results.changeToRepublishMs = summary(changeSeries);
+  results.changeToRepublishMs = roundedSpread(changeSeries);
   console.info('cancel click → requester’s home published again (ms)', results.changeToRepublishMs);
 
   // 3. A burst: BURST cancels at once → how many publishes for the requester and for the approver.

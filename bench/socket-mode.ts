@@ -25,7 +25,7 @@ import { createLogger } from '../src/observability/logger.ts';
 import { benchEnv } from './lib/bot.ts';
 import { BENCH } from './lib/identity.ts';
 import { sign } from './lib/slack-request.ts';
-import { median } from './lib/stats.ts';
+import { roundedSpread } from './lib/stats.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const { values } = parseArgs({
@@ -45,17 +45,6 @@ const POLICY = `workspace: ${TEAM}\napprovers: [${BENCH.approver}]\n`;
 const botToken = BENCH.botToken;
 const appToken = `xapp-1-bench-${randomBytes(6).toString('hex')}`;
 const signingSecret = BENCH.signingSecret;
-
-/** `{ median, min, max }` of a series, rounded to 0.1 ms. */
-function summary(series: number[]): { median: number; min: number; max: number; runs: number } {
-  const round = (v: number) => Math.round(v * 10) / 10;
-  return {
-    median: round(median(series)),
-    min: round(Math.min(...series)),
-    max: round(Math.max(...series)),
-    runs: series.length,
-  };
-}
 
 function commandFields(slack: SlackStandIn): Record<string, string> {
   return {
@@ -142,7 +131,7 @@ try {
   }
   await http.bot.stop();
   await http.slack.close();
-  results.ackMs = { socket: summary(overSocket.slice(20)), http: summary(overHttp.slice(20)) };
+  results.ackMs = { socket: roundedSpread(overSocket.slice(20)), http: roundedSpread(overHttp.slice(20)) };
   console.info('ack latency (ms, first 20 left out as warm-up)', results.ackMs);
 
   // 2. The link down and up again, production policy: from Slack's `disconnect` (or the drop) until /readyz is 200.
@@ -172,8 +161,8 @@ try {
   for (let i = 0; i < Math.min(3, RECONNECTS); i++)
     refusedTwice.push(await outage(() => socket.slack.socket.drop(), 2));
   results.reconnectMs = {
-    ...Object.fromEntries(Object.entries(reconnect).map(([k, v]) => [k, summary(v)])),
-    droppedThenTwoRefusals: summary(refusedTwice),
+    ...Object.fromEntries(Object.entries(reconnect).map(([k, v]) => [k, roundedSpread(v)])),
+    droppedThenTwoRefusals: roundedSpread(refusedTwice),
   };
   console.info('link down → /readyz 200 again (ms)', results.reconnectMs);
   await socket.bot.stop();
@@ -223,7 +212,10 @@ try {
     failing.push(performance.now() - spawnedAt);
   }
   await slack.close();
-  results.childMs = { sigtermWhileConnecting: summary(sigterm), failingStartupExit: summary(failing) };
+  results.childMs = {
+    sigtermWhileConnecting: roundedSpread(sigterm),
+    failingStartupExit: roundedSpread(failing),
+  };
   console.info('compiled bot in its own process (ms)', results.childMs);
   await writeFile(join(ROOT, 'bench/socket-mode-results.json'), `${JSON.stringify(results, null, 2)}\n`);
 } finally {

@@ -72,6 +72,21 @@ export function spread(values: readonly number[]): Spread {
   };
 }
 
+/** Median and range of a series rounded to 0.1, with how many values it had: what the results files store. */
+export function roundedSpread(values: readonly number[]): {
+  median: number;
+  min: number;
+  max: number;
+  runs: number;
+} {
+  return {
+    median: round(median(values)),
+    min: round(Math.min(...values)),
+    max: round(Math.max(...values)),
+    runs: values.length,
+  };
+}
+
 /** `median (min–max)` for tables and target details. */
 export function showSpread(s: Spread, digits = 2, unit = ''): string {
   return `${round(s.median, digits)}${unit} (${round(s.min, digits)}–${round(s.max, digits)})`;
