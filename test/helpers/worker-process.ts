@@ -68,11 +68,8 @@ async function runChild(): Promise<void> {
   const { Redis } = await import('ioredis');
   const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
   const { parsePolicy } = await import('../../src/config/policy.ts');
-  const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { createExecution } = await import('../../src/jobs/execution.ts');
-  const { createOutbox } = await import('../../src/jobs/outbox.ts');
-  const { createApprovalPolicy } = await import('../../src/requests/approvers.ts');
-  const { RequestLifecycle } = await import('../../src/requests/lifecycle.ts');
+  const { workerLifecycle } = await import('./lifecycle.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
   const { createLogger } = await import('../../src/observability/logger.ts');
@@ -96,17 +93,7 @@ async function runChild(): Promise<void> {
   const logger = createLogger({ level: 'warn', name: 'worker-process' }, process.stderr);
   const metrics = createMetrics({ defaultMetrics: false });
   const vmFacts = new VmFactsStore(redis, { prefix: config.prefix });
-  const requests = new RequestLifecycle({
-    policy,
-    store,
-    outbox: createOutbox(queues, now),
-    approvals: createApprovalPolicy(policy),
-    prices: createPriceCache(cloud),
-    now,
-    logger,
-    metrics,
-    vmFacts,
-  });
+  const requests = workerLifecycle({ policy, store, queues, cloud, vmFacts, now, logger, metrics });
   const execution = createExecution({
     connection: redis,
     prefix: config.prefix,

@@ -2,17 +2,13 @@ import { Redis } from 'ioredis';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { CloudApiClient, FAST_TIMEOUTS, type TimeoutPolicy } from '../../src/cloud/client.ts';
-import { createPriceCache } from '../../src/cloud/price-cache.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createExecution, type Execution, type ExecutionDeps } from '../../src/jobs/execution.ts';
-import { createOutbox } from '../../src/jobs/outbox.ts';
 import { createQueues, enqueueExecution, enqueueNotify, type Queues } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { FAST_RETRY, FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.ts';
-import { createApprovalPolicy } from '../../src/requests/approvers.ts';
-import { RequestLifecycle } from '../../src/requests/lifecycle.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest, NewRequest, RequestState } from '../../src/requests/types.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
@@ -20,6 +16,7 @@ import type { ResizeTarget, WanMode } from '../../src/rules/types.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';
 import { SlackApi } from '../../src/slack-api/client.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
+import { workerLifecycle } from '../helpers/lifecycle.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
 /** The policy the jobs tests run with: the sim's default project, CPU class and private network mapped as the sim names them. */
@@ -84,17 +81,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
   const policy = parsePolicy(JOBS_POLICY_YAML);
   const now = () => new Date();
   const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const requests = new RequestLifecycle({
-    policy,
-    store,
-    outbox: createOutbox(queues, now),
-    approvals: createApprovalPolicy(policy),
-    prices: createPriceCache(cloud),
-    now,
-    logger,
-    metrics,
-    vmFacts,
-  });
+  const requests = workerLifecycle({ policy, store, queues, cloud, vmFacts, now, logger, metrics });
   const deps: ExecutionDeps = {
     connection: redis,
     prefix,
