@@ -40,10 +40,10 @@ describe('execution: success', () => {
     const replies = await waitForReplies(env, request.id, 1);
     expect(replies[0]).toMatch(/^:white_check_mark: Done: /);
     expect(replies[0]).toContain(done.outcomes[0]?.message ?? 'missing');
+    // The message's ts as stored once the reply is there: the request can reach its end before it is written.
+    const messageTs = (await env.store.get(request.id))?.messageTs;
     const message = await env.slack.waitFor(() =>
-      env.slack
-        .messages('C0PROD')
-        .find((m) => m.ts === done.messageTs && m.edits > 0 && m.text?.includes('Done')),
+      env.slack.messages('C0PROD').find((m) => m.ts === messageTs && m.edits > 0 && m.text?.includes('Done')),
     );
     expect(message.thread_ts).toBeUndefined();
 

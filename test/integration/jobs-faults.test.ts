@@ -65,7 +65,9 @@ describe('execution: an unknown outcome is never resent', () => {
       const replies = await waitForReplies(env, request.id, 1);
       expect(replies[0]).toMatch(/^:warning: Outcome unknown: /);
       expect(replies[0]).toContain('Check the size and WAN mode of VM 102 in the portal');
-      const reply = env.slack.thread('C0PROD', done.messageTs ?? '')[0];
+      // The message's ts as stored once the reply is there: the request can reach 'unknown' before it is written.
+      const messageTs = (await env.store.get(request.id))?.messageTs;
+      const reply = env.slack.thread('C0PROD', messageTs ?? '')[0];
       expect(JSON.stringify(reply?.blocks)).toContain(ACTIONS.resolveDone);
       expect(JSON.stringify(reply?.blocks)).toContain(ACTIONS.resolveFailed);
 
@@ -90,7 +92,8 @@ describe('reporting is a step of its own', () => {
     expect(replies).toHaveLength(1);
     expect(env.slack.callsOf('chat.postMessage').filter((c) => c.status === 429)).toHaveLength(2);
     await new Promise((r) => setTimeout(r, 500));
-    expect(env.slack.thread('C0PROD', done.messageTs ?? '')).toHaveLength(1);
+    const messageTs = (await env.store.get(request.id))?.messageTs;
+    expect(env.slack.thread('C0PROD', messageTs ?? '')).toHaveLength(1);
     expect(resizeCalls()).toHaveLength(1);
     const errors = (await env.metrics.slackErrors.get()).values;
     expect(errors.find((v) => v.labels.method === 'chat.postMessage')?.value).toBe(2);
