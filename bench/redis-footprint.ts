@@ -1,5 +1,5 @@
 /**
- * What the bot keeps in Redis as history grows (issue 16 item 5, PRODUCT.md §7). The whole bot runs in this
+ * What the bot keeps in Redis as history grows (issue 16 item 5, docs/operations.md#retention). The whole bot runs in this
  * process (ROLE=all, retention_days 30, an injected clock) on a redis-server of the bench's own, against the
  * simulators; rounds of approved requests run through to their final states (execute → API → thread replies).
  * After each round the bench counts the bytes held under the bot's prefix (MEMORY USAGE of every key), then moves

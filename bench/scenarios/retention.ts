@@ -26,7 +26,7 @@ function growth(from: Footprint, to: Footprint): Record<string, number> {
 }
 
 /**
- * Redis bytes per finished request (PRODUCT.md §7, issue 16's retention): the bot alone in its process (ROLE=all,
+ * Redis bytes per finished request (docs/operations.md#retention, issue 16's retention): the bot alone in its process (ROLE=all,
  * retention_days 30, a clock the bench moves) runs approved requests to success; MEMORY USAGE of every key under its
  * prefix, less what the idle bot held before, while they are retained; then the clock moves past retention_days,
  * the bot's own sweep runs, one more round takes finished jobs of any age (what goes a day later), and the bytes are

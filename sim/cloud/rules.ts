@@ -11,7 +11,7 @@ export interface SimFieldNames {
   privateNetwork: { field: string; values: string[] };
 }
 
-/** Matches /work/main/policy.example.yml. */
+/** Matches policy.example.yml. */
 export const DEFAULT_FIELD_NAMES: SimFieldNames = {
   cpuClass: { field: 'cpu_type', values: ['regular', 'light'] },
   privateNetwork: { field: 'private_network', values: ['off', 'on'] },

@@ -42,13 +42,13 @@ export interface TimeoutPolicy {
   /** Between two chunks of the response body. */
   bodyMs: number;
   /**
-   * The whole call, from sending to the last byte of the answer, whatever the peer does byte by byte (PRODUCT.md §6).
+   * The whole call, from sending to the last byte of the answer, whatever the peer does byte by byte (docs/operations.md#deadlines).
    * Past it a call that was sent ends as outcome unknown.
    */
   totalMs: number;
 }
 
-/** PRODUCT.md §6: a whole API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`). */
+/** A whole API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
 export const DEFAULT_CALL_DEADLINE_MS = 45_000;
 
 /** Production: generous, since a resize may take the service a while to answer. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_CALL_DEADLINE_MS } from '../cloud/client.ts';
 
-/** Which parts of the bot a process runs (PRODUCT.md §2). */
+/** Which parts of the bot a process runs (docs/operations.md#roles). */
 export const ROLES = ['all', 'web', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -33,7 +33,7 @@ const envSchema = z.object({
   SLACK_API_URL: url('an http(s) URL such as https://slack.com/api/').default('https://slack.com/api/'),
   CLOUD_API_URL: url('the API base URL, e.g. https://api.example.com').optional(),
   CLOUD_API_KEY: z.string().min(1, { message: 'expected a non-empty API key' }).optional(),
-  /** The deadline of a whole API call, whatever the peer does byte by byte (PRODUCT.md §6). */
+  /** The deadline of a whole API call, whatever the peer does byte by byte (docs/operations.md#deadlines). */
   CLOUD_API_DEADLINE_MS: z.coerce
     .number({ message: 'expected milliseconds, such as 45000' })
     .int({ message: 'expected whole milliseconds, such as 45000' })

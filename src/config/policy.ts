@@ -61,7 +61,7 @@ const approvalRuleSchema = z
   })
   .strict();
 
-/** `approvals:` of a project or the default (PRODUCT.md §2 "Approval policies"). */
+/** `approvals:` of a project or the default (docs/policy.md#approval-policies). */
 const approvalsSchema = z
   .object({
     count: approvalCount.default(1),
@@ -132,7 +132,7 @@ const freezeWindowSchema = z
       ctx.addIssue({ code: 'custom', path: ['to'], message: 'the window must end after it starts' });
   });
 
-/** Facts about a VM that the API cannot be asked for (PRODUCT.md §2). */
+/** Facts about a VM that the API cannot be asked for (docs/policy.md#vm-facts). */
 const vmFactsSchema = z
   .object({
     vmid: z.number().int().positive(),
@@ -173,7 +173,7 @@ const projectSchema = z
   })
   .strict();
 
-/** A field the API does not name: the bot sends `field` with one of `values` (PRODUCT.md §2). */
+/** A field the API does not name: the bot sends `field` with one of `values` (docs/policy.md#resize-fields). */
 const apiField = <T extends readonly [string, ...string[]]>(classes: T) =>
   z
     .object({

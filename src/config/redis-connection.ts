@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import type { Env, SentinelAddress } from './env.ts';
 import { parseSentinels } from './env.ts';
 
-/** The master's name at the Sentinels when REDIS_SENTINEL_NAME is unset (PRODUCT.md §2). */
+/** The master's name at the Sentinels when REDIS_SENTINEL_NAME is unset (docs/configuration.md). */
 export const DEFAULT_SENTINEL_NAME = 'mymaster';
 
 /**

@@ -26,7 +26,7 @@ export type ExecuteOutcome = 'succeeded' | 'refused' | 'unknown' | 'skipped' | '
 /** Said when a retried or restarted job finds its step marked as possibly sent. */
 const INTERRUPTED_REASON =
   'The worker stopped while this call was in flight (a restart or crash), so whether the API applied it is not known.';
-/** Said when a shutdown could not wait for the API's answer any longer (PRODUCT.md §6: SIGTERM ends within 20 s). */
+/** Said when a shutdown could not wait for the API's answer any longer (docs/operations.md#shutdown: SIGTERM ends within 20 s). */
 export const SHUTDOWN_REASON =
   'The bot was stopping and could not wait any longer for the API to answer this call, so whether the API applied it is not known.';
 /** Said when the API is unreachable or busy for longer than the job's attempts. */

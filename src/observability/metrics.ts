@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
- * Label values come from closed sets only (PRODUCT.md §2): a value from outside (a word someone typed, an error code
+ * Label values come from closed sets only (docs/operations.md#metrics): a value from outside (a word someone typed, an error code
  * Slack sent, a status the API answered) is kept only when it is one of `allowed`, else it becomes `other`. So the
  * number of series is bounded by the code, and nothing a user types reaches `/metrics`.
  */

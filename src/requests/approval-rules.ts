@@ -20,7 +20,7 @@ import {
 import type { ResizeParams } from './types.ts';
 
 /**
- * The approval policy as pure functions (PRODUCT.md §2 "Approval policies"): which rule applies to a request and
+ * The approval policy as pure functions (docs/policy.md#approval-policies): which rule applies to a request and
  * how many approvals it needs, and whether a freeze holds work at a given instant. No I/O, no clock of its own.
  */
 

@@ -84,7 +84,7 @@ export function currentApprovers(request: CloudRequest): string[] {
 
 /**
  * The policy file's approval policy: approvers (users and user groups), counts by rule, escalation, freezes and
- * break glass (PRODUCT.md §2 "Approval policies"). Without `groups` a group grants nobody.
+ * break glass (docs/policy.md#approval-policies). Without `groups` a group grants nobody.
  */
 export function createApprovalPolicy(policy: Policy, groups?: UserGroups): ApprovalPolicy {
   /** Whether `user` is one of `ids` or in one of its groups; a user the cache does not list refreshes it once. */

@@ -10,7 +10,7 @@ import type { CloudRequest, Lease } from './types.ts';
 import type { VmFactsStore } from './vm-facts.ts';
 
 /*
- * Temporary increases once they ran (PRODUCT.md §2 "Temporary changes (leases)"): the lease lives on the request that
+ * Temporary increases once they ran (docs/policy.md#temporary-changes-leases): the lease lives on the request that
  * made the increase, with `leaseOpen` set until the return succeeds or someone keeps the size. Its offer and its
  * daily reminders are ONE due item (kind `lease`) in the due-times set, moved forward each time it falls due.
  */

@@ -84,7 +84,7 @@ export class ApprovalUnreachableError extends Error {
   readonly code = 'APPROVAL_UNREACHABLE';
 }
 
-/** The escalation comes at this share of the approval TTL (PRODUCT.md §2: 75 %). */
+/** The escalation comes at this share of the approval TTL (docs/policy.md#approval-policies: 75 %). */
 const ESCALATE_AT = 0.75;
 const HOUR_MS = 3_600_000;
 

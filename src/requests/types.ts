@@ -34,7 +34,7 @@ export type ReplyEvent =
   | 'lease_returned';
 
 /**
- * A request's life (PRODUCT.md §6). Arrows are the only moves `RequestStore.transition` allows:
+ * A request's life (docs/requests.md#a-requests-life). Arrows are the only moves `RequestStore.transition` allows:
  * pending → approved | rejected | expired | cancelled
  * approved → queued; pending → queued (no approval needed)
  * queued → sending | cancelled (a scheduled run that has not started)
@@ -79,7 +79,7 @@ export interface ResizeParams {
   before: Omit<VmKnown, 'createdAt' | 'lastIncreaseAt'>;
   /** The requester confirmed the VM is stopped. */
   confirmedStopped: boolean;
-  /** A temporary increase: how long, and the size it returns to (PRODUCT.md §2 "Temporary changes (leases)"). */
+  /** A temporary increase: how long, and the size it returns to (docs/policy.md#temporary-changes-leases). */
   lease?: LeaseAsked;
   /** This resize returns the lease of that request; its success ends that lease. */
   returnOf?: string;
@@ -182,7 +182,7 @@ export interface CloudRequest {
   cost?: CostPreview;
   /** The rules that apply, one line each, shown on the request message. */
   notes: string[];
-  /** Distinct approvals it needs (PRODUCT.md §2 "Approval policies"); absent on older requests: one. */
+  /** Distinct approvals it needs (docs/policy.md#approval-policies); absent on older requests: one. */
   requiredApprovals?: number;
   /** The rule that set the count, in words, shown on the message. */
   approvalRule?: string;

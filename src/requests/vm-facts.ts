@@ -5,7 +5,7 @@ import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import { LuaScript } from './lua.ts';
 import type { CloudRequest } from './types.ts';
 
-/** What the bot itself applied to a VM (PRODUCT.md §4): the last size it set and its last increase. */
+/** What the bot itself applied to a VM (docs/requests.md#the-rules): the last size it set and its last increase. */
 export interface RecordedVmFacts extends ResizeTarget {
   /** The last time the bot increased cores, RAM or CPU class. */
   lastIncreaseAt?: Date;

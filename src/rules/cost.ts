@@ -1,7 +1,7 @@
 import { Decimal, DecimalError, percentChange } from './decimal.ts';
 import type { CpuClass, PriceLike, ReferenceVm, ResizeTarget, VmKnown, WanMode } from './types.ts';
 
-/** Hours in the "monthly" figure (PRODUCT.md §5): 365 × 24 / 12. */
+/** Hours in the "monthly" figure (docs/requests.md#prices): 365 × 24 / 12. */
 export const HOURS_PER_MONTH = 730;
 
 /** A VM size as the cost rules price it. */

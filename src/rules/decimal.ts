@@ -1,5 +1,5 @@
 /**
- * Exact decimal numbers for prices (PRODUCT.md §5): a BigInt count of units at a decimal scale, so
+ * Exact decimal numbers for prices (docs/requests.md#prices): a BigInt count of units at a decimal scale, so
  * 0.1 + 0.2 is 0.3 and no binary float ever reaches a figure that is shown.
  */
 

@@ -41,7 +41,7 @@ function quoted(raw: string): string {
   return `"${trimmed.length > 24 ? `${trimmed.slice(0, 24)}…` : trimmed}"`;
 }
 
-/** A positive whole VM id (PRODUCT.md §4 rule 6), or why not. */
+/** A positive whole VM id (docs/requests.md#the-rules, rule 6), or why not. */
 export function parseVmid(raw: string): number | Violation {
   const trimmed = raw.trim();
   const n = Number(trimmed);

@@ -4,7 +4,7 @@ import { COOLDOWN_MS, NAME } from './resize.ts';
 import type { CpuClass, ResizeField, ResizeTarget, Violation, VmKnown } from './types.ts';
 
 /**
- * Temporary increases (PRODUCT.md §2 "Temporary changes (leases)"): how long, what may be temporary, what it returns
+ * Temporary increases (docs/policy.md#temporary-changes-leases): how long, what may be temporary, what it returns
  * to, and when the return is offered. Pure; the clock is a parameter.
  */
 

@@ -145,7 +145,7 @@ function keepLine(field: ResizeField, value: unknown): string {
   return `keep ${shown(field, value)} of RAM or more`;
 }
 
-/** Checks a resize against the documented rules (PRODUCT.md §4) with what the bot knows of the VM. */
+/** Checks a resize against the documented rules (docs/requests.md#the-rules) with what the bot knows of the VM. */
 export function checkResize(input: ResizeCheckInput): ResizeCheck {
   const { vm, target, limits, configured, now } = input;
   const violations: Violation[] = badValue(target);

@@ -15,7 +15,7 @@ export interface RestoreCheckInput {
 }
 
 /**
- * Checks a restore (PRODUCT.md §4 rules 5 and 6): the VM confirmed stopped, its id typed again, a well-formed
+ * Checks a restore (docs/requests.md#the-rules, rules 5 and 6): the VM confirmed stopped, its id typed again, a well-formed
  * backup slug, and no autostart for a high-availability VM. Returns every refusal; empty means it may be asked.
  */
 export function checkRestore(input: RestoreCheckInput): Violation[] {

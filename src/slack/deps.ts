@@ -89,7 +89,7 @@ export async function withDeadline<T>(promise: Promise<T>, ms = 1500): Promise<T
 }
 
 /**
- * All the Redis work a modal submission does before its ack shares this budget (PRODUCT.md §6: Slack's answer
+ * All the Redis work a modal submission does before its ack shares this budget (docs/operations.md#deadlines: Slack's answer
  * within 3 s, whatever Redis does), leaving the rest of the 3 s for the answer to travel.
  */
 export const PRE_ACK_BUDGET_MS = 2_000;

@@ -1,5 +1,5 @@
 /**
- * What start-up checks before the bot takes work (PRODUCT.md §7): that Redis answers and takes the password, and
+ * What start-up checks before the bot takes work (docs/operations.md#start-up): that Redis answers and takes the password, and
  * that Slack accepts the bot token. Each failure is one line naming the cause, never a secret.
  */
 import { ErrorCode, WebClient } from '@slack/web-api';

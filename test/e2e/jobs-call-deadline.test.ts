@@ -23,7 +23,7 @@ afterAll(async () => {
   await proxy?.close();
 });
 
-describe('a whole API call has a deadline (PRODUCT.md §6)', () => {
+describe('a whole API call has a deadline (docs/operations.md#deadlines)', () => {
   it('an answer trickling one byte every 2 s ends as outcome unknown, said in the thread, and the VM lock is freed', async () => {
     // Each gap is far under the body timeout (30 s): only the whole call's deadline can end this call.
     proxy?.trickle((method, path) => method === 'POST' && path.endsWith('/upgrade/'), 2_000);

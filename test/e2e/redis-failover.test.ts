@@ -12,7 +12,7 @@ import {
   USERS,
 } from '../helpers/harness.ts';
 
-// PRODUCT.md §7: a failover (SENTINEL FAILOVER) loses no request, no approval and no reply. The whole bot (ROLE=all)
+// docs/operations.md#redis-sentinel: a failover (SENTINEL FAILOVER) loses no request, no approval and no reply. The whole bot (ROLE=all)
 // runs on a master, two replicas and 3 Sentinels of the test's own, reached only through REDIS_SENTINELS. Two
 // replicas: the second stays on the old master for a moment after the first is promoted, and would acknowledge
 // writes the new master never gets if the bot waited for one replica only.

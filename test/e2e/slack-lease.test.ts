@@ -3,7 +3,7 @@ import { dueKey } from '../../src/jobs/due-times.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
-// Temporary increases (PRODUCT.md §2 "Temporary changes (leases)") through the whole bot: signed HTTP in, the
+// Temporary increases (docs/policy.md#temporary-changes-leases) through the whole bot: signed HTTP in, the
 // cloud sim and the Slack stand-in out, one shared clock the test moves.
 const START = new Date('2026-11-24T14:00:00Z');
 

@@ -11,7 +11,7 @@ import { spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { JOBS_POLICY_YAML, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
 
-// PRODUCT.md §7: a start-up that cannot finish prints one line naming the cause and exits non-zero within 10 s,
+// docs/operations.md#start-up: a start-up that cannot finish prints one line naming the cause and exits non-zero within 10 s,
 // having closed what it opened; SIGTERM and SIGINT work at any moment and end within 20 s. Each case is the
 // compiled bot (dist/, as `npm start` runs it) in its own process, measured from spawn or signal to exit.
 const STARTUP_LIMIT_MS = 10_000;

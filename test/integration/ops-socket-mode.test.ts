@@ -8,7 +8,7 @@ import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts'
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
-// Socket Mode as an operator runs it (the compiled bot in its own process, PRODUCT.md §3 and §7): /healthz answers
+// Socket Mode as an operator runs it (the compiled bot in its own process, docs/operations.md#start-up): /healthz answers
 // while the link connects, /readyz is 503 until it is up and after it is lost, SIGTERM works while connecting, and a
 // start-up that cannot connect prints one line and exits 1 within 10 s. Slack is the stand-in in this process.
 const BOT_TOKEN = 'xoxb-0000-0000-sockettest';

@@ -14,7 +14,7 @@ import {
   userGroupsOf,
 } from '../../src/config/policy.ts';
 
-/** The example of PRODUCT.md §2, with line numbers the tests below rely on. */
+/** A policy with every top-level key (docs/policy.md), with line numbers the tests below rely on. */
 const GOOD = `workspace: T0001
 currency: EUR
 approvers: [U0ADMIN]
@@ -184,7 +184,7 @@ describe('loadPolicy', () => {
   });
 });
 
-/** The approval policy keys of PRODUCT.md §2 "Approval policies", on top of GOOD; line numbers below rely on it. */
+/** The approval policy keys of docs/policy.md#approval-policies, on top of GOOD; line numbers below rely on it. */
 const APPROVALS = `${GOOD}    approvals:
       count: 1
       rules:

@@ -6,7 +6,7 @@ import { loadEnv } from '../../src/config/env.ts';
 const read = (file: string) => readFileSync(fileURLToPath(new URL(`../../${file}`, import.meta.url)), 'utf8');
 const readme = read('README.md');
 
-/** PRODUCT.md §2's variables, plus REDIS_PREFIX. */
+/** The variables the bot reads, REDIS_PREFIX included. */
 const VARIABLES = [
   'SLACK_BOT_TOKEN',
   'SLACK_SIGNING_SECRET',

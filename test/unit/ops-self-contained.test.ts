@@ -26,7 +26,7 @@ const inside = (path: string) =>
   path === repo.replace(/\/$/, '') || path.startsWith(repo.endsWith(sep) ? repo : repo + sep);
 
 describe('the repository is self-contained', () => {
-  it('no code, test, bench or build file names ../shared or the team folder', () => {
+  it('no code, test, bench or build file names the shared team folder', () => {
     const offenders = code
       .filter(({ rel }) => rel !== relative(repo, fileURLToPath(import.meta.url)))
       .filter(({ text }) =>

@@ -12,7 +12,7 @@ import { onButton, requestForView } from './common.ts';
 const UNDER_WAY = ['pending', 'approved', 'frozen', 'queued', 'sending'];
 
 /**
- * A lease's two buttons (PRODUCT.md §2 "Temporary changes (leases)"). "Return to the previous size" opens the usual
+ * A lease's two buttons (docs/policy.md#temporary-changes-leases). "Return to the previous size" opens the usual
  * resize modal, prefilled with the lease's size and checked on submit like any resize, which then goes through the
  * approval policy; "Keep it" asks for a reason and ends the lease. Who may click is the approval policy's answer
  * (the requester or an approver), asked through the lifecycle.

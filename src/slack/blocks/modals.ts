@@ -34,7 +34,7 @@ export const FIELDS = {
   leaseUntil: 'lease_until',
 } as const;
 
-/** The lease durations the resize modal offers (PRODUCT.md §2: 1 d, 2 d, 7 d, or a date). */
+/** The lease durations the resize modal offers (docs/policy.md#temporary-changes-leases: 1 d, 2 d, 7 d, or a date). */
 export const LEASE_CHOICES = [24, 48, 168] as const;
 
 /** An option value of the lease select: hours, e.g. "48h". */
@@ -209,7 +209,7 @@ function projectAndVm(input: {
   ];
 }
 
-/** The resize modal (PRODUCT.md §3): only the fields the policy configures, prefilled from the command and the VM. */
+/** The resize modal (docs/slack.md#the-resize-modal): only the fields the policy configures, prefilled from the command and the VM. */
 export function resizeModal(input: ResizeModalInput): ModalView {
   const vm = input.vm;
   const initialNumber = (typed: number | undefined, known: number | undefined) =>

@@ -33,7 +33,7 @@ export interface Submission {
 
 /**
  * Reads the draft behind a modal (claiming it) and what the bot recorded of the VM the form names, in one round trip
- * within the ack's budget (PRODUCT.md §6: Slack's answer within 3 s whatever Redis does).
+ * within the ack's budget (docs/operations.md#deadlines: Slack's answer within 3 s whatever Redis does).
  */
 export async function readSubmission(
   deps: SlackDeps,
