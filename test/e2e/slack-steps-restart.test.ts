@@ -4,7 +4,7 @@ import { type Running, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
-import { runStep } from '../helpers/slack-events.ts';
+import { runStep, workflowUser } from '../helpers/slack-events.ts';
 
 let h: Harness | undefined;
 let worker: Running | undefined;
@@ -22,7 +22,7 @@ describe('a workflow step across a restart', () => {
       vm_id: 102,
       cores: 6,
       channel: CHANNELS.prod,
-      requester: USERS.dev,
+      requester: workflowUser(USERS.dev),
     });
     const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
     await h.click('approve', request.id, USERS.lead);

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FunctionExecution } from '../../sim/slack/server.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
-import { deliverEvent, functionExecuted, runStep } from '../helpers/slack-events.ts';
+import { deliverEvent, functionExecuted, runStep, workflowUser } from '../helpers/slack-events.ts';
 
 // The whole bot: steps are started by signed function_executed events and completed by the workers.
 let h: Harness;
@@ -26,7 +26,7 @@ const resizeInputs = (extra: Record<string, unknown> = {}) => ({
   cores: 6,
   reason: 'Black Friday',
   channel: CHANNELS.prod,
-  requester: USERS.dev,
+  requester: workflowUser(USERS.dev),
   ...extra,
 });
 
@@ -37,7 +37,7 @@ const restoreInputs = (extra: Record<string, unknown> = {}) => ({
   autostart: false,
   vm_stopped: true,
   channel: CHANNELS.prod,
-  requester: USERS.dev,
+  requester: workflowUser(USERS.dev),
   ...extra,
 });
 
@@ -138,5 +138,50 @@ describe('Workflow Builder steps', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const made = (await h.requests()).filter((r) => r.workflowStep?.executionId === run.id);
     expect(made).toHaveLength(1);
+  });
+
+  it('the requester is the person who ran the workflow (user_context): an approver who runs it cannot approve it', async () => {
+    const run = await runStep(
+      h,
+      'request_vm_resize',
+      resizeInputs({ vm_id: 104, cores: 4, requester: workflowUser(USERS.lead) }),
+    );
+    const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
+    expect(request.requester).toBe(USERS.lead);
+    const message = await h.requestMessage(request.id);
+    await h.click('approve', request.id, USERS.lead, CHANNELS.prod, message);
+    await expect
+      .poll(() => h.slack.ephemerals(CHANNELS.prod, USERS.lead).at(-1)?.text ?? '')
+      .toMatch(/own request/i);
+    expect((await h.waitForRequest(request.id, () => true)).state).toBe('pending');
+    await h.click('approve', request.id, USERS.lead2, CHANNELS.prod, message);
+    expect((await ended(run)).outputs).toMatchObject({ request_id: request.id, state: 'succeeded' });
+    // Nothing was said of the run's secret.
+    expect(h.logs.join('\n')).not.toContain((run.inputs.requester as { secret: string }).secret);
+  });
+
+  it('a requester given as a plain user id fails the step (a builder could type anyone), and nothing is asked', async () => {
+    const before = (await h.requests()).length;
+    for (const requester of [USERS.dev, { id: USERS.dev }, { secret: 'x' }, undefined]) {
+      const run = await ended(await runStep(h, 'request_vm_resize', resizeInputs({ cores: 7, requester })));
+      expect(run.state).toBe('failed');
+      expect(run.error).toBe(
+        'The step needs the requester as the person who runs the workflow (a user context), not a user id a builder chose.',
+      );
+    }
+    expect((await h.requests()).length).toBe(before);
+  });
+
+  it('a step whose inputs are null fails with what is missing, not a database error', async () => {
+    const run = h.slack.startFunction('request_vm_resize', {});
+    const event = functionExecuted(h.slack.teamId, run);
+    (event.event as Record<string, unknown>).inputs = null;
+    await deliverEvent(h, event);
+    const done = await ended(run);
+    expect(done.state).toBe('failed');
+    expect(done.error).toBe(
+      'The step needs the requester as the person who runs the workflow (a user context), not a user id a builder chose.',
+    );
+    expect(h.logs.join('\n')).not.toContain('could not be read');
   });
 });

@@ -147,6 +147,14 @@ export function clickOnHome(
   return h.interaction(payload);
 }
 
+/**
+ * The `slack#/types/user_context` Slack fills in for a step from the person who ran the workflow (a builder cannot
+ * set it by hand): their user id and a secret Slack makes for this run.
+ */
+export function workflowUser(id: string): { id: string; secret: string } {
+  return { id, secret: randomBytes(24).toString('base64url') };
+}
+
 /** The `function_executed` event Slack sends for a step run the stand-in started. */
 export function functionExecuted(team: string, run: FunctionExecution): Record<string, unknown> {
   return eventCallback(team, {

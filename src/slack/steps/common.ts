@@ -21,6 +21,12 @@ export interface StepStart {
   reason?: string;
 }
 
+/** The run's inputs; an event without them (`inputs: null`) reads as no inputs at all. */
+export function stepInputs(args: Pick<StepArgs, 'inputs'>): Record<string, unknown> {
+  const { inputs } = args as { inputs: unknown };
+  return typeof inputs === 'object' && inputs !== null ? (inputs as Record<string, unknown>) : {};
+}
+
 /** An input as text, whatever type Workflow Builder sent it as; undefined when empty. */
 export function input(inputs: Record<string, unknown>, name: string): string | undefined {
   const value = inputs[name];
@@ -40,12 +46,29 @@ export function sentence(violations: Violation[]): string {
   return violations.map((v) => v.message).join(' ');
 }
 
+/** The refusal of a step whose requester is not the `user_context` Slack fills in from the workflow's user. */
+export const NEEDS_USER_CONTEXT =
+  'The step needs the requester as the person who runs the workflow (a user context), not a user id a builder chose.';
+
+/**
+ * The requester of a step run: the id of the `slack#/types/user_context` input, which Slack sets from the person who
+ * ran the workflow (with a secret) and a builder cannot set by hand. A plain user id is refused: anyone could be typed.
+ */
+export function workflowUser(inputs: Record<string, unknown>): string | undefined {
+  const context = inputs.requester;
+  if (typeof context !== 'object' || context === null) return undefined;
+  const { id, secret } = context as Record<string, unknown>;
+  if (typeof secret !== 'string' || secret === '') return undefined;
+  return typeof id === 'string' && /^[UW][A-Z0-9]+$/.test(id) ? id : undefined;
+}
+
 /** Reads the inputs both steps share; a sentence saying what is wrong when one breaks a rule. */
 async function readStart(deps: SlackDeps, args: StepArgs, callbackId: string): Promise<StepStart | string> {
-  const { inputs, event, body } = args;
-  const user = input(inputs, 'requester');
+  const { event, body } = args;
+  const inputs = stepInputs(args);
+  const user = workflowUser(inputs);
   const channel = input(inputs, 'channel');
-  if (!user || !/^[UW][A-Z0-9]+$/.test(user)) return 'The step needs the requester: the workflow’s user.';
+  if (!user) return NEEDS_USER_CONTEXT;
   if (!channel || !/^[CG][A-Z0-9]+$/.test(channel)) return 'The step needs the channel of the project.';
   const name = input(inputs, 'project') ?? '';
   const project = findProject(deps.policy, name);
@@ -83,7 +106,7 @@ export function registerStep(
   app: App,
   deps: SlackDeps,
   callbackId: string,
-  make: (start: StepStart, args: StepArgs) => Promise<CloudRequest | string>,
+  make: (start: StepStart, inputs: Record<string, unknown>) => Promise<CloudRequest | string>,
 ): void {
   app.function(callbackId, async (args) => {
     const { event, fail } = args;
@@ -103,7 +126,7 @@ export function registerStep(
     const first = await deps.stepTokens.save(event.function_execution_id, event.bot_access_token);
     if (!first) return;
     try {
-      const made = await make(start, args);
+      const made = await make(start, stepInputs(args));
       if (typeof made === 'string') await failWith(made);
     } catch (error) {
       deps.logger.error({ err: error, callbackId }, 'a workflow step request could not be stored');

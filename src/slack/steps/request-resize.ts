@@ -7,7 +7,7 @@ import { flag, input, registerStep, STEP_IDS, sentence } from './common.ts';
 
 /** "Request a VM resize": the slash command's resize as a Workflow Builder step, checked by the same rules. */
 export function register(app: App, deps: SlackDeps): void {
-  registerStep(app, deps, STEP_IDS.resize, async (start, { inputs }) => {
+  registerStep(app, deps, STEP_IDS.resize, async (start, inputs) => {
     const { limits, resize_fields } = deps.policy;
     const violations: Violation[] = [];
     const read = <T>(name: string, parse: (raw: string) => T | Violation): T | undefined => {

@@ -5,7 +5,7 @@ import { flag, input, registerStep, STEP_IDS, sentence } from './common.ts';
 
 /** "Request a VM restore": the slash command's restore as a Workflow Builder step, checked by the same rules. */
 export function register(app: App, deps: SlackDeps): void {
-  registerStep(app, deps, STEP_IDS.restore, async (start, { inputs }) => {
+  registerStep(app, deps, STEP_IDS.restore, async (start, inputs) => {
     const backupSlug = input(inputs, 'backup') ?? '';
     const autostart = flag(inputs, 'autostart');
     const violations = checkRestore({
