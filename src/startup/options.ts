@@ -1,0 +1,50 @@
+/** What a start is given beside the environment and the policy, and what a started bot hands back. */
+import type { DuePolicy } from '../jobs/due-times.ts';
+import type { ExecutionConcurrency } from '../jobs/execution.ts';
+import type { RetentionPolicy } from '../jobs/retention-sweeper.ts';
+import type { LockPolicy } from '../jobs/retry-policy.ts';
+import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { ReconnectPolicy } from '../slack/socket-link.ts';
+
+/** A running bot: what it listens on, and how to stop it. */
+export interface Running {
+  port?: number;
+  /** Where `/metrics` listens (METRICS_PORT on METRICS_HOST; the one picked when METRICS_PORT is 0). */
+  metricsPort: number;
+  metrics: Metrics;
+  /** Stops taking work, finishes or hands back what runs, closes every connection: within the shutdown deadline. */
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Injected clock for tests and the demo; defaults to the wall clock. */
+  now?: () => Date;
+  logger?: Logger;
+  /** The whole shutdown's deadline, a running API call included (default SHUTDOWN_DEADLINE_MS). */
+  shutdownTimeoutMs?: number;
+  /** Ends the start-up early (a stop asked for): what was opened is closed, and the start rejects with its reason. */
+  signal?: AbortSignal;
+  /**
+   * How long the start-up may take: past it, what was opened is closed and the start rejects with a StartupError
+   * naming what it was waiting for. Unset: no deadline beyond the Redis and Slack checks' own.
+   */
+  startupTimeoutMs?: number;
+  /** Test knobs for BullMQ (short stall detection). */
+  stalledIntervalMs?: number;
+  /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
+  concurrency?: ExecutionConcurrency;
+  /** The per-VM lock of the workers (default VM_LOCK); tests use a fast one so a lock a failover left behind frees soon. */
+  vmLock?: LockPolicy;
+  /** How often workers look for requests stranded between two writes; tests use a fast one. */
+  sweepPolicy?: SweepPolicy;
+  /** How often workers remove what retention let go; tests use a fast one. */
+  retentionPolicy?: RetentionPolicy;
+  /** How often the scheduler looks for due reminders, escalations and freeze ends; tests use a fast one. */
+  duePolicy?: DuePolicy;
+  /** How long user group members are cached, and the least time between two refreshes a click forces. */
+  userGroupCache?: { cacheMs: number; refreshGapMs: number };
+  /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
+  reconnectPolicy?: ReconnectPolicy;
+}

@@ -1,0 +1,67 @@
+/**
+ * The web role: the Slack app (signed HTTP with health on PORT, or Socket Mode), its handlers over the lifecycle,
+ * and the one-off look at the policy's user groups. Nothing here takes queued work.
+ */
+import { userGroupsOf } from '../config/policy.ts';
+import { markHomeSeen } from '../jobs/home.ts';
+import { StepTokens } from '../jobs/workflow-steps.ts';
+import { healthRoutes } from '../observability/http.ts';
+import { createSlackApp, type SlackApp } from '../slack/app.ts';
+import { pricingWords } from '../slack/commands/pricing.ts';
+import { DraftStore } from '../slack/drafts.ts';
+import { RedeliveryGuard } from '../slack/redelivery.ts';
+import type { Core } from './core.ts';
+
+/** The Slack app started; `port` is where it listens in HTTP mode (undefined in Socket Mode). */
+export interface StartedWeb {
+  port: number | undefined;
+  app: SlackApp;
+}
+
+/** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
+export async function startWeb(core: Core, socketMode: boolean): Promise<StartedWeb> {
+  const { env, policy, fastRedis, prefix, stages, deadline } = core;
+  const digestOf = (channel: string) => core.digests.scheduler.get(channel);
+  const app = createSlackApp(
+    env,
+    {
+      policy,
+      store: core.store,
+      requests: core.requests,
+      slack: core.slack,
+      approvals: core.approvals,
+      homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user), digestOf, groupsOf: core.groupsOf },
+      stepTokens: new StepTokens(fastRedis, prefix),
+      vmFacts: core.vmFacts,
+      drafts: new DraftStore(fastRedis, prefix),
+      prices: core.prices,
+      now: core.now,
+      logger: core.logger,
+      metrics: core.metrics,
+      words: pricingWords({
+        policy,
+        cloud: core.cloud,
+        prices: core.prices,
+        scheduler: core.digests.scheduler,
+        now: core.now,
+        logger: core.logger,
+      }),
+    },
+    // In HTTP mode Bolt's server also answers health; in Socket Mode a server of its own does (src/main.ts).
+    socketMode ? [] : healthRoutes(core.readiness),
+    { guard: new RedeliveryGuard(fastRedis, prefix), policy: core.options.reconnectPolicy },
+  );
+  stages.intake.push(() => app.stop());
+  const started = await deadline.step(
+    socketMode
+      ? 'the Socket Mode connection to Slack (apps.connections.open at SLACK_API_URL)'
+      : 'the Slack app listening on PORT',
+    app.start(socketMode ? 0 : env.PORT, env.HOST),
+  );
+  const groups = userGroupsOf(policy);
+  if (groups.length > 0 && env.SLACK_BOT_TOKEN) {
+    // Not awaited: a slow Slack must not hold the start-up; each group Slack will not resolve is warned about.
+    void Promise.all(groups.map((group) => core.userGroups.problem(group))).catch(() => undefined);
+  }
+  return { port: started.port, app };
+}
