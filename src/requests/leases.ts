@@ -2,11 +2,11 @@ import type { Policy } from '../config/policy.ts';
 import { scrubSecrets } from '../observability/logger.ts';
 import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
 import type { VmKnown } from '../rules/types.ts';
-import type { ApprovalPolicy } from './approvers.ts';
-import type { Decision } from './lifecycle.ts';
+import { type ApprovalPolicy, isScheduledWaiting } from './approvers.ts';
+import type { Decision, Refusal } from './lifecycle.ts';
 import type { DueItem, Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
-import type { CloudRequest, Lease } from './types.ts';
+import type { CloudRequest, Lease, RequestState } from './types.ts';
 import type { VmFactsStore } from './vm-facts.ts';
 
 /*
@@ -14,6 +14,15 @@ import type { VmFactsStore } from './vm-facts.ts';
  * made the increase, with `leaseOpen` set until the return succeeds or someone keeps the size. Its offer and its
  * daily reminders are ONE due item (kind `lease`) in the due-times set, moved forward each time it falls due.
  */
+
+/** States in which a return request has ended without changing the VM: it no longer stands in Keep's way. */
+const RETURN_ENDED: readonly RequestState[] = [
+  'rejected',
+  'expired',
+  'cancelled',
+  'refused',
+  'resolved_failed',
+];
 
 /** The lease's due item: its offer first, then one reminder a day. */
 export function leaseItem(requestId: string): DueItem {
@@ -127,7 +136,13 @@ export interface LeaseDeps {
  * approval policy's answer), "Keep it", and the return request made from the offer.
  */
 export class Leases {
-  constructor(private readonly deps: LeaseDeps) {}
+  /**
+   * @param cancel the lifecycle's cancel without its clicker check: how Keep withdraws a return still waiting
+   */
+  constructor(
+    private readonly deps: LeaseDeps,
+    private readonly cancel: (request: CloudRequest, actor: string, detail: string) => Promise<Decision>,
+  ) {}
 
   /** What the bot knows of the lease's VM now (the policy's facts under what it applied). */
   vmNow(request: CloudRequest): Promise<VmKnown> {
@@ -189,27 +204,66 @@ export class Leases {
     return { ok: true, request };
   }
 
-  /** "Keep it": the size stays, with a reason (audited); the lease ends and its reminders stop. */
+  /**
+   * "Keep it": the size stays, with a reason (audited); the lease ends and its reminders stop. A lease ends by Keep
+   * or by its return, never both: a return request still waiting (for approval, a freeze's end or its scheduled
+   * time) is withdrawn first, as cancelled by the person keeping; one already queued or being sent refuses Keep
+   * until its outcome is known (it ends the lease when it succeeds, or leaves it open when it fails).
+   */
   async keep(request: CloudRequest, user: string, typed: string): Promise<Decision> {
     const allowed = await this.mayAct(request, user);
     if (!allowed.ok) return allowed;
     const reason = scrubSecrets(typed, this.deps.secrets);
     const at = this.deps.now().toISOString();
-    const kept = await this.deps.store.note(
-      request.id,
-      { note: 'lease', actor: user, detail: `kept: ${reason}` },
-      (current) =>
-        current.leaseOpen && current.lease
-          ? { leaseOpen: false, lease: { ...current.lease, kept: { by: user, reason, at } } }
-          : undefined,
-    );
-    if (!kept.ok) {
-      const latest = kept.request ?? (await this.deps.store.get(request.id)) ?? request;
-      return { ok: false, refusal: { code: 'lease_closed', request: latest } };
+    let current: CloudRequest = request;
+    // A new return asked for meanwhile fails the write below (it names another return): withdraw that one too.
+    for (let attempt = 0; ; attempt++) {
+      const returnId = current.lease?.returnRequestId;
+      const blocked = returnId ? await this.withdrawReturn(returnId, current.id, user) : undefined;
+      if (blocked) return { ok: false, refusal: blocked };
+      const kept = await this.deps.store.note(
+        request.id,
+        { note: 'lease', actor: user, detail: `kept: ${reason}` },
+        (latest) =>
+          latest.leaseOpen && latest.lease && latest.lease.returnRequestId === returnId
+            ? { leaseOpen: false, lease: { ...latest.lease, kept: { by: user, reason, at } } }
+            : undefined,
+      );
+      if (kept.ok) return this.keptNow(kept.request);
+      const latest = kept.request ?? (await this.deps.store.get(request.id));
+      if (!latest?.leaseOpen || attempt >= 2)
+        return { ok: false, refusal: { code: 'lease_closed', request: latest ?? request } };
+      current = latest;
     }
-    await this.deps.outbox.dropDue([leaseItem(request.id)]);
-    await this.deps.outbox.announce(kept.request, 'lease_kept');
-    return { ok: true, request: kept.request };
+  }
+
+  /**
+   * The lease's return request stops before Keep ends the lease: cancelled while it waits; a refusal while it runs
+   * (or has just succeeded); nothing when it ended without changing the VM.
+   */
+  private async withdrawReturn(
+    returnId: string,
+    leaseId: string,
+    user: string,
+  ): Promise<Refusal | undefined> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const back = await this.deps.store.get(returnId);
+      if (!back || RETURN_ENDED.includes(back.state)) return undefined;
+      if (!(back.state === 'pending' || back.state === 'frozen' || isScheduledWaiting(back)))
+        return { code: 'return_under_way', request: back };
+      const withdrawn = await this.cancel(back, user, `withdrawn: the lease of request ${leaseId} was kept`);
+      if (withdrawn.ok) return undefined;
+      // It moved on meanwhile (approved, expired…): look at where it is now.
+    }
+    const latest = await this.deps.store.get(returnId);
+    return latest ? { code: 'return_under_way', request: latest } : undefined;
+  }
+
+  /** After the write that kept the lease: its reminders stop and the thread is told. */
+  private async keptNow(kept: CloudRequest): Promise<Decision> {
+    await this.deps.outbox.dropDue([leaseItem(kept.id)]);
+    await this.deps.outbox.announce(kept, 'lease_kept');
+    return { ok: true, request: kept };
   }
 
   /**
@@ -236,7 +290,7 @@ export class Leases {
 
   /** A return request was made from the offer: the lease names it (audited); the lease stays open until it succeeds. */
   async returnRequested(leaseRequestId: string, returnRequest: CloudRequest): Promise<void> {
-    await this.deps.store.note(
+    const named = await this.deps.store.note(
       leaseRequestId,
       { note: 'lease', actor: returnRequest.requester, detail: `return requested: ${returnRequest.id}` },
       (current) =>
@@ -244,5 +298,12 @@ export class Leases {
           ? { lease: { ...current.lease, returnRequestId: returnRequest.id } }
           : undefined,
     );
+    // Kept between the form's check and this write: the return must not run against a kept lease.
+    if (!named.ok && named.request?.lease?.kept)
+      await this.cancel(
+        returnRequest,
+        'cloudops',
+        `withdrawn: the lease of request ${leaseRequestId} was kept`,
+      );
   }
 }

@@ -74,7 +74,9 @@ export type Refusal =
   /** It is not in the store any more. */
   | { code: 'gone' }
   /** The lease was kept or returned already. */
-  | { code: 'lease_closed'; request: CloudRequest };
+  | { code: 'lease_closed'; request: CloudRequest }
+  /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */
+  | { code: 'return_under_way'; request: CloudRequest };
 
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };
 
@@ -137,7 +139,7 @@ export class RequestLifecycle {
   readonly leases: Leases;
 
   constructor(private readonly deps: LifecycleDeps) {
-    this.leases = new Leases(deps);
+    this.leases = new Leases(deps, (request, actor, detail) => this.cancelled(request, actor, detail));
   }
 
   async createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
@@ -356,6 +358,11 @@ export class RequestLifecycle {
   async cancel(request: CloudRequest, user: string): Promise<Decision> {
     const checked = await this.check(request, user, 'cancel');
     if (checked) return refuse(checked);
+    return this.cancelled(request, user);
+  }
+
+  /** Cancel without asking who clicked (the caller decided): a waiting, frozen or scheduled request stops. */
+  private cancelled(request: CloudRequest, user: string, detail?: string): Promise<Decision> {
     const scheduled = isScheduledWaiting(request);
     const frozen = request.state === 'frozen';
     return this.decide(request, {
@@ -363,6 +370,7 @@ export class RequestLifecycle {
       to: 'cancelled',
       actor: user,
       patch: { cancelledBy: user },
+      detail,
       reply: 'cancelled',
       metric: () => this.deps.metrics.requests.inc({ kind: request.kind, state: 'cancelled' }),
       after: scheduled

@@ -305,3 +305,77 @@ describe('a lease after its increase ran', () => {
     expect(await h.store.get(leased.id)).toMatchObject({ leaseOpen: true });
   });
 });
+
+describe('"Keep it" while a return is asked for', () => {
+  /** A lease on VM 102 offered for return, and its return request made by the developer, waiting for approval. */
+  async function leaseWithReturn(text: string): Promise<{ leased: CloudRequest; back: CloudRequest }> {
+    const leased = await approvedResize(text);
+    h.clock.set(new Date(new Date(leased.lease?.startedAt ?? '').getTime() + 25 * HOUR));
+    await replyWith(leased.id, 'The temporary increase of');
+    const seen = h.slack.views.length;
+    await h.click('lease_return', leased.id, USERS.dev);
+    const view = (await h.openedView(seen)).view;
+    expect((await h.submitView(view, { confirm: ['stopped'] }, USERS.dev)).json).toEqual({
+      response_action: 'clear',
+    });
+    const back = await h.nextRequest();
+    await h.waitForRequest(leased.id, (r) => r.lease?.returnRequestId === back.id);
+    return { leased, back };
+  }
+
+  /** Submits the Keep form as `user`; the form's answer. */
+  async function keep(leaseId: string, user: string, reason: string) {
+    const views = h.slack.views.length;
+    await h.click('lease_keep', leaseId, user);
+    return h.submitView((await h.openedView(views)).view, { keep_reason: reason }, user);
+  }
+
+  it('withdraws the waiting return (no live buttons, audited): a lease ends by Keep or by its return, never both', async () => {
+    const { leased, back } = await leaseWithReturn('resize shop-prod 102 cores=6 for=1d');
+    const calls = () => h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize').length;
+    const callsBefore = calls();
+    expect((await keep(leased.id, USERS.lead, 'the traffic stays')).json).toEqual({
+      response_action: 'clear',
+    });
+
+    const withdrawn = await h.waitForRequest(back.id, (r) => r.state === 'cancelled');
+    expect(withdrawn.cancelledBy).toBe(USERS.lead);
+    const kept = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
+    expect(kept.lease?.kept).toMatchObject({ by: USERS.lead, reason: 'the traffic stays' });
+    expect(kept.lease?.returned).toBeUndefined();
+    // The return's message loses its buttons; an approval clicked late changes nothing and sends nothing.
+    const backMessage = await h.requestMessage(
+      back.id,
+      (m) => !JSON.stringify(m.blocks).includes('"approve"'),
+    );
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.lead2).length;
+    await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, backMessage);
+    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.lead2).length > seen);
+    expect(h.slack.ephemerals(CHANNELS.prod, USERS.lead2).at(-1)?.text).toContain('Nothing changed');
+    await settle();
+    expect(calls()).toBe(callsBefore);
+    expect((await h.waitForRequest(back.id, () => true)).state).toBe('cancelled');
+    expect(await h.auditOf(back.id)).toContain(
+      `cancelled ${USERS.lead} withdrawn: the lease of request ${leased.id} was kept`,
+    );
+    expect(await h.auditOf(leased.id)).toContain(`lease ${USERS.lead} kept: the traffic stays`);
+  });
+
+  it('is refused while the return is already being sent; the lease then ends by that return', async () => {
+    const { leased, back } = await leaseWithReturn('resize shop-prod 102 cores=8 for=1d');
+    h.sim.fault('resize', { kind: 'latency', ms: 3000 });
+    await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, await h.requestMessage(back.id));
+    await h.waitForRequest(back.id, (r) => r.state === 'sending', 8000);
+    const refused = await keep(leased.id, USERS.lead, 'the traffic stays');
+    expect(refused.json).toEqual({
+      response_action: 'errors',
+      errors: {
+        keep_reason: `The return to the previous size is already under way (request \`${back.id}\`): the lease ends when it succeeds, or stays open if it fails.`,
+      },
+    });
+    await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 10_000);
+    const ended = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
+    expect(ended.lease?.returned).toMatchObject({ requestId: back.id });
+    expect(ended.lease?.kept).toBeUndefined();
+  });
+});

@@ -28,6 +28,8 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
         : 'Only the requester or an approver can record the outcome.';
     case 'lease_closed':
       return leaseClosedText(refusal.request);
+    case 'return_under_way':
+      return `The return to the previous size is already under way (request \`${refusal.request.id}\`): the lease ends when it succeeds, or stays open if it fails.`;
     case 'own_request':
       return act === 'approve'
         ? 'You cannot approve your own request: another approver has to.'
