@@ -109,7 +109,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** One line for stderr: our own errors as they are, anything else by its first line, never a stack. */
+/**
+ * What stderr shows: our own errors as they are (a policy's problems one line each), anything else by its first
+ * line, never a stack.
+ */
 export function errorLine(error: unknown): { line: string; code: number } {
   if (error instanceof CliError) return { line: error.message, code: error.exitCode };
   if (error instanceof ConfigError || error instanceof PolicyError || error instanceof CloudApiError) {

@@ -1,9 +1,17 @@
 import { readFile } from 'node:fs/promises';
-import { isNode, LineCounter, parseDocument } from 'yaml';
+import { type Document, LineCounter, parseDocument, visit } from 'yaml';
 import { z } from 'zod';
 import { largestTypeable, type NumberField } from '../rules/inputs.ts';
 import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
 import { isTimeZone, parseClock, parseWallTime, zonedToUtc } from '../rules/zoned-time.ts';
+import {
+  issueWording,
+  MAX_PROBLEMS,
+  nouns,
+  type PolicyProblem,
+  problemLine,
+  problemsOf,
+} from './policy-problems.ts';
 
 /** A size limit: a whole number above 0 that the modal's input for it can hold. */
 const limit = (field: NumberField) =>
@@ -16,15 +24,20 @@ const limit = (field: NumberField) =>
     });
 
 /** Who may approve: a user (U…/W…) or a Slack user group (S…), resolved when someone clicks. */
-const approverId = z.string().regex(/^[UWS][A-Z0-9]+$/, {
-  message: 'expected a Slack user id such as U0123ABC or a user group id such as S0123ABC',
-});
+const approverId = z
+  .string()
+  .regex(/^[UWS][A-Z0-9]+$/, {
+    message: 'expected a Slack user id such as U0123ABC or a user group id such as S0123ABC',
+  })
+  .meta(nouns('a user or user group id', 'user or user group ids'));
 const slackChannelId = z
   .string()
-  .regex(/^[CGD][A-Z0-9]+$/, { message: 'expected a Slack channel id such as C0123ABC' });
+  .regex(/^[CGD][A-Z0-9]+$/, { message: 'expected a Slack channel id such as C0123ABC' })
+  .meta(nouns('a channel id', 'channel ids'));
 const uuid = z
   .string()
-  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a UUID' });
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'expected a UUID' })
+  .meta(nouns('a UUID', 'UUIDs'));
 const wanMode = z.enum(WAN_MODES);
 const approvalMode = z.enum(['required', 'none']);
 
@@ -42,7 +55,15 @@ const approvalCount = z
   .int({ message: 'expected a whole number of approvals, 0 or more' })
   .min(0, { message: 'expected a whole number of approvals, 0 or more' })
   .max(20, { message: 'expected at most 20 approvals' });
-const money = z.number({ message: 'expected an amount per month, such as 100' }).finite();
+const MONEY_WORDS =
+  'expected an amount per month such as 100 or -20.5, with at most 15 digits before the point and 6 after';
+/**
+ * A monthly amount the rules compare exactly: one that reads back as a plain decimal (never "1e-7" or "1e+21",
+ * which the comparison could not read, so `policy check` and the running bot agree).
+ */
+const money = z
+  .number({ message: MONEY_WORDS })
+  .refine((amount) => /^\d{1,15}(\.\d{1,6})?$/.test(String(Math.abs(amount))), { message: MONEY_WORDS });
 
 /** One approval rule: every key of `when` must match; the first rule that matches sets the count. */
 const approvalRuleSchema = z
@@ -59,7 +80,8 @@ const approvalRuleSchema = z
       .strict(),
     count: approvalCount,
   })
-  .strict();
+  .strict()
+  .meta(nouns('a rule', 'rules'));
 
 /** `approvals:` of a project or the default (docs/policy.md#approval-policies). */
 const approvalsSchema = z
@@ -130,12 +152,13 @@ const freezeWindowSchema = z
     const to = parseWallTime(window.to);
     if (from && to && isTimeZone(window.tz) && zonedToUtc(to, window.tz) <= zonedToUtc(from, window.tz))
       ctx.addIssue({ code: 'custom', path: ['to'], message: 'the window must end after it starts' });
-  });
+  })
+  .meta(nouns('a freeze window', 'freeze windows'));
 
 /** Facts about a VM that the API cannot be asked for (docs/policy.md#vm-facts). */
 const vmFactsSchema = z
   .object({
-    vmid: z.number().int().positive(),
+    vmid: z.number().int().positive({ message: 'expected a VM id, a whole number above 0' }),
     name: z.string().optional(),
     ha: z.boolean().default(false),
     cores: z.number().int().positive().optional(),
@@ -145,15 +168,21 @@ const vmFactsSchema = z
     cpu_class: z.enum(CPU_CLASSES).optional(),
     private_network: z.enum(ON_OFF).optional(),
     /** When the VM was created (ISO 8601); the 24-hour rule counts from it. */
-    created_at: z.iso.datetime({ offset: true }).optional(),
+    created_at: z.iso
+      .datetime({ offset: true, message: 'expected a date and time such as "2025-03-01T10:00:00Z"' })
+      .optional(),
   })
-  .strict();
+  .strict()
+  .meta(nouns('a VM', 'VMs'));
 
 const projectSchema = z
   .object({
-    name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/i, {
-      message: 'expected a short name of letters, digits, ".", "_" or "-"',
-    }),
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/i, {
+        message: 'expected a short name of letters, digits, ".", "_" or "-"',
+      })
+      .meta(nouns('a short name', 'short names')),
     uuid,
     cluster: z.string().min(1).optional(),
     channels: z.array(slackChannelId).min(1, { message: 'expected at least one channel' }),
@@ -171,7 +200,8 @@ const projectSchema = z
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
   })
-  .strict();
+  .strict()
+  .meta(nouns('a project', 'projects'));
 
 /** A field the API does not name: the bot sends `field` with one of `values` (docs/policy.md#resize-fields). */
 const apiField = <T extends readonly [string, ...string[]]>(classes: T) =>
@@ -320,43 +350,82 @@ export type Weekday = (typeof WEEKDAYS)[number];
 export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
 export type ChangeName = (typeof CHANGE_NAMES)[number];
 
-/** A policy file problem: one line with the file, the line and the field. */
+/**
+ * A policy file's problems, all found at once (up to {@link MAX_PROBLEMS}), each with the file, the line and
+ * the field. One problem is one line; several are a count line, then one indented line each.
+ */
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
+  constructor(
+    /** The file as named in the messages. */
+    readonly file: string,
+    /** The problems listed, in file order. */
+    readonly problems: PolicyProblem[],
+    /** How many were found in all (more than listed when over {@link MAX_PROBLEMS}). */
+    readonly total = problems.length,
+  ) {
+    const lines = problems.map((problem) => problemLine(file, problem));
+    super(
+      lines.length === 1 && total === 1
+        ? (lines[0] as string)
+        : [
+            `${file}: ${total} problems${total > lines.length ? `, the first ${lines.length} listed` : ''}:`,
+            ...lines.map((line) => `  ${line}`),
+          ].join('\n'),
+    );
+  }
+}
+
+/** Throws the problems found, the first {@link MAX_PROBLEMS} listed. */
+function failPolicy(file: string, problems: PolicyProblem[]): never {
+  throw new PolicyError(file, problems.slice(0, MAX_PROBLEMS), problems.length);
 }
 
 /** Parses policy YAML text. `source` names the file in error messages. */
 export function parsePolicy(text: string, source = 'policy'): Policy {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  const error = doc.errors[0];
-  if (error) {
-    const line = lineCounter.linePos(error.pos[0]).line;
-    throw new PolicyError(`${source}:${line}: not valid YAML: ${error.message.split('\n')[0]}`);
+  if (doc.errors.length > 0) {
+    failPolicy(
+      source,
+      doc.errors.map((error) => ({
+        line: lineCounter.linePos(error.pos[0]).line,
+        message: `not valid YAML: ${error.message.split('\n')[0]}`,
+      })),
+    );
   }
-  const parsed = policySchema.safeParse(doc.toJS() ?? {});
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (error) {
+    // The yaml package refuses a document whose aliases expand past the limit (a "billion laughs" file).
+    if (!(error instanceof ReferenceError)) throw error;
+    failPolicy(source, [
+      {
+        line: firstAliasLine(doc, lineCounter),
+        message: `not valid YAML: its aliases (*name) expand to more than ${MAX_ALIASES} copies; write the values out`,
+      },
+    ]);
+  }
+  const wording = issueWording();
+  const parsed = policySchema.safeParse(data ?? {}, { error: wording.error });
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  if (!issue) throw new PolicyError(`${source}:1: not a valid policy`);
-  const path = issue.path.filter((part): part is string | number => typeof part !== 'symbol');
-  // An unknown key is reported by zod at its parent: name the key itself, on its own line.
-  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  // Point at the deepest node that exists: a missing key is reported at its parent's line.
-  let line = 1;
-  for (let depth = path.length; depth >= 0; depth--) {
-    const node = doc.getIn(path.slice(0, depth), true);
-    if (isNode(node) && node.range) {
-      line = lineCounter.linePos(node.range[0]).line;
-      break;
-    }
-  }
-  const field =
-    path.length > 0 ? path.map((p) => (typeof p === 'number' ? `[${p}]` : p)).join('.') : '(top level)';
-  return failPolicy(`${source}:${line}: ${field.replace(/\.\[/g, '[')}: ${issue.message}`);
+  const problems = problemsOf(parsed.error.issues, wording, doc, lineCounter);
+  return failPolicy(source, problems.length > 0 ? problems : [{ line: 1, message: 'not a valid policy' }]);
 }
 
-function failPolicy(message: string): never {
-  throw new PolicyError(message);
+/** More alias expansions than any policy needs: a file with more is refused as an expansion attack. */
+const MAX_ALIASES = 100;
+
+function firstAliasLine(doc: Document, lineCounter: LineCounter): number {
+  let line = 1;
+  visit(doc, {
+    Alias(_, node) {
+      if (node.range) line = lineCounter.linePos(node.range[0]).line;
+      return visit.BREAK;
+    },
+  });
+  return line;
 }
 
 /** Reads and parses the policy file at `path`. */
@@ -366,7 +435,7 @@ export async function loadPolicy(path: string): Promise<Policy> {
     text = await readFile(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new PolicyError(`${path}: cannot read the policy file (${code ?? 'unknown error'})`);
+    throw new PolicyError(path, [{ message: `cannot read the policy file (${code ?? 'unknown error'})` }]);
   }
   return parsePolicy(text, path);
 }

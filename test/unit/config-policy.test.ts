@@ -13,6 +13,7 @@ import {
   parsePolicy,
   userGroupsOf,
 } from '../../src/config/policy.ts';
+import { ruleMatches } from '../../src/requests/approval-rules.ts';
 
 /** A policy with every top-level key (docs/policy.md), with line numbers the tests below rely on. */
 const GOOD = `workspace: T0001
@@ -118,10 +119,90 @@ describe('parsePolicy', () => {
     );
   });
 
-  it('names an unknown key itself, on its own line (fixed: it used to say "(top level)" at line 1)', () => {
-    expect(failure(`${GOOD}colour: blue\n`)).toBe('policy.yml:17: colour: Unrecognized key: "colour"');
-    expect(failure(withLine(11, '    clutser: zone-1'))).toMatch(
-      /^policy\.yml:11: projects\[0\]\.clutser: Unrecognized key/,
+  it('names an unknown key on its own line with the closest known key, or the keys known there', () => {
+    expect(failure(withLine(11, '    clutser: zone-1'))).toBe(
+      'policy.yml:11: projects[0].clutser: unknown key, did you mean `cluster`?',
+    );
+    expect(failure(`${GOOD}colour: blue\n`)).toBe(
+      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, approval_ttl_hours, retention_days, limits, resize_fields, reference_vm, projects',
+    );
+  });
+
+  it('reports a misspelt required key as the typo alone, not also as the key it meant being missing', () => {
+    expect(failure(withLine(12, '    chanels: [C0PROD]'))).toBe(
+      'policy.yml:12: projects[0].chanels: unknown key, did you mean `channels`?',
+    );
+    // A key with no close match leaves the missing one reported too.
+    expect(failure(withLine(12, '    rooms: [C0PROD]')).split('\n')).toEqual([
+      'policy.yml: 2 problems:',
+      '  policy.yml:9: projects[0].channels: missing: expected a list of channel ids',
+      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass',
+    ]);
+  });
+
+  it('reports every problem at once, in file order, each with file:line and field', () => {
+    const text = GOOD.replace('approvers: [U0ADMIN]', 'aprovers: [U0ADMIN]')
+      .replace('approval_ttl_hours: 24', 'approval_ttl_hours: soon')
+      .replace('    channels: [C0PROD]', '    chanels: [C0PROD]')
+      .replace('{ vmid: 101, name: web-1,', '{ vmid: "102", name: 7,');
+    expect(failure(text).split('\n')).toEqual([
+      'policy.yml: 5 problems:',
+      '  policy.yml:3: aprovers: unknown key, did you mean `approvers`?',
+      '  policy.yml:4: approval_ttl_hours: expected a number, not the text "soon"',
+      '  policy.yml:12: projects[0].chanels: unknown key, did you mean `channels`?',
+      '  policy.yml:16: projects[0].vms[0].vmid: expected a whole number, not the text "102" (write it without quotes)',
+      '  policy.yml:16: projects[0].vms[0].name: expected text, not 7',
+    ]);
+  });
+
+  it('lists the first 20 problems and counts the rest', () => {
+    const vms = Array.from({ length: 25 }, (_, i) => `      - { vmid: ${i + 1}, cores: many }`).join('\n');
+    const text = GOOD.replace(/ {6}- \{ vmid: 101.*\n/, `${vms}\n`);
+    const lines = failure(text).split('\n');
+    expect(lines[0]).toBe('policy.yml: 25 problems, the first 20 listed:');
+    expect(lines).toHaveLength(21);
+    expect(lines[1]).toBe(
+      '  policy.yml:16: projects[0].vms[0].cores: expected a whole number, not the text "many"',
+    );
+    expect(lines[20]).toBe(
+      '  policy.yml:35: projects[0].vms[19].cores: expected a whole number, not the text "many"',
+    );
+    try {
+      parsePolicy(text, 'policy.yml');
+    } catch (error) {
+      expect(error).toBeInstanceOf(PolicyError);
+      expect((error as PolicyError).problems).toHaveLength(20);
+      expect((error as PolicyError).total).toBe(25);
+    }
+  });
+
+  it.each([
+    [
+      '    channels: C0PROD',
+      'policy.yml:12: projects[0].channels: expected a list of channel ids, not the text "C0PROD"',
+    ],
+    [
+      '    approvers: U0LEAD',
+      'policy.yml:13: projects[0].approvers: expected a list of user or user group ids, not the text "U0LEAD"',
+    ],
+    ['    channels: [[C0PROD]]', 'policy.yml:12: projects[0].channels[0]: expected a channel id, not a list'],
+    ['    uuid: 42', 'policy.yml:10: projects[0].uuid: expected a UUID, not 42'],
+  ])('words a wrong type as a person would: %s', (text, expected) => {
+    const line = GOOD.split('\n').findIndex((l) => l.startsWith(text.split(':')[0] as string)) + 1;
+    expect(failure(withLine(line, text))).toBe(expected);
+  });
+
+  it('names a list of projects, a whole number and a VM in words', () => {
+    expect(failure('projects: { name: shop }\n')).toBe(
+      'policy.yml:1: projects: expected a list of projects, not a map of keys',
+    );
+    expect(failure('retention_days: 1.5\nlimits: { cores: 2.5 }\n').split('\n')).toEqual([
+      'policy.yml: 2 problems:',
+      '  policy.yml:1: retention_days: expected a whole number of days',
+      '  policy.yml:2: limits.cores: expected a whole number, not 2.5',
+    ]);
+    expect(failure(withLine(16, '      - 101'))).toBe(
+      'policy.yml:16: projects[0].vms[0]: expected a VM, not 101',
     );
   });
 
@@ -147,10 +228,58 @@ describe('parsePolicy', () => {
     expect(failure('- a\n- b\n')).toMatch(/^policy\.yml:1: \(top level\): /);
   });
 
-  it('keeps every message on one line', () => {
-    for (const text of [withLine(3, 'approvers: [U0ADMIN'), withLine(10, '    uuid: x'), 'a: [\n\n\n']) {
-      expect(failure(text)).not.toContain('\n');
+  it('refuses a YAML alias bomb with the file and the line of its first alias', () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (const [i, name] of ['b', 'c', 'd', 'e', 'f', 'g', 'h'].entries()) {
+      const previous = String.fromCharCode(97 + i);
+      levels.push(`${name}: &${name} [${Array(9).fill(`*${previous}`).join(', ')}]`);
     }
+    expect(failure(`approvers: [U0ADMIN]\n${levels.join('\n')}\n`)).toBe(
+      'policy.yml:3: not valid YAML: its aliases (*name) expand to more than 100 copies; write the values out',
+    );
+    // A few aliases, as people use them to share a list, are read.
+    const shared = `approvers: &ops [U0ADMIN, U0LEAD]\nbreak_glass: *ops\n`;
+    expect(parsePolicy(shared).break_glass).toEqual(['U0ADMIN', 'U0LEAD']);
+  });
+
+  it('keeps every problem on one line, and one problem is one line', () => {
+    for (const text of [withLine(3, 'approvers: [U0ADMIN'), withLine(10, '    uuid: x'), 'a: [\n\n\n']) {
+      try {
+        parsePolicy(text, 'policy.yml');
+        throw new Error('the policy was accepted');
+      } catch (error) {
+        if (!(error instanceof PolicyError)) throw error;
+        for (const problem of error.problems) expect(problem.message).not.toContain('\n');
+        if (error.total === 1) expect(error.message).not.toContain('\n');
+      }
+    }
+  });
+});
+
+describe('parsePolicy: monthly amounts the rules compare exactly', () => {
+  const ruleWith = (bound: string) =>
+    `${GOOD.replace('approvers: [U0LEAD]', 'approvers: [U0LEAD, U0LEAD2]')}    approvals:\n      rules:\n        - { when: { monthly_delta_under: ${bound} }, count: 0 }\n`;
+
+  it.each(['0.0000001', '1e21', '-1e21', '1e-7', '0.1234567', '1234567890123456'])(
+    'refuses %s at load, as the running bot could not compare it',
+    (bound) => {
+      expect(failure(ruleWith(bound))).toBe(
+        'policy.yml:19: projects[0].approvals.rules[0].when.monthly_delta_under: expected an amount per month such as 100 or -20.5, with at most 15 digits before the point and 6 after',
+      );
+    },
+  );
+
+  it.each([
+    ['0.000001', '0.0000005', '0.000001'],
+    ['999999999999999', '999999999999998.99', '999999999999999'],
+    ['-20.5', '-20.51', '-20.5'],
+    ['0', '-0.01', '0.00'],
+    ['1e3', '999.99', '1000'],
+  ])('reads %s exactly: a delta just under it matches, one at it does not', (bound, under, at) => {
+    const rule = approvalsOf(parsePolicy(ruleWith(bound)), parsePolicy(ruleWith(bound)).projects[0]!)
+      .rules[0]!;
+    expect(ruleMatches(rule, { kind: 'resize_up', changes: ['cores'], monthlyDelta: under })).toBe(true);
+    expect(ruleMatches(rule, { kind: 'resize_up', changes: ['cores'], monthlyDelta: at })).toBe(false);
   });
 });
 
@@ -280,7 +409,7 @@ describe('parsePolicy: approval policies', () => {
     [
       21,
       '        - { when: { monthly_delta_abov: 100 }, count: 2 }',
-      'policy.yml:21: projects[0].approvals.rules[1].when.monthly_delta_abov: Unrecognized key',
+      'policy.yml:21: projects[0].approvals.rules[1].when.monthly_delta_abov: unknown key, did you mean `monthly_delta_over`?',
     ],
     [
       21,

@@ -1,18 +1,30 @@
-import { userGroupsOf } from '../../config/policy.ts';
+import { type Policy, PolicyError, userGroupsOf } from '../../config/policy.ts';
 import { createLogger } from '../../observability/logger.ts';
 import { createUserGroups } from '../../slack/user-groups.ts';
 import { SlackApi } from '../../slack-api/client.ts';
 import { policyOf } from '../cloud.ts';
 import { type CliIo, write } from '../io.ts';
 
-/** `cloudops policy check [file] [--json]`: validates a policy file; an error names file:line:field. */
+/**
+ * `cloudops policy check [file] [--json]`: validates a policy file; every problem (up to 20) is named with
+ * file:line:field.
+ */
 export async function policyCheckCommand(
   io: CliIo,
   file: string | undefined,
   json: boolean,
 ): Promise<number> {
   const path = file ?? io.env.POLICY_FILE;
-  const policy = await policyOf(io, path);
+  let policy: Policy;
+  try {
+    policy = await policyOf(io, path);
+  } catch (error) {
+    // Text goes to stderr through the command's error line; JSON readers get the problems on stdout.
+    if (!(json && error instanceof PolicyError)) throw error;
+    const { problems, total } = error;
+    await write(io.stdout, `${JSON.stringify({ ok: false, file: path, total, problems })}\n`);
+    return 1;
+  }
   const vms = policy.projects.reduce((n, p) => n + p.vms.length, 0);
   const groupWarnings = await unresolvedGroups(io, userGroupsOf(policy));
   const summary = {
