@@ -7,7 +7,7 @@ export interface Config {
   policy: Policy;
 }
 
-/** Loads the environment and the policy file; throws a one-line ConfigError or PolicyError. */
+/** Loads the environment and the policy file; throws a ConfigError or a PolicyError listing its problems. */
 export async function loadConfig(raw: Record<string, string | undefined>): Promise<Config> {
   const env = loadEnv(raw);
   const policy = await loadPolicy(env.POLICY_FILE);
