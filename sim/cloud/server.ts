@@ -40,6 +40,8 @@ export interface CloudSimOptions {
   now?: () => Date;
   /** Names of the CPU class and private-network resize fields (default `cpu_type`, `private_network`). */
   fieldNames?: SimFieldNames;
+  /** How far the `Date` header of every answer is from the wall clock (a server whose clock is off); default 0. */
+  dateSkewMs?: number;
 }
 
 /** The sim's clock; `advance`/`set` throw when an external `now` was given. */
@@ -97,6 +99,8 @@ export interface CloudSim {
   vm(projectUuid: string, vmid: number): SimVm;
   /** Clears calls, applied, overlaps and faults; the world stays as it is. */
   resetRecords(): void;
+  /** From now on the `Date` header is `ms` off the wall clock (0: right). */
+  skewDate(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -141,6 +145,7 @@ export async function startCloudSim(options: CloudSimOptions = {}): Promise<Clou
   const inFlight = new Map<string, number>();
   const sockets = new Set<Socket>();
   let overlaps = 0;
+  let dateSkewMs = options.dateSkewMs ?? 0;
 
   const vmOf = (project: string, vmid: number): SimVm | undefined => state.projects.get(project)?.get(vmid);
 
@@ -157,6 +162,7 @@ export async function startCloudSim(options: CloudSimOptions = {}): Promise<Clou
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (dateSkewMs !== 0) res.setHeader('date', new Date(Date.now() + dateSkewMs).toUTCString());
     const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
     const text = await readBody(req);
     if (rawPath.startsWith('/_sim/')) return control(req, res, rawPath, text);
@@ -402,6 +408,9 @@ export async function startCloudSim(options: CloudSimOptions = {}): Promise<Clou
       return vm;
     },
     resetRecords,
+    skewDate: (ms) => {
+      dateSkewMs = ms;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -115,6 +115,10 @@ export interface StandInOptions {
   publishPerMinute?: number;
   /** Output parameters of the app's functions: functions.completeSuccess is checked against them. */
   functionOutputs?: FunctionOutputs;
+  /** The bot token's scopes, answered in every call's `x-oauth-scopes` header (default: manifest.yml's bot scopes). */
+  scopes?: string[];
+  /** How far the `Date` header of every answer is from the wall clock; default 0. */
+  dateSkewMs?: number;
 }
 
 /** Where a response_url's answer goes: the conversation, the person, and the message it may replace. */
@@ -177,6 +181,8 @@ export interface SlackStandIn {
   holdAnswer(method: string, ms: number): void;
   /** The bot leaves `channel` (or was never invited): posting, updating and ephemerals there answer `not_in_channel`. */
   leaveChannel(channel: string): void;
+  /** The bot is invited (back) to `channel`. */
+  joinChannel(channel: string): void;
   /**
    * Sets a user group's members for `usergroups.users.list`, or the error Slack answers for it (`missing_scope`,
    * `plan_upgrade_required`, …). A group never set answers `no_such_subteam`.
@@ -184,6 +190,10 @@ export interface SlackStandIn {
   setUserGroup(id: string, members: string[] | { error: string }): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
   limitPerChannel(perSecond: number | undefined): void;
+  /** The scopes the bot token has from now on (`x-oauth-scopes`), as after a reinstall with other scopes. */
+  grantScopes(scopes: string[]): void;
+  /** From now on the `Date` header is `ms` off the wall clock (0: right). */
+  skewDate(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -256,6 +266,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const homes: PublishedHome[] = [];
   const executions = new Map<string, FunctionExecution>();
   const functionOutputs = options.functionOutputs ?? manifestOutputs();
+  let scopes = options.scopes ?? manifestScopes();
+  let dateSkewMs = options.dateSkewMs ?? 0;
   let counter = 0;
   let base = '';
 
@@ -282,6 +294,13 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     { problem, checkPayload },
   );
   const findMessage = (channel: string, ts: string) => messageIndex.get(messageKey(channel, ts));
+  // Slack's answer to a method the token lacks the scope for (checked where a test takes a scope away).
+  const missingScope = (needed: string) => ({
+    ok: false,
+    error: 'missing_scope',
+    needed,
+    provided: scopes.join(','),
+  });
 
   function checkBlocks(method: string, args: Record<string, unknown>): string[] {
     const found: string[] = [];
@@ -480,6 +499,8 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         return { messages: thread.slice(0, limit), has_more: thread.length > limit };
       }
       case 'conversations.info':
+        if (!scopes.includes('channels:read') && !scopes.includes('groups:read'))
+          return missingScope('channels:read');
         if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
         return {
           channel: {
@@ -507,6 +528,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         };
       }
       case 'usergroups.users.list': {
+        if (!scopes.includes('usergroups:read')) return missingScope('usergroups:read');
         const group = userGroups.get(String(args.usergroup));
         if (!group) return { ok: false, error: 'no_such_subteam' };
         return Array.isArray(group) ? { users: [...group] } : { ok: false, error: group.error };
@@ -725,6 +747,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     if (api?.[1]) {
       const args = parseArgs(raw, req.headers['content-type'], url.searchParams);
       const answer = handleApi(api[1], args, req.headers.authorization, arrivedAt);
+      // Slack names the token's scopes in every answer to a call made with one.
+      if (answer.body.error !== 'not_authed' && answer.body.error !== 'invalid_auth')
+        answer.headers = { ...answer.headers, 'x-oauth-scopes': scopes.join(',') };
+      if (dateSkewMs !== 0)
+        answer.headers = { ...answer.headers, date: new Date(Date.now() + dateSkewMs).toUTCString() };
       const holdMs = held.get(api[1])?.shift();
       if (holdMs !== undefined) await new Promise((resolve) => setTimeout(resolve, holdMs));
       if (!res.destroyed) send(res, answer);
@@ -841,8 +868,17 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     leaveChannel(channel) {
       notMember.add(channel);
     },
+    joinChannel(channel) {
+      notMember.delete(channel);
+    },
     failNext(method, fail = {}) {
       failures.set(method, [...(failures.get(method) ?? []), { ...fail, times: fail.times ?? 1 }]);
+    },
+    grantScopes(granted) {
+      scopes = [...granted];
+    },
+    skewDate(ms) {
+      dateSkewMs = ms;
     },
     limitPerChannel(limit) {
       perSecond = limit;
@@ -856,6 +892,14 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       });
     },
   };
+}
+
+/** The bot scopes the repository's manifest.yml asks for. */
+function manifestScopes(): string[] {
+  const manifest = parseYaml(readFileSync(join(SLACK_REFERENCE_DIR, '..', '..', 'manifest.yml'), 'utf8')) as {
+    oauth_config?: { scopes?: { bot?: string[] } };
+  };
+  return manifest.oauth_config?.scopes?.bot ?? [];
 }
 
 /** The output parameters of the functions the repository's manifest.yml declares. */

@@ -6,6 +6,7 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CloudApiError } from '../cloud/errors.ts';
+import { withDotEnv } from '../config/dotenv.ts';
 import { ConfigError, loadEnv } from '../config/env.ts';
 import { PolicyError } from '../config/policy.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
@@ -21,10 +22,12 @@ Commands:
   ${PLAN_USAGE.replace('cloudops ', '')}
                                              the rules and cost of a resize; sends nothing
   audit --since <ISO|30m|24h|7d> [--json]    the audit log (JSON lines with --json)
+  doctor [--json]                            check Node, the policy, Redis, Slack, the cloud API and the clock
   help                                       this text
   --version                                  the version of cloudops
 
-Environment: CLOUD_API_URL, CLOUD_API_KEY, POLICY_FILE, REDIS_URL, REDIS_PREFIX.
+Environment (and .env in the working directory): CLOUD_API_URL, CLOUD_API_KEY, POLICY_FILE, REDIS_URL,
+REDIS_PREFIX; doctor also the SLACK_* variables.
 Exit codes: 0 ok, 1 error, 2 usage, 3 plan refused by the rules.
 `;
 
@@ -46,6 +49,7 @@ const FLAGS: Record<string, readonly string[]> = {
   policy: ['json'],
   plan: ['json', 'stopped', 'two-step', 'at'],
   audit: ['json', 'since'],
+  doctor: ['json'],
 };
 
 /** Runs one command line; resolves with the exit code. Throws only what {@link main} turns into one line. */
@@ -104,6 +108,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     case 'audit':
       if (rest.length > 0) throw new UsageError('usage: cloudops audit --since <ISO|24h> [--json]');
       return (await import('./commands/audit.ts')).auditCommand(io, values.since, json);
+    case 'doctor':
+      if (rest.length > 0) throw new UsageError('usage: cloudops doctor [--json]');
+      return (await import('./commands/doctor.ts')).doctorCommand(io, json);
     default:
       throw new UsageError(`unknown command "${command}" (see cloudops help)`);
   }
@@ -126,10 +133,12 @@ export function errorLine(error: unknown): { line: string; code: number } {
 export async function main(argv = process.argv.slice(2), rawEnv = process.env): Promise<void> {
   let code: number;
   try {
-    const env = loadEnv(rawEnv);
+    // `.env` in the working directory, under the environment, as `npm start` reads it.
+    const merged = withDotEnv(rawEnv, '.env');
+    const env = loadEnv(merged);
     code = await runCli(argv, {
       env,
-      policyFileSet: (rawEnv.POLICY_FILE ?? '').trim() !== '',
+      policyFileSet: (merged.POLICY_FILE ?? '').trim() !== '',
       stdout: process.stdout,
       now: () => new Date(),
     });

@@ -59,6 +59,11 @@ const METHOD_CALL = new RegExp(
 );
 const API_CALL = /\b(?:apiCall|call)\s*(?:<[^>]*>)?\s*\(\s*['"`]([a-z]+(?:\.[A-Za-z]+)+)['"`]/g;
 const ARRAY_METHODS = new Set(Object.getOwnPropertyNames(Array.prototype));
+/**
+ * Methods called only where Slack granted a scope the manifest does not ask for: `cloudops doctor` looks at channel
+ * membership with conversations.info when channels:read or groups:read is there, and says which scope would otherwise.
+ */
+const OPTIONAL_SCOPE_CALLS = new Set(['conversations.info']);
 /** WebClient helpers that are not Web API methods themselves, and the methods they call. */
 const HELPERS: Record<string, string[]> = {
   'files.uploadV2': ['files.getUploadURLExternal', 'files.completeUploadExternal'],
@@ -141,6 +146,7 @@ describe('manifest.yml', () => {
     const missing: string[] = [];
     for (const [method, files] of methodsCalled()) {
       const accepted = botScopesOf(method);
+      if (OPTIONAL_SCOPE_CALLS.has(method)) continue;
       if (accepted.length > 0 && !accepted.some((scope) => botScopes.includes(scope))) {
         missing.push(`${method} (called in ${files.join(', ')}) needs one of ${accepted.join(', ')}`);
       }
@@ -157,7 +163,10 @@ describe('manifest.yml', () => {
   it('grants no bot scope that nothing uses', () => {
     const used = new Set<string>();
     if ((manifest.features?.slash_commands ?? []).length > 0) used.add('commands');
-    for (const method of methodsCalled().keys()) for (const scope of botScopesOf(method)) used.add(scope);
+    for (const method of methodsCalled().keys()) {
+      if (OPTIONAL_SCOPE_CALLS.has(method)) continue;
+      for (const scope of botScopesOf(method)) used.add(scope);
+    }
     expect(botScopes.filter((scope) => !used.has(scope))).toEqual([]);
     expect(new Set(botScopes).size).toBe(botScopes.length);
   });

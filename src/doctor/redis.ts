@@ -1,0 +1,116 @@
+import type { Redis } from 'ioredis';
+import { createRedis, describeRedis, type RedisTarget } from '../config/redis-connection.ts';
+import { redisRefusal } from '../startup/checks.ts';
+import { type CheckResult, fail, ok, warn } from './report.ts';
+
+/** How long doctor waits for Redis to answer. */
+export const REDIS_CHECK_MS = 3_000;
+
+/**
+ * Redis reachable (and taking the password), its `maxmemory-policy` (BullMQ and the request store need
+ * `noeviction`: an evicted key is a lost job or request) and whether it persists what it holds.
+ */
+export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS): Promise<CheckResult[]> {
+  const { variable, where } = describeRedis(target);
+  const client = createRedis(target, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: timeoutMs,
+    retryStrategy: () => null,
+  });
+  // Reported below as one check; ioredis would otherwise print unhandled error events.
+  let lastError: Error | undefined;
+  client.on('error', (error: Error) => {
+    lastError = error;
+  });
+  try {
+    try {
+      // Without retries the client ends at the first refused connection: no need to wait out the timeout.
+      const ended = new Promise<never>((_, reject) =>
+        client.once('end', () => reject(lastError ?? new Error('connection closed'))),
+      );
+      ended.catch(() => undefined);
+      await within(Promise.race([client.connect(), ended]), timeoutMs);
+      await within(client.ping(), timeoutMs);
+    } catch (error) {
+      const cause = lastError ?? (error as Error);
+      const refusal = redisRefusal(cause, target);
+      if (refusal) return [fail('redis', refusal, `give the right password in ${variable}`)];
+      return [
+        fail(
+          'redis',
+          `Redis: no answer at ${where} (${codeOf(cause)})`,
+          `start Redis there, or set ${variable} to where it runs`,
+        ),
+      ];
+    }
+    const results: CheckResult[] = [ok('redis', `Redis answers at ${where}`)];
+    results.push(await memoryPolicy(client));
+    results.push(await persistence(client));
+    return results;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function memoryPolicy(client: Redis): Promise<CheckResult> {
+  const id = 'redis.maxmemory-policy';
+  const policy = await configGet(client, 'maxmemory-policy');
+  if (policy === undefined)
+    return warn(
+      id,
+      'Redis maxmemory-policy could not be read (CONFIG is disabled here)',
+      "make sure it is noeviction in your provider's settings",
+    );
+  if (policy === 'noeviction') return ok(id, 'Redis maxmemory-policy is noeviction');
+  return fail(
+    id,
+    `Redis maxmemory-policy is ${policy}: when memory runs out Redis deletes keys, and with them queued jobs and requests`,
+    'set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction and CONFIG REWRITE)',
+  );
+}
+
+async function persistence(client: Redis): Promise<CheckResult> {
+  const id = 'redis.persistence';
+  const info = await client.info('persistence').catch(() => '');
+  const aof = /^aof_enabled:1\r?$/m.test(info);
+  if (aof) return ok(id, 'Redis persistence: append-only file on');
+  const save = await configGet(client, 'save');
+  const fix = 'set appendonly yes (redis.conf, or CONFIG SET appendonly yes and CONFIG REWRITE)';
+  if (save === undefined)
+    return warn(id, 'Redis persistence could not be read (CONFIG is disabled here)', fix);
+  if (save.trim() !== '')
+    return warn(
+      id,
+      `Redis persistence: snapshots only (save ${save}): a restart loses what changed since the last one`,
+      fix,
+    );
+  return warn(id, 'Redis persistence: off: a restart of Redis loses every request, job and audit entry', fix);
+}
+
+/** A CONFIG GET value, or undefined where CONFIG is refused (managed Redis often renames or disables it). */
+async function configGet(client: Redis, name: string): Promise<string | undefined> {
+  try {
+    const answer = (await client.config('GET', name)) as string[];
+    return answer[1];
+  } catch {
+    return undefined;
+  }
+}
+
+function codeOf(error: Error): string {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.message.split('\n')[0] || error.name;
+}
+
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(Object.assign(new Error('no answer in time'), { code: 'ETIMEDOUT' })),
+      ms,
+    );
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,14 @@
+/**
+ * The bot scopes manifest.yml asks for, with what stops working without each; `cloudops doctor` compares them with
+ * the scopes Slack granted (test/unit/doctor-scopes.test.ts keeps the list equal to the manifest's).
+ */
+export const BOT_SCOPES: Readonly<Record<string, string>> = {
+  commands: 'the /cloud command',
+  'chat:write': 'request messages, thread replies and digests',
+  'usergroups:read': 'approvers named by user group (S… ids in the policy)',
+  'channels:history': 'finding a reply already posted after a crash (public channels)',
+  'groups:history': 'finding a reply already posted after a crash (private channels)',
+};
+
+/** Scopes that let the bot look at a channel (conversations.info): public, private. */
+export const CHANNEL_READ_SCOPES = { public: 'channels:read', private: 'groups:read' } as const;

@@ -1,0 +1,328 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
+import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
+
+// `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global
+// setup), against the cloud simulator, the Slack stand-in and Redis servers of this file's own.
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(repo, 'bin', 'cloudops.mjs');
+
+const BOT_TOKEN = 'xoxb-doctor-test-5d1e';
+const APP_TOKEN = 'xapp-1-doctor-test-77aa';
+const API_KEY = 'doctor-test-key-9c2b41';
+const MANIFEST_SCOPES = Object.keys(BOT_SCOPES);
+
+interface Check {
+  id: string;
+  status: 'ok' | 'warn' | 'fail';
+  summary: string;
+  fix?: string;
+}
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let cloud: CloudSim;
+let slack: SlackStandIn;
+let redis: LocalRedis;
+let evicting: LocalRedis;
+let dir: string;
+let env: Record<string, string>;
+
+function doctor(args: string[], overrides: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'doctor', ...args], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** `doctor --json`: the checks, with no secret anywhere in the output. */
+async function checks(
+  overrides: Record<string, string> = {},
+): Promise<{ code: number | null; checks: Check[] }> {
+  const run = await doctor(['--json'], overrides);
+  expect(run.stderr).toBe('');
+  for (const secret of [BOT_TOKEN, APP_TOKEN, API_KEY, 'wrong-key-31337', 'xoxb-wrong-4242'])
+    expect(run.stdout).not.toContain(secret);
+  const out = JSON.parse(run.stdout) as { ok: boolean; checks: Check[] };
+  expect(out.ok).toBe(run.code === 0);
+  return { code: run.code, checks: out.checks };
+}
+
+const byId = (list: Check[], id: string) => list.filter((c) => c.id === id);
+const one = (list: Check[], id: string): Check => {
+  const found = byId(list, id);
+  expect(found, `${id} in ${JSON.stringify(list)}`).toHaveLength(1);
+  return found[0]!;
+};
+
+beforeAll(async () => {
+  [cloud, slack, redis, evicting] = await Promise.all([
+    startCloudSim({ apiKey: API_KEY }),
+    startSlackStandIn({
+      botToken: BOT_TOKEN,
+      appToken: APP_TOKEN,
+      scopes: [...MANIFEST_SCOPES, 'channels:read', 'groups:read'],
+    }),
+    startLocalRedis({ appendOnly: true }),
+    // The wrong policy for a queue: under memory pressure Redis would delete jobs and requests.
+    startLocalRedis({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] }),
+  ]);
+  slack.setUserGroup('S0OPS', ['U0ALICE', 'U0BOB']);
+  dir = await mkdtemp(join(tmpdir(), 'cloudops-doctor-'));
+  await writeFile(
+    join(dir, 'policy.yml'),
+    `approvers: [U0ADMIN, S0OPS]
+currency: CHF
+projects:
+  - name: shop-prod
+    uuid: 0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10
+    cluster: zone-1
+    channels: [C0PROD, C0OPS]
+    vms: []
+`,
+  );
+  env = {
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_APP_TOKEN: APP_TOKEN,
+    SLACK_API_URL: slack.apiUrl,
+    CLOUD_API_URL: cloud.url,
+    CLOUD_API_KEY: API_KEY,
+    REDIS_URL: redis.url,
+    POLICY_FILE: join(dir, 'policy.yml'),
+  };
+});
+
+afterAll(async () => {
+  await Promise.all([cloud?.close(), slack?.close(), redis?.stop(), evicting?.stop()]);
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('cloudops doctor', () => {
+  it('all good: one ✓ line per check, exit 0', async () => {
+    const run = await doctor([]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(
+      lines.every((line) => line.startsWith('✓ ')),
+      run.stdout,
+    ).toBe(true);
+    for (const part of [
+      /^✓ Node\.js 2[4-9]\./m,
+      /^✓ policy .*: 1 project\(s\), 2 channel\(s\)$/m,
+      /^✓ Redis answers at redis:\/\/127\.0\.0\.1:\d+/m,
+      /^✓ Redis maxmemory-policy is noeviction$/m,
+      /^✓ Redis persistence: append-only file on$/m,
+      /^✓ SLACK_BOT_TOKEN works: bot @cloudops/m,
+      /^✓ bot scopes: all 5 that manifest.yml asks$/m,
+      /^✓ SLACK_APP_TOKEN opens a Socket Mode connection$/m,
+      /^✓ user groups resolve: S0OPS$/m,
+      /^✓ the bot is in C0PROD, C0OPS$/m,
+      /^✓ cloud API answers at http:\/\/127\.0\.0\.1:\d+: 3 cluster\(s\) listed$/m,
+      /^✓ cloud API accepts CLOUD_API_KEY$/m,
+      /^✓ clock within \d+ s of Slack and the cloud API$/m,
+    ])
+      expect(run.stdout).toMatch(part);
+    expect(lines).toHaveLength(14);
+    // The key went only to the authenticated read, and Slack saw auth.test and apps.connections.open.
+    expect(cloud.calls.filter((c) => c.headers.authorization === `Bearer ${API_KEY}`).length).toBeGreaterThan(
+      0,
+    );
+    expect(slack.callsOf('apps.connections.open').length).toBeGreaterThan(0);
+  });
+
+  it('--json: the same checks for a machine, every status ok', async () => {
+    const { code, checks: list } = await checks();
+    expect(code).toBe(0);
+    expect(list.map((c) => c.id)).toEqual([
+      'node',
+      'environment',
+      'policy',
+      'redis',
+      'redis.maxmemory-policy',
+      'redis.persistence',
+      'slack.bot-token',
+      'slack.scopes',
+      'slack.app-token',
+      'slack.user-groups',
+      'slack.channels',
+      'cloud.reachable',
+      'cloud.api-key',
+      'clock',
+    ]);
+    expect(list.every((c) => c.status === 'ok')).toBe(true);
+  });
+
+  it('Redis with maxmemory-policy allkeys-lru and no persistence: ✗ with what to set, ! for persistence, exit 1', async () => {
+    const run = await doctor([], { REDIS_URL: evicting.url });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /^✗ Redis maxmemory-policy is allkeys-lru: .* → set maxmemory-policy noeviction/m,
+    );
+    expect(run.stdout).toMatch(/^! Redis persistence: off: .* → set appendonly yes/m);
+  });
+
+  it('no Redis answering: ✗ naming REDIS_URL', async () => {
+    const port = await freePort();
+    const { code, checks: list } = await checks({ REDIS_URL: `redis://127.0.0.1:${port}` });
+    expect(code).toBe(1);
+    const check = one(list, 'redis');
+    expect(check.status).toBe('fail');
+    expect(check.summary).toContain(`redis://127.0.0.1:${port}`);
+    expect(check.fix).toContain('REDIS_URL');
+    expect(byId(list, 'redis.maxmemory-policy')).toEqual([]);
+  });
+
+  it('Slack granted fewer scopes than the manifest asks: ✗ naming each, and the user group that needs one', async () => {
+    slack.grantScopes(['commands', 'channels:history', 'groups:history', 'channels:read']);
+    try {
+      const { code, checks: list } = await checks();
+      expect(code).toBe(1);
+      const scopes = one(list, 'slack.scopes');
+      expect(scopes.status).toBe('fail');
+      expect(scopes.summary).toMatch(/chat:write \(.*\), usergroups:read \(.*\)/);
+      expect(scopes.fix).toMatch(/reinstall/);
+      const groups = one(list, 'slack.user-groups');
+      expect(groups).toMatchObject({ status: 'fail' });
+      expect(groups.summary).toContain('missing_scope');
+    } finally {
+      slack.grantScopes([...MANIFEST_SCOPES, 'channels:read', 'groups:read']);
+    }
+  });
+
+  it('a bot token Slack refuses: ✗ with where to copy the right one', async () => {
+    const { code, checks: list } = await checks({ SLACK_BOT_TOKEN: 'xoxb-wrong-4242' });
+    expect(code).toBe(1);
+    const check = one(list, 'slack.bot-token');
+    expect(check).toMatchObject({ status: 'fail' });
+    expect(check.summary).toContain('invalid_auth');
+    expect(check.fix).toMatch(/OAuth & Permissions/);
+  });
+
+  it('an app token Slack refuses for Socket Mode: ✗', async () => {
+    const { code, checks: list } = await checks({ SLACK_APP_TOKEN: 'xapp-1-wrong-4242' });
+    expect(code).toBe(1);
+    const check = one(list, 'slack.app-token');
+    expect(check.status).toBe('fail');
+    expect(check.summary).toContain('invalid_auth');
+    expect(check.fix).toMatch(/connections:write/);
+  });
+
+  it('a user group Slack does not resolve: ✗ naming it', async () => {
+    slack.setUserGroup('S0OPS', { error: 'no_such_subteam' });
+    try {
+      const { code, checks: list } = await checks();
+      expect(code).toBe(1);
+      expect(one(list, 'slack.user-groups')).toMatchObject({
+        status: 'fail',
+        summary: expect.stringContaining('S0OPS does not resolve (no_such_subteam)'),
+      });
+    } finally {
+      slack.setUserGroup('S0OPS', ['U0ALICE', 'U0BOB']);
+    }
+  });
+
+  it('a policy channel the bot is not in: ✗ with the invite; without channels:read, a warning naming the scope', async () => {
+    slack.leaveChannel('C0OPS');
+    const { code, checks: list } = await checks();
+    expect(code).toBe(1);
+    const channels = byId(list, 'slack.channels');
+    expect(channels.map((c) => c.status)).toEqual(['ok', 'fail']);
+    expect(channels[1]?.summary).toMatch(/not in #c0ops \(C0OPS\)/);
+    expect(channels[1]?.fix).toContain('/invite @cloudops');
+
+    slack.joinChannel('C0OPS');
+    slack.grantScopes(MANIFEST_SCOPES);
+    try {
+      const without = await checks();
+      const check = one(without.checks, 'slack.channels');
+      expect(check.status).toBe('warn');
+      expect(check.summary).toContain('channels:read');
+      // The manifest's scopes alone: a warning does not fail the run.
+      expect(without.code).toBe(0);
+    } finally {
+      slack.grantScopes([...MANIFEST_SCOPES, 'channels:read', 'groups:read']);
+    }
+  });
+
+  it('the cloud API unreachable: ✗ naming CLOUD_API_URL', async () => {
+    const port = await freePort();
+    const { code, checks: list } = await checks({ CLOUD_API_URL: `http://127.0.0.1:${port}` });
+    expect(code).toBe(1);
+    const check = one(list, 'cloud.reachable');
+    expect(check.status).toBe('fail');
+    expect(check.summary).toContain('ECONNREFUSED');
+    expect(check.fix).toContain('CLOUD_API_URL');
+  });
+
+  it('an API key the cloud API refuses: ✗ from an authenticated read', async () => {
+    const { code, checks: list } = await checks({ CLOUD_API_KEY: 'wrong-key-31337' });
+    expect(code).toBe(1);
+    expect(one(list, 'cloud.reachable').status).toBe('ok');
+    expect(one(list, 'cloud.api-key')).toMatchObject({
+      status: 'fail',
+      summary: expect.stringContaining('refused the key (HTTP 403)'),
+      fix: expect.stringContaining('CLOUD_API_KEY'),
+    });
+  });
+
+  it("clock skew: ✗ past 5 minutes against Slack's Date, ! past 30 s against the API's", async () => {
+    slack.skewDate(10 * 60_000);
+    try {
+      const { checks: list } = await checks();
+      const check = one(list, 'clock');
+      expect(check.status).toBe('fail');
+      expect(check.summary).toMatch(/this machine is 60\d s behind Slack/);
+    } finally {
+      slack.skewDate(0);
+    }
+    cloud.skewDate(-90_000);
+    try {
+      const { code, checks: list } = await checks();
+      const check = one(list, 'clock');
+      expect(check.status).toBe('warn');
+      expect(check.summary).toMatch(/this machine is (89|9\d) s ahead of the cloud API/);
+      expect(code).toBe(0);
+    } finally {
+      cloud.skewDate(0);
+    }
+  });
+
+  it('a policy with an error and a missing variable: ✗ for each', async () => {
+    const bad = join(dir, 'bad-policy.yml');
+    await writeFile(bad, 'currency: CHF\nprojects: nope\n');
+    const { code, checks: list } = await checks({ POLICY_FILE: bad, SLACK_APP_TOKEN: '' });
+    expect(code).toBe(1);
+    expect(one(list, 'policy')).toMatchObject({
+      status: 'fail',
+      summary: expect.stringContaining('bad-policy.yml:'),
+    });
+    expect(one(list, 'environment')).toMatchObject({
+      status: 'fail',
+      summary: expect.stringContaining('SLACK_SIGNING_SECRET'),
+    });
+  });
+});
