@@ -20,6 +20,9 @@ const CHANNEL_INDEX_KEEP = 1000;
 export const REQUESTER_INDEX_KEEP = 100;
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
+/** Audit entries read per round trip when retention looks for entries of requests no longer stored. */
+const AUDIT_SWEEP_PAGE = 500;
+
 /** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
 export const DEFAULT_RETENTION_DAYS = 90;
 const DAY_MS = 86_400_000;
@@ -486,8 +489,10 @@ export class RequestStore {
 
   /**
    * Removes up to `limit` requests whose retention (`retention_days` after they ended, never while a lease is open)
-   * has passed, then trims the audit stream to what the oldest request still stored and the retention window need.
-   * Reads only the retention index, never all requests. Returns how many requests were removed.
+   * has passed, then their audit entries: the stream is trimmed to what the oldest request still stored and the
+   * retention window need, and older entries of requests no longer stored are deleted one by one (an old open lease
+   * keeps the trim back, not the entries of requests that ended after it). Reads only the retention index and the
+   * audit entries older than the window, never all requests. Returns how many requests were removed.
    */
   async removeExpired(limit = 500): Promise<number> {
     const cutoff = this.now().getTime() - this.retentionMs;
@@ -505,7 +510,29 @@ export class RequestStore {
     const [, oldest] = await this.redis.zrange(this.keys.created, 0, 0, 'WITHSCORES');
     const keepFrom = Math.min(cutoff, oldest === undefined ? Infinity : Number(oldest));
     await this.redis.xtrim(this.keys.audit, 'MINID', keepFrom);
+    if (keepFrom < cutoff) await this.deleteOrphanedAudit(cutoff);
     return removed;
+  }
+
+  /**
+   * Deletes the audit entries written before `cutoff` whose request is no longer stored. What is left before the
+   * cutoff after a sweep is only the history of requests still kept (open leases, recently ended), so each sweep
+   * reads little more than that.
+   */
+  private async deleteOrphanedAudit(cutoff: number): Promise<void> {
+    let from = '-';
+    for (;;) {
+      const rows = await this.redis.xrange(this.keys.audit, from, String(cutoff), 'COUNT', AUDIT_SWEEP_PAGE);
+      if (rows.length === 0) return;
+      const owners = rows.map(([, fields]) => fields[fields.indexOf('requestId') + 1] ?? '');
+      const unique = [...new Set(owners)];
+      const stored = await Promise.all(unique.map((id) => this.redis.exists(this.keys.request(id))));
+      const gone = new Set(unique.filter((_, i) => stored[i] === 0));
+      const orphaned = rows.filter((_, i) => gone.has(owners[i] ?? '')).map(([id]) => id);
+      if (orphaned.length > 0) await this.redis.xdel(this.keys.audit, ...orphaned);
+      if (rows.length < AUDIT_SWEEP_PAGE) return;
+      from = `(${rows[rows.length - 1]![0]}`;
+    }
   }
 
   /**

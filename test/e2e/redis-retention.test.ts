@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/requests/audit.ts';
+import { AuditLog, exportAudit } from '../../src/requests/audit.ts';
 import { requestKeys } from '../../src/requests/store.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
@@ -73,5 +73,43 @@ describe('retention in the running bot', () => {
     await until(async () => (await h.redis.xlen(requestKeys(h.prefix).audit)) === 0, 'audit trimmed');
     expect(await h.requests()).toEqual([]);
     expect(await audit.read({ requestId: cancelled.id })).toEqual([]);
+  });
+
+  it('removes a request’s audit entries retention_days after it ends even while an older lease stays open', async () => {
+    /** The request ids the whole audit stream (what `cloudops audit` exports) still names. */
+    const exported = async () => {
+      const ids = new Set<string>();
+      for await (const entry of exportAudit(h.redis, h.prefix)) ids.add(entry.requestId);
+      return ids;
+    };
+    // A temporary increase runs and its lease stays open (nobody returns or keeps it).
+    await h.fillAndSubmit('resize shop-prod 104 cores=4 for=7d', {});
+    const leased = await h.nextRequest();
+    await h.click('approve', leased.id, USERS.lead, CHANNELS.prod, await h.requestMessage(leased.id));
+    await h.waitForRequest(leased.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 10_000);
+
+    // A later request is rejected: it ends now.
+    await h.fillAndSubmit('resize shop-prod 102 cores=8', {});
+    const rejected = await h.nextRequest();
+    const seen = h.slack.views.length;
+    await h.click('reject', rejected.id, USERS.lead2, CHANNELS.prod, await h.requestMessage(rejected.id));
+    await h.submitView((await h.openedView(seen)).view, { reject_reason: 'not now' }, USERS.lead2);
+    await h.waitForRequest(rejected.id, (r) => r.state === 'rejected');
+    expect(await exported()).toContain(rejected.id);
+
+    h.clock.advance(31 * DAY);
+    await until(async () => (await h.store.get(rejected.id)) === undefined, 'rejected request removed');
+    await until(async () => !(await exported()).has(rejected.id), 'its audit entries removed');
+    // The open lease and its whole history stay.
+    expect((await h.store.get(leased.id))?.leaseOpen).toBe(true);
+    const leaseHistory = await h.auditOf(leased.id);
+    expect(leaseHistory.map((line) => line.split(' ')[0])).toEqual([
+      'created',
+      'pending',
+      'approved',
+      'queued',
+      'sending',
+      'succeeded',
+    ]);
   });
 });
