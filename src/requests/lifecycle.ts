@@ -593,8 +593,8 @@ export class RequestLifecycle {
     this.deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
     await this.deps.outbox.postRequest(created.id);
     if (!needsApproval) {
-      // A freeze holds count-0 work too.
-      const after = this.deps.approvals.afterApproval(created, now);
+      // A freeze holds count-0 work too: one that covers a scheduled run's time, not only one that covers now.
+      const after = this.deps.approvals.afterApproval(created, expiresFrom);
       if (after.next === 'freeze') {
         const frozen = await this.freeze(created, 'pending', after.freeze);
         if (frozen) {
