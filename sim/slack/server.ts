@@ -902,9 +902,11 @@ function manifestScopes(): string[] {
   return manifest.oauth_config?.scopes?.bot ?? [];
 }
 
-/** The output parameters of the functions the repository's manifest.yml declares. */
+/** The output parameters of the workflow steps the repository's manifest.steps.yml declares. */
 function manifestOutputs(): FunctionOutputs {
-  const manifest = parseYaml(readFileSync(join(SLACK_REFERENCE_DIR, '..', '..', 'manifest.yml'), 'utf8')) as {
+  const manifest = parseYaml(
+    readFileSync(join(SLACK_REFERENCE_DIR, '..', '..', 'manifest.steps.yml'), 'utf8'),
+  ) as {
     functions?: Record<
       string,
       { output_parameters?: Record<string, { type: string; is_required?: boolean }> }

@@ -30,6 +30,10 @@ interface Manifest {
 }
 
 const manifest = parse(readFileSync(join(repo, 'manifest.yml'), 'utf8')) as Manifest;
+/** manifest.yml plus the Workflow Builder steps, which need a paid plan (docs/slack.md#workflow-builder-steps). */
+const withSteps = parse(readFileSync(join(repo, 'manifest.steps.yml'), 'utf8')) as Manifest & {
+  settings?: { function_runtime?: string };
+};
 const botScopes = manifest.oauth_config?.scopes?.bot ?? [];
 
 /** ajv-formats is CommonJS: under NodeNext its default import is the module object or the function itself. */
@@ -110,9 +114,12 @@ function manifestValidator() {
 }
 
 describe('manifest.yml', () => {
-  it('is a valid Slack app manifest (draft-07 schema, offline)', () => {
+  it.each([
+    ['manifest.yml', manifest],
+    ['manifest.steps.yml', withSteps],
+  ])('%s is a valid Slack app manifest (draft-07 schema, offline)', (_name, candidate) => {
     const validate = manifestValidator();
-    const valid = validate(manifest);
+    const valid = validate(candidate);
     expect(validate.errors ?? [], JSON.stringify(validate.errors, null, 2)).toEqual([]);
     expect(valid).toBe(true);
   });
@@ -171,17 +178,38 @@ describe('manifest.yml', () => {
     expect(new Set(botScopes).size).toBe(botScopes.length);
   });
 
-  it('declares the App Home and the two workflow steps with only the events they need', () => {
+  it('declares the App Home with only the event it needs, and nothing that needs a paid plan', () => {
     expect(manifest.features?.app_home?.home_tab_enabled).toBe(true);
-    expect(manifest.settings?.event_subscriptions?.bot_events).toEqual([
+    expect(manifest.settings?.event_subscriptions?.bot_events).toEqual(['app_home_opened']);
+    // Custom steps (functions) need a paid plan and an org-ready app: they live in manifest.steps.yml.
+    expect(manifest.functions).toBeUndefined();
+    expect(manifest.settings?.org_deploy_enabled).toBeUndefined();
+    expect(methodsCalled().has('views.publish')).toBe(true);
+  });
+});
+
+describe('manifest.steps.yml', () => {
+  it('declares the two workflow steps, their event and an org-ready app run by this bot', () => {
+    expect(withSteps.settings?.event_subscriptions?.bot_events).toEqual([
       'app_home_opened',
       'function_executed',
     ]);
-    // Custom steps need an org-ready app.
-    expect(manifest.settings?.org_deploy_enabled).toBe(true);
-    expect(Object.keys(manifest.functions ?? {})).toEqual(['request_vm_resize', 'request_vm_restore']);
+    expect(withSteps.settings?.org_deploy_enabled).toBe(true);
+    expect(withSteps.settings?.function_runtime).toBe('remote');
+    expect(Object.keys(withSteps.functions ?? {})).toEqual(['request_vm_resize', 'request_vm_restore']);
     const methods = methodsCalled();
-    for (const method of ['views.publish', 'functions.completeSuccess', 'functions.completeError'])
+    for (const method of ['functions.completeSuccess', 'functions.completeError'])
       expect(methods.has(method), method).toBe(true);
+  });
+
+  it('is manifest.yml plus the steps and nothing else, so the two cannot drift apart', () => {
+    const { functions: _steps, ...rest } = structuredClone(withSteps);
+    const settings = rest.settings!;
+    delete settings.org_deploy_enabled;
+    delete settings.function_runtime;
+    settings.event_subscriptions!.bot_events = settings.event_subscriptions!.bot_events!.filter(
+      (event) => event !== 'function_executed',
+    );
+    expect(rest).toEqual(manifest);
   });
 });

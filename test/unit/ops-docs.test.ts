@@ -1,0 +1,191 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseEnv } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadEnv } from '../../src/config/env.ts';
+
+// The repository documents itself: a short README, the reference in docs/, .env.example and the changelog, with
+// every link and every cited heading (`docs/operations.md#shutdown` in a comment) resolving inside it.
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const read = (file: string) => readFileSync(join(repo, file), 'utf8');
+const readme = read('README.md');
+
+const PAGES = [
+  'slack',
+  'configuration',
+  'policy',
+  'requests',
+  'operations',
+  'performance',
+  'troubleshooting',
+  'architecture',
+  'cloud-api-spec',
+];
+const markdown = [
+  'README.md',
+  'CHANGELOG.md',
+  ...readdirSync(join(repo, 'docs'))
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `docs/${file}`),
+];
+
+/** Every variable the bot reads: the keys of the environment schema in src/config/env.ts. */
+const envSource = read('src/config/env.ts');
+const schema = envSource.slice(envSource.indexOf('const envSchema = z.object({'));
+const VARIABLES = [...schema.slice(0, schema.indexOf('\n});')).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map(
+  (match) => match[1]!,
+);
+
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens. */
+const anchor = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+
+/** The anchors of a Markdown file's headings. */
+const anchorsOf = (file: string) =>
+  new Set([...read(file).matchAll(/^#{1,6} (.+)$/gm)].map((match) => anchor(match[1]!)));
+
+describe('README.md', () => {
+  it('is at most 250 lines', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(250);
+  });
+
+  it('starts people with the demo, and contributors with the tests', () => {
+    expect(readme).toContain('npm ci && npm run demo');
+    expect(readme).toContain('npm ci && npm test');
+  });
+
+  it('walks to a real workspace in Socket Mode: the manifest, both tokens, the policy, .env, a start', () => {
+    const path = readme.slice(readme.indexOf('## Ten minutes to a real workspace'));
+    for (const step of [
+      'manifest.yml',
+      'xoxb-',
+      'xapp-',
+      'connections:write',
+      'policy.example.yml',
+      '.env.example',
+    ])
+      expect(path, step).toContain(step);
+    expect(path).toContain('docker compose up -d');
+    expect(path).toContain('npm start');
+  });
+
+  it('links every page of docs/ and the changelog', () => {
+    for (const page of PAGES) expect(readme, page).toContain(`](docs/${page}.md)`);
+    expect(readme).toContain('](CHANGELOG.md)');
+  });
+});
+
+describe('docs/', () => {
+  it('configuration.md has a table row for every environment variable the bot reads', () => {
+    expect(VARIABLES.length).toBeGreaterThan(15);
+    // Variables with a default come back from loadEnv({}): the scan above must not miss one.
+    for (const name of Object.keys(loadEnv({}))) expect(VARIABLES).toContain(name);
+    const configuration = read('docs/configuration.md');
+    for (const name of VARIABLES) expect(configuration).toMatch(new RegExp(`^\\| \`${name}\` \\|`, 'm'));
+  });
+
+  it('policy.md documents every key of policy.example.yml, top level and per project', () => {
+    const example = parse(read('policy.example.yml')) as { projects: Record<string, unknown>[] };
+    const rows = read('docs/policy.md')
+      .split('\n')
+      .filter((line) => line.startsWith('|'))
+      .join('\n');
+    for (const key of Object.keys(example)) expect(rows, key).toMatch(new RegExp(`\`${key}[\`.\\[]`));
+    const projectKeys = new Set(example.projects.flatMap((project) => Object.keys(project)));
+    for (const key of projectKeys) expect(rows, key).toMatch(new RegExp(`\`projects\\[\\]\\.${key}[\`\\[]`));
+    expect(read('docs/policy.md')).toContain('policy.example.yml');
+  });
+
+  it('operations.md and troubleshooting.md keep the headings others fill in and link to', () => {
+    const operations = anchorsOf('docs/operations.md');
+    for (const heading of [
+      'roles',
+      'scaling',
+      'redis-sentinel',
+      'redis-cluster',
+      'retention',
+      'shutdown',
+      'upgrades',
+    ])
+      expect(operations, heading).toContain(heading);
+    expect(anchorsOf('docs/troubleshooting.md')).toContain('cloudops-doctor');
+  });
+
+  it('every relative link in the README, the changelog and docs/ reaches a file, and its heading', () => {
+    const broken: string[] = [];
+    for (const file of markdown) {
+      for (const match of read(file).matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = match[1]!;
+        if (/^[a-z]+:/.test(target)) continue;
+        const [path, hash] = target.split('#') as [string, string | undefined];
+        const resolved = path === '' ? file : normalize(join(dirname(file), path));
+        if (!existsSync(join(repo, resolved))) broken.push(`${file}: ${target} (no file)`);
+        else if (hash && resolved.endsWith('.md') && !anchorsOf(resolved).has(hash))
+          broken.push(`${file}: ${target} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('every docs/<page>.md#<heading> cited in a tracked file names a heading that exists', () => {
+    const files = execFileSync('git', ['ls-files', '-z'], { cwd: repo, encoding: 'utf8' })
+      .split('\0')
+      .filter((file) => /\.(ts|mts|mjs|js|yml|yaml|md|json)$/.test(file) && !file.startsWith('vendor/'));
+    const cited: string[] = [];
+    const missing: string[] = [];
+    for (const file of files) {
+      if (!existsSync(join(repo, file))) continue;
+      for (const match of read(file).matchAll(/docs\/([a-z-]+\.md)#([a-z0-9-]+)/g)) {
+        cited.push(match[0]);
+        const page = `docs/${match[1]}`;
+        if (!existsSync(join(repo, page)) || !anchorsOf(page).has(match[2]!))
+          missing.push(`${file}: ${match[0]}`);
+      }
+    }
+    expect(cited.length).toBeGreaterThan(20);
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('.env.example', () => {
+  const example = parseEnv(read('.env.example'));
+
+  it('names every variable the bot reads, each with a comment, no value filled in', () => {
+    expect(Object.keys(example).sort()).toEqual([...VARIABLES].sort());
+    expect(Object.values(example).every((value) => value === '')).toBe(true);
+    const lines = read('.env.example').split('\n');
+    for (const name of VARIABLES) {
+      const at = lines.findIndex((line) => line.startsWith(`${name}=`));
+      expect(lines[at - 1], name).toMatch(/^# /);
+    }
+  });
+
+  it('copied as it is, it parses (empty values count as unset)', () => {
+    expect(() => loadEnv(example)).not.toThrow();
+  });
+});
+
+describe('CHANGELOG.md', () => {
+  it('has the package version first, then 0.2.0 and 0.1.0', () => {
+    const { version } = JSON.parse(read('package.json')) as { version: string };
+    expect(version).toBe('0.3.0');
+    const versions = [...read('CHANGELOG.md').matchAll(/^## (\d+\.\d+\.\d+)\b/gm)].map((match) => match[1]);
+    expect(versions).toEqual([version, '0.2.0', '0.1.0']);
+  });
+});
+
+describe('.ci/run', () => {
+  it('installs from the lockfile and runs the README’s test command, failing on failure', () => {
+    const ci = read('.ci/run');
+    expect(ci).toMatch(/^set -euo pipefail$/m);
+    expect(ci).toMatch(/^npm ci\b/m);
+    expect(ci).toMatch(/^npm test$/m);
+  });
+});
