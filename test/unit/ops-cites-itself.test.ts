@@ -8,12 +8,6 @@ import { describe, expect, it } from 'vitest';
 // (e.g. docs/operations.md#shutdown), never a file beside or above it.
 const repo = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 
-/**
- * Files not yet rewritten, each removed from here when it is. Until then the check skips them.
- * src/main.ts: the lead splits it into src/startup/ and rewrites its citations there.
- */
-const NOT_YET = new Set(['src/main.ts']);
-
 // Built from pieces so that this file does not cite what it looks for.
 const CONTRACT = new RegExp(`${'PRODUCT'}\\.md`);
 const TEAM_FOLDER = new RegExp(`\\.\\./${'shared'}\\b|/${'work'}/(${'shared'}|main|wt|tools|notes)\\b`);
@@ -22,7 +16,7 @@ const CLIMB = /(?:^|[^\w.])((?:\.\.\/)+[\w.-]*)/g;
 
 const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: repo, encoding: 'utf8' })
   .split('\0')
-  .filter((path) => path !== '' && !NOT_YET.has(path))
+  .filter((path) => path !== '')
   .map((path) => ({ path, text: readFileSync(join(repo, path)) }))
   .filter(({ text }) => !text.includes(0))
   .map(({ path, text }) => ({ path, lines: text.toString('utf8').split('\n') }));
