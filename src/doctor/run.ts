@@ -1,6 +1,6 @@
 /**
  * `cloudops doctor`: every dependency the bot needs, checked as the bot would use it, one result per check
- * (docs/troubleshooting.md#doctor). Nothing is written anywhere; secrets never appear in a result.
+ * (docs/troubleshooting.md#cloudops-doctor). Nothing is written anywhere; secrets never appear in a result.
  */
 import { type CloudProbe, probeCloudApi } from '../cloud/probe.ts';
 import { type Env, missingForRole } from '../config/env.ts';
