@@ -5,6 +5,7 @@
  */
 import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { inSpan } from '../observability/tracing.ts';
 import {
   type CloudApiError,
   CloudInputError,
@@ -118,9 +119,17 @@ export class CloudApiClient implements CloudApi {
   private readonly timeouts: TimeoutPolicy;
   private readonly onCall?: (call: CallReport) => void;
   private readonly now: () => number;
+  /** Where the API is, for spans: host and port only (a URL could carry credentials). */
+  private readonly host?: { hostname: string; port: number };
 
   constructor(options: CloudApiClientOptions) {
     this.base = options.baseUrl.replace(/\/+$/, '');
+    const url = URL.canParse(this.base) ? new URL(this.base) : undefined;
+    if (url)
+      this.host = {
+        hostname: url.hostname,
+        port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+      };
     this.apiKey = options.apiKey;
     this.timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
     this.onCall = options.onCall;
@@ -209,18 +218,37 @@ export class CloudApiClient implements CloudApi {
     path: string,
     options: { auth: boolean; schema: S; body?: object; signal?: AbortSignal },
   ): Promise<{ value: z.infer<S>; status: number }> {
-    const started = performance.now();
-    let status: number | undefined;
-    try {
-      const result = await this.send(operation, method, path, options, (s) => {
-        status = s;
-      });
-      this.report(operation, started, 'ok', status);
-      return result;
-    } catch (error) {
-      this.report(operation, started, outcomeOf(error), status);
-      throw error;
-    }
+    // The span names the method and the path with the VM id; headers (the key) and bodies are never recorded.
+    return inSpan(
+      `${method} ${path}`,
+      {
+        kind: 'client',
+        attributes: {
+          'http.request.method': method,
+          'url.path': path,
+          'server.address': this.host?.hostname,
+          'server.port': this.host?.port,
+          'cloudops.operation': operation,
+        },
+      },
+      async (span) => {
+        const started = performance.now();
+        let status: number | undefined;
+        try {
+          const result = await this.send(operation, method, path, options, (s) => {
+            status = s;
+          });
+          this.report(operation, started, 'ok', status);
+          span.set({ 'http.response.status_code': status, 'cloudops.outcome': 'ok' });
+          return result;
+        } catch (error) {
+          const outcome = outcomeOf(error);
+          this.report(operation, started, outcome, status);
+          span.set({ 'http.response.status_code': status, 'cloudops.outcome': outcome });
+          throw error;
+        }
+      },
+    );
   }
 
   private async send<S extends z.ZodType>(

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_CALL_DEADLINE_MS } from '../cloud/client.ts';
+import { TRACING_ENV_SHAPE, TracingConfigError, tracingConfig } from './tracing-env.ts';
 
 /** Which parts of the bot a process runs (docs/operations.md#roles). */
 export const ROLES = ['all', 'web', 'worker', 'scheduler'] as const;
@@ -76,6 +77,8 @@ const envSchema = z.object({
       message: 'expected a pino level: fatal, error, warn, info, debug, trace or silent',
     })
     .default('info'),
+  /** The standard OpenTelemetry variables (docs/tracing.md). */
+  ...TRACING_ENV_SHAPE,
 });
 
 /** A Sentinel's address. */
@@ -125,6 +128,12 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     throw new ConfigError(
       'REDIS_SENTINEL_NAME: set without REDIS_SENTINELS; give the Sentinels as host:port,host:port, or unset both to use REDIS_URL alone',
     );
+  try {
+    tracingConfig(parsed.data);
+  } catch (error) {
+    if (error instanceof TracingConfigError) throw new ConfigError(error.message);
+    throw error;
+  }
   return parsed.data;
 }
 

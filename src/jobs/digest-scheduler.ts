@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { queueTelemetry } from '../observability/tracing.ts';
 import { type DigestSchedule, nextRun } from '../pricing/schedule-parse.ts';
 import { EVENTS_MAX_LEN } from './queues.ts';
 
@@ -60,6 +61,7 @@ export class DigestScheduler {
       connection: options.connection,
       prefix: options.prefix,
       streams: { events: { maxLen: EVENTS_MAX_LEN } },
+      telemetry: queueTelemetry(),
     });
     this.now = options.now;
     this.redis = options.connection;

@@ -5,6 +5,7 @@ import { cloudReason } from '../cloud/errors.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
+import { queueTelemetry } from '../observability/tracing.ts';
 import { diffSnapshots } from '../pricing/diff.ts';
 import { toSnapshot } from '../pricing/price-fields.ts';
 import { nextRun } from '../pricing/schedule-parse.ts';
@@ -135,7 +136,12 @@ export function startDigestWorker(deps: DigestWorkerDeps): {
   const worker = new Worker<DigestJobData, DigestOutcome>(
     DIGEST_QUEUE,
     (job, token) => runDigestJob(deps, ticks, job, token),
-    { connection: deps.connection, prefix: deps.prefix, concurrency: deps.concurrency ?? DIGEST_CONCURRENCY },
+    {
+      connection: deps.connection,
+      prefix: deps.prefix,
+      concurrency: deps.concurrency ?? DIGEST_CONCURRENCY,
+      telemetry: queueTelemetry(),
+    },
   );
   worker.on('failed', (job, error) =>
     deps.logger.warn(

@@ -1,4 +1,5 @@
 import { type Job, Worker } from 'bullmq';
+import { queueTelemetry, withRequestId } from '../observability/tracing.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { ExecuteProcessor } from './execute-worker.ts';
 import { NotifyProcessor } from './notify-worker.ts';
@@ -61,11 +62,14 @@ export function createExecution(deps: ExecutionDeps): Execution {
     stalledInterval,
     lockDuration: stalledInterval,
     maxStalledCount: MAX_STALLED_COUNT,
+    // With tracing on, each job's processing is a span of the trace that enqueued it.
+    telemetry: queueTelemetry(),
   };
 
   const executeWorker = new Worker<ExecuteJobData, string>(
     QUEUE_NAMES.execute,
-    (job: Job<ExecuteJobData>, token?: string) => execute.process(job, token),
+    (job: Job<ExecuteJobData>, token?: string) =>
+      withRequestId(job.data.requestId, () => execute.process(job, token)),
     {
       ...common,
       concurrency: concurrency.execute,
@@ -76,7 +80,8 @@ export function createExecution(deps: ExecutionDeps): Execution {
   );
   const notifyWorker = new Worker<NotifyJob, string>(
     QUEUE_NAMES.notify,
-    (job: Job<NotifyJob>, token?: string) => notify.process(job, token),
+    (job: Job<NotifyJob>, token?: string) =>
+      withRequestId(job.data.requestId, () => notify.process(job, token)),
     {
       ...common,
       concurrency: concurrency.notify,

@@ -1,6 +1,7 @@
 import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
+import { queueTelemetry } from '../observability/tracing.ts';
 import { NOTIFY_RETRY, type RetryPolicy, retryDelayMs } from './retry-policy.ts';
 import { slackFailure } from './slack-failure.ts';
 
@@ -32,6 +33,7 @@ export function startFollowUpQueue<T extends object>(
     connection: deps.connection,
     prefix: deps.prefix,
     defaultJobOptions: { backoff: { type: 'cloudops' }, ...options.jobs },
+    telemetry: queueTelemetry(),
   });
   queue.on('error', (error: Error) =>
     deps.logger.warn({ err: error, queue: name }, 'queue connection problem'),
@@ -41,6 +43,7 @@ export function startFollowUpQueue<T extends object>(
     prefix: deps.prefix,
     concurrency: 4,
     limiter: options.limiter,
+    telemetry: queueTelemetry(),
     settings: { backoffStrategy: (attempts, _type, error) => retryDelayMs(retry, attempts, error) },
   });
   worker.on('failed', (job, error) =>

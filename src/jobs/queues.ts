@@ -1,5 +1,6 @@
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { queueTelemetry } from '../observability/tracing.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import { DueTimes } from './due-times.ts';
 
@@ -71,16 +72,20 @@ export type NotifyJob =
 /** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
 export function createQueues(connection: Redis, prefix: string): Queues {
   const streams = { events: { maxLen: EVENTS_MAX_LEN } };
+  // With tracing on, a job carries the trace context of the code that added it.
+  const telemetry = queueTelemetry();
   const execute = new Queue(QUEUE_NAMES.execute, {
     connection,
     prefix,
     streams,
+    telemetry,
     defaultJobOptions: EXECUTE_JOB_OPTIONS,
   });
   const notify = new Queue(QUEUE_NAMES.notify, {
     connection,
     prefix,
     streams,
+    telemetry,
     defaultJobOptions: NOTIFY_JOB_OPTIONS,
   });
   return {

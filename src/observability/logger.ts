@@ -104,7 +104,13 @@ export function scrubbingStream(
  * Per-request and per-job lines come from child loggers: `logger.child({ requestId, jobId })`.
  */
 export function createLogger(
-  options: { level?: string; secrets?: readonly string[]; name?: string } = {},
+  options: {
+    level?: string;
+    secrets?: readonly string[];
+    name?: string;
+    /** Fields added to every line: the current span's `trace_id` and `span_id` when tracing is on (unset when off). */
+    traceFields?: () => Record<string, string>;
+  } = {},
   destination: DestinationStream = pino.destination(1),
 ): Logger {
   const secrets = (options.secrets ?? []).filter((s) => s.length >= MIN_SECRET_LENGTH);
@@ -112,6 +118,7 @@ export function createLogger(
     {
       name: options.name ?? 'cloudops',
       level: options.level ?? 'info',
+      mixin: options.traceFields,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: {
         err: (err: unknown) => serializeError(err, secrets),

@@ -72,6 +72,8 @@ export interface Metrics {
   queueDepth: Gauge<'queue'>;
   /** Failed Slack Web API calls, by method and error. */
   slackErrors: Counter<'method' | 'error'>;
+  /** Spans lost on the way to the collector: the bounded queue was full, or their export failed. */
+  traceSpansDropped: Counter<'reason'>;
 }
 
 /** Creates the metrics in a fresh registry, with Node's default process metrics. */
@@ -122,6 +124,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       name: 'cloudops_slack_api_errors_total',
       help: 'Failed Slack Web API calls, by method and error',
       labelNames: ['method', 'error'],
+      registers: [registry],
+    }),
+    traceSpansDropped: new Counter({
+      name: 'cloudops_trace_spans_dropped_total',
+      help: 'Spans not delivered to the trace collector, by reason (queue_full, export_failed)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
   };

@@ -1,6 +1,7 @@
 import type { HomeView, KnownBlock, ModalView } from '@slack/types';
 import { type Dispatcher, Pool } from 'undici';
 import type { Logger } from '../observability/logger.ts';
+import { inSpan } from '../observability/tracing.ts';
 import {
   SlackApiError,
   SlackHttpError,
@@ -165,10 +166,42 @@ export class SlackApi {
   }
 
   /** One Web API call; resolves with Slack's answer when `ok`, else rejects with a {@link SlackApiError}. */
-  async call<T extends SlackAnswer = SlackAnswer>(
+  call<T extends SlackAnswer = SlackAnswer>(
     method: string,
     args: object = {},
     options: { timeoutMs?: number; signal?: AbortSignal; token?: string } = {},
+  ): Promise<T> {
+    // A span per call, named by the method; neither the token nor the arguments (user text) are recorded.
+    return inSpan(
+      method,
+      {
+        kind: 'client',
+        attributes: {
+          'http.request.method': 'POST',
+          'url.path': `${this.base.pathname}${method}`,
+          'server.address': this.base.hostname,
+          'slack.method': method,
+        },
+      },
+      async (span) => {
+        try {
+          const answer = await this.send<T>(method, args, options);
+          span.set({ 'http.response.status_code': 200 });
+          return answer;
+        } catch (error) {
+          if (error instanceof SlackHttpError) span.set({ 'http.response.status_code': error.status });
+          if (error instanceof SlackRateLimitedError) span.set({ 'http.response.status_code': 429 });
+          if (error instanceof SlackPlatformError) span.set({ 'slack.error': error.error });
+          throw error;
+        }
+      },
+    );
+  }
+
+  private async send<T extends SlackAnswer>(
+    method: string,
+    args: object,
+    options: { timeoutMs?: number; signal?: AbortSignal; token?: string },
   ): Promise<T> {
     const form = FORM_METHODS.has(method);
     const timeout = options.timeoutMs ?? this.timeoutMs;

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { App, type CustomRoute, HTTPReceiver, LogLevel } from '@slack/bolt';
 import type { Env } from '../config/env.ts';
+import { tracingOn } from '../observability/tracing.ts';
 import { register as registerApprove } from './actions/approve.ts';
 import { register as registerBreakGlass } from './actions/break-glass.ts';
 import { register as registerCancel } from './actions/cancel.ts';
@@ -16,6 +17,7 @@ import { createRouter } from './router.ts';
 import { type ReconnectPolicy, SocketLink } from './socket-link.ts';
 import { register as registerResizeStep } from './steps/request-resize.ts';
 import { register as registerRestoreStep } from './steps/request-restore.ts';
+import { registerTracing } from './tracing.ts';
 import { register as registerResize } from './views/resize-submit.ts';
 import { register as registerRestore } from './views/restore-submit.ts';
 import { register as registerSchedule } from './views/schedule-submit.ts';
@@ -108,6 +110,8 @@ export function createSlackApp(
     // auth.test runs at start(), not at construction, so a bad token fails start-up with a clear error.
     deferInitialization: true,
   });
+  // First, so a request the guard refuses is traced too; with tracing off Bolt runs no extra middleware.
+  if (tracingOn()) registerTracing(app);
   registerWorkspaceGuard(app, deps);
   registerCloud(app, deps);
   registerHome(app, deps);
