@@ -14,10 +14,8 @@ import { StartupError } from './startup/checks.ts';
 import { openCore } from './startup/core.ts';
 import { StartupDeadline } from './startup/deadline.ts';
 import type { Running, StartOptions } from './startup/options.ts';
-import { startScheduler } from './startup/scheduler.ts';
 import { closeServer, portOf, ShutdownStages } from './startup/stages.ts';
-import { type StartedWeb, startWeb } from './startup/web.ts';
-import { startWorker } from './startup/worker.ts';
+import type { StartedWeb } from './startup/web.ts';
 
 export type { Running, StartOptions } from './startup/options.ts';
 
@@ -68,11 +66,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       port = portOf(healthServer, env.PORT);
     }
     if (core.runs('web')) {
+      // Each role's modules load only where it runs: a worker never loads Bolt, a web process never a worker.
+      const { startWeb } = await import('./startup/web.ts');
       web = await startWeb(core, socketMode);
       port ??= web.port;
     }
-    if (core.runs('worker')) startWorker(core);
-    if (core.runs('scheduler')) await startScheduler(core);
+    if (core.runs('worker')) (await import('./startup/worker.ts')).startWorker(core);
+    if (core.runs('scheduler')) await (await import('./startup/scheduler.ts')).startScheduler(core);
     // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
     const metricsServer: Server = await deadline.step(
       'the metrics server on METRICS_PORT',

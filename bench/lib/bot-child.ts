@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadEnv } from '../../src/config/env.ts';
@@ -68,6 +70,9 @@ serveProc(
     },
   },
   async () => {
+    // BENCH_HEAP_BOT=<dir>: what the bot holds once the load is over, before it stops (bench/profile.md).
+    const heapDir = process.env.BENCH_HEAP_BOT;
+    if (heapDir) writeHeapSnapshot(join(heapDir, `bot-${process.pid}-${Date.now()}.heapsnapshot`));
     await running?.stop();
     logger?.flush();
   },

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,12 +30,18 @@ interface BareRun {
   idleRssMb: number;
 }
 
+/** The roles a process can run alone, each measured idle on its own. */
+const ROLES = ['web', 'worker', 'scheduler'] as const;
+/** Issue 29: the compiled bot idle within 1.15× a bare compiled Bolt + BullMQ app. */
+const IDLE_RATIO_LIMIT = 1.15;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Footprint: `node --import tsx src/main.ts` as its own process (as `npm start` runs it) against the simulators:
- * spawn → GET /readyz 200, resident memory idle and after a pipeline run, and SIGTERM → exit. Baseline: a bare Bolt
- * app plus a bare BullMQ worker in a process of their own.
+ * Footprint: the compiled bot, `node dist/src/main.js` as its own process (as `npm start` runs it) against the
+ * simulators: spawn → GET /readyz 200, resident memory idle and after a pipeline run, and SIGTERM → exit; then each
+ * role alone, idle. Baseline: a bare Bolt app plus a bare BullMQ worker in a process of their own, also run without
+ * a loader (Node strips its types). Bot and baseline alternate within each run.
  */
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.footprint;
@@ -51,19 +58,22 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const policyFile = join(dir, 'policy.yml');
     await writeFile(policyFile, benchPolicyYaml(sims.projectUuid));
 
-    const startBot = async () => {
+    // The compiled bot, as production runs it: build dist/ first when the sources are newer.
+    execFileSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
+    const startBot = async (role: 'all' | (typeof ROLES)[number] = 'all') => {
       const port = await freePort();
       const prefix = ctx.newPrefix('footprint');
       const env = benchEnv(activeSims, {
         redisUrl: ctx.redisUrl,
         prefix,
-        role: 'all',
+        role,
         logLevel: ctx.config.logLevel,
         port,
         policyFile,
       });
       const child = await spawnReady({
-        script: 'src/main.ts',
+        script: 'dist/src/main.js',
+        nodeArgs: [],
         env,
         readyUrl: `http://127.0.0.1:${port}/readyz`,
         timeoutMs: cfg.readyTimeoutMs,
@@ -77,6 +87,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       const port = await freePort();
       const child = await spawnReady({
         script: 'bench/lib/bare-app-main.ts',
+        nodeArgs: [],
         env: { PORT: String(port), REDIS_URL: ctx.redisUrl, REDIS_PREFIX: ctx.newPrefix('footprint-bare') },
         readyUrl: `http://127.0.0.1:${port}/readyz`,
         timeoutMs: cfg.readyTimeoutMs,
@@ -93,6 +104,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
 
     const botRuns: BotRun[] = [];
     const bareRuns: BareRun[] = [];
+    const roleRss: Record<(typeof ROLES)[number], number[]> = { web: [], worker: [], scheduler: [] };
     for (let r = 1; r <= ctx.config.runs; r++) {
       const { child, prefix } = await startBot();
       await sleep(cfg.settleMs);
@@ -122,12 +134,19 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       await sleep(cfg.settleMs);
       bareRuns.push({ coldStartMs: bare.coldStartMs, idleRssMb: await bare.rssMb() });
       await bare.stop();
+      for (const role of ROLES) {
+        const { child: alone } = await startBot(role);
+        await sleep(cfg.settleMs);
+        roleRss[role].push(await alone.rssMb());
+        await alone.stop();
+      }
       ctx.log(
         `footprint: run ${r}: ${JSON.stringify(botRuns.at(-1))} bare ${JSON.stringify(bareRuns.at(-1))}`,
       );
     }
 
     const m = (values: number[]) => median(values);
+    const idleRatios = botRuns.map((r, i) => r.idleRssMb / (bareRuns[i]?.idleRssMb ?? Number.NaN));
     const bot = {
       coldStartMs: m(botRuns.map((r) => r.coldStartMs)),
       idleRssMb: m(botRuns.map((r) => r.idleRssMb)),
@@ -153,12 +172,19 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
           target: 'bare bolt+bullmq',
           figures: { cold_start_ms: round(bare.coldStartMs), idle_rss_mb: round(bare.idleRssMb) },
         },
+        ...ROLES.map((role) => ({
+          scenario: 'footprint (own process)',
+          target: `cloudops ROLE=${role} alone`,
+          figures: { idle_rss_mb: round(m(roleRss[role])) },
+        })),
       ],
       data: {
         pipelineRequests: cfg.pipelineRequests,
         settleMs: cfg.settleMs,
         cloudops: { runs: botRuns, median: bot },
         bare: { runs: bareRuns, median: bare },
+        roles: roleRss,
+        idleRatios,
       },
       checks: [],
       targets: [
@@ -166,6 +192,11 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
           name: 'footprint: idle memory under 150 MB',
           ok: bot.idleRssMb < 150,
           detail: `${round(bot.idleRssMb)} MB RSS (bare ${round(bare.idleRssMb)} MB)`,
+        },
+        {
+          name: `footprint: idle RSS within ${IDLE_RATIO_LIMIT}× bare Bolt + BullMQ (both compiled)`,
+          ok: m(idleRatios) <= IDLE_RATIO_LIMIT,
+          detail: `${round(m(idleRatios), 2)}× (${round(Math.min(...idleRatios), 2)}–${round(Math.max(...idleRatios), 2)}); roles alone: ${ROLES.map((r) => `${r} ${round(m(roleRss[r]))} MB`).join(', ')}`,
         },
         {
           name: 'footprint: SIGTERM exits 0',
