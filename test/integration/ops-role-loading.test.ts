@@ -74,7 +74,11 @@ async function packagesLoaded(role: string): Promise<Set<string>> {
 
 describe('start-up loads only what the role runs', () => {
   it('a worker and a scheduler load neither Bolt nor its Socket Mode client; the web role does', async () => {
-    const [web, worker, scheduler] = await Promise.all(['web', 'worker', 'scheduler'].map(packagesLoaded));
+    const [web, worker, scheduler] = await Promise.all([
+      packagesLoaded('web'),
+      packagesLoaded('worker'),
+      packagesLoaded('scheduler'),
+    ]);
     expect(web.has('@slack/bolt')).toBe(true);
     for (const alone of [worker, scheduler]) {
       expect(alone.has('@slack/bolt')).toBe(false);
