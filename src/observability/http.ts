@@ -7,6 +7,8 @@ export interface Readiness {
   policyLoaded(): boolean;
   /** Socket Mode only: whether the link to Slack is up. Undefined elsewhere (not part of readiness). */
   slackConnected?: () => boolean;
+  /** Whether the last check of the cloud API passed; reported in the body only, never a reason for 503. */
+  cloudUp?: () => boolean;
   /** Refreshes gauges that are read on scrape (queue depth). */
   beforeScrape?(): Promise<void>;
 }
@@ -35,11 +37,12 @@ export function healthHandlers(readiness: Readiness): Record<string, Handler> {
         clearTimeout(timer);
         const policy = readiness.policyLoaded();
         const slack = readiness.slackConnected?.();
+        const cloud = readiness.cloudUp?.();
         const ready = redis && policy && slack !== false;
         send(
           res,
           ready ? 200 : 503,
-          JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy, slack }),
+          JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy, slack, cloud }),
         );
       });
     },

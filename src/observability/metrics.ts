@@ -74,6 +74,8 @@ export interface Metrics {
   slackErrors: Counter<'method' | 'error'>;
   /** Spans lost on the way to the collector: the bounded queue was full, or their export failed. */
   traceSpansDropped: Counter<'reason'>;
+  /** 1 when the last check of the cloud API passed (reachable, key accepted), else 0 (src/startup/cloud-check.ts). */
+  cloudApiUp: Gauge;
 }
 
 /** Creates the metrics in a fresh registry, with Node's default process metrics. */
@@ -130,6 +132,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       name: 'cloudops_trace_spans_dropped_total',
       help: 'Spans not delivered to the trace collector, by reason (queue_full, export_failed)',
       labelNames: ['reason'],
+      registers: [registry],
+    }),
+    cloudApiUp: new Gauge({
+      name: 'cloudops_cloud_api_up',
+      help: 'Whether the last check of the cloud API passed: reachable and the API key accepted (1) or not (0)',
       registers: [registry],
     }),
   };

@@ -31,6 +31,7 @@ import { digestRenderer } from '../slack/blocks/digest.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import { SlackApi } from '../slack-api/client.ts';
 import { checkSlackToken, StartupError, waitForRedis } from './checks.ts';
+import { startCloudCheck } from './cloud-check.ts';
 import type { StartupDeadline } from './deadline.ts';
 import type { StartOptions } from './options.ts';
 import type { ShutdownStages } from './stages.ts';
@@ -150,6 +151,12 @@ export async function openCore(
       logger.warn({ why: slack.why }, 'Slack did not answer at start-up; replies wait until it does');
   }
 
+  // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
+  const cloudCheck = startCloudCheck(
+    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics },
+    options.cloudCheck,
+  );
+  stages.intake.push(async () => cloudCheck.stop());
   const cloud = new CloudApiClient({
     baseUrl: env.CLOUD_API_URL ?? '',
     apiKey: env.CLOUD_API_KEY,
@@ -211,6 +218,7 @@ export async function openCore(
   const readiness: Readiness = {
     redisPing: async () => (await fastRedis.ping()) === 'PONG',
     policyLoaded: () => policy.projects !== undefined,
+    cloudUp: () => cloudCheck.up(),
     beforeScrape: async () => {
       for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
         metrics.queueDepth.set({ queue: name }, await queue.count());

@@ -1,4 +1,5 @@
 /** What a start is given beside the environment and the policy, and what a started bot hands back. */
+
 import type { DuePolicy } from '../jobs/due-times.ts';
 import type { ExecutionConcurrency } from '../jobs/execution.ts';
 import type { RetentionPolicy } from '../jobs/retention-sweeper.ts';
@@ -7,6 +8,7 @@ import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ReconnectPolicy } from '../slack/socket-link.ts';
+import type { CloudCheckPolicy } from './cloud-check.ts';
 
 /** A running bot: what it listens on, and how to stop it. */
 export interface Running {
@@ -45,6 +47,8 @@ export interface StartOptions {
   duePolicy?: DuePolicy;
   /** How long user group members are cached, and the least time between two refreshes a click forces. */
   userGroupCache?: { cacheMs: number; refreshGapMs: number };
+  /** How often the cloud API is checked again (default CLOUD_CHECK of `src/startup/cloud-check.ts`). */
+  cloudCheck?: CloudCheckPolicy;
   /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
   reconnectPolicy?: ReconnectPolicy;
 }
