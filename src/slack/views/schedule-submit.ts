@@ -12,7 +12,10 @@ import {
   storeFromDraft,
 } from './draft-submission.ts';
 
-/** The requester accepted the earliest allowed time: re-check as of then and store a scheduled request. */
+/**
+ * The requester accepted the earliest allowed time: re-check as of then and store a scheduled request (a lease's
+ * return when the form was opened from one).
+ */
 export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.schedule, async ({ ack, body, view }) => {
     // The draft (claimed) first, then the VM's facts it names, within one budget before the ack.
@@ -71,6 +74,8 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
             confirmedStopped: scheduled.confirmedStopped,
             reason: scheduled.reason,
             runAt,
+            // A lease's return scheduled for the 24-hour rule stays that lease's return (it ends the lease when run).
+            ...(draft.leaseReturn ? { returnOf: draft.leaseReturn } : {}),
           },
         ),
       );
