@@ -251,29 +251,36 @@ export class NotifyProcessor {
     alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
     if (!request.messageTs) return this.withoutMessage(request, data, alreadyReplied);
-    const thread = { channel: request.channel, thread_ts: request.messageTs };
-    const replied = await this.threadReply(request, thread, data, alreadyReplied);
-    try {
-      await this.update(request, request.messageTs);
-    } catch (error) {
-      if (!(error instanceof UnrecoverableError)) throw error;
-      this.deps.logger.warn({ requestId: request.id }, 'request message not updated after its reply');
-    }
-    return replied;
+    const messageTs = request.messageTs;
+    const thread = { channel: request.channel, thread_ts: messageTs };
+    // The message is synced beside the reply's "posted" record, not after it: neither waits for the other.
+    return this.threadReply(request, thread, data, alreadyReplied, async () => {
+      try {
+        await this.update(request, messageTs);
+      } catch (error) {
+        if (!(error instanceof UnrecoverableError)) throw error;
+        this.deps.logger.warn({ requestId: request.id }, 'request message not updated after its reply');
+      }
+    });
   }
 
   /**
    * Posts the reply in `where` (the request's thread) unless its record (looked up by the caller) says it was posted.
    * A reply whose send started but was never recorded (the process died in between) is looked for in the thread by
-   * its metadata and adopted when Slack has it, so a crash does not post it twice.
+   * its metadata and adopted when Slack has it, so a crash does not post it twice. `alongside` runs once the reply is
+   * in Slack, beside the write of its record (a retry after `alongside` failed finds the record and skips the post).
    */
   private async threadReply(
     request: CloudRequest,
     where: { channel: string; thread_ts?: string },
     reply: { requestId: string; event: ReplyEvent; step?: number },
     alreadyReplied: boolean,
+    alongside: () => Promise<void> = async () => undefined,
   ): Promise<NotifyOutcome> {
-    if (alreadyReplied) return 'duplicate';
+    if (alreadyReplied) {
+      await alongside();
+      return 'duplicate';
+    }
     const id = replyId(reply);
     const key = this.repliedKey(id);
     // Kept until a replica has it: after a failover the record lands on the new master, so no retry posts again.
@@ -288,7 +295,7 @@ export class NotifyProcessor {
     if (first !== 'OK' && where.thread_ts) {
       const found = await this.findReply(request, where.channel, where.thread_ts, id);
       if (found) {
-        await record(found);
+        await Promise.all([record(found), alongside()]);
         return 'adopted';
       }
     }
@@ -301,7 +308,7 @@ export class NotifyProcessor {
         metadata: { event_type: REPLY_EVENT_TYPE, event_payload: { reply_id: id } },
       }),
     );
-    await record(result.ts ?? 'posted');
+    await Promise.all([record(result.ts ?? 'posted'), alongside()]);
     return 'replied';
   }
 
