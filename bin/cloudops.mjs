@@ -5,6 +5,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { distState } from '../scripts/dist.mjs';
 
+// Before anything that needs Node 24 is loaded (src/startup/node-guard.ts makes the same check for the bot).
+const REQUIRED_NODE_MAJOR = 24;
+if (Number(process.versions.node.split('.')[0]) < REQUIRED_NODE_MAJOR) {
+  process.stderr.write(
+    `cloudops: Node.js ${process.versions.node} is too old: cloudops needs Node.js ${REQUIRED_NODE_MAJOR} or later (nodejs.org, or nvm install ${REQUIRED_NODE_MAJOR})\n`,
+  );
+  process.exit(1);
+}
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 let entry = join(root, 'dist', 'src', 'cli', 'main.js');
 if (distState(root) !== 'current') {

@@ -2,6 +2,8 @@
  * The composition root: per ROLE, the start functions of src/startup/ over one shared core, the health and metrics
  * servers, and `npm start`'s handling of signals. Nothing else decides what runs.
  */
+// First: on a Node.js too old for the rest, one line and exit 1 before any other module runs.
+import './startup/node-guard.ts';
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { withDotEnv } from './config/dotenv.ts';

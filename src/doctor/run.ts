@@ -7,12 +7,12 @@ import { type Env, missingForRole } from '../config/env.ts';
 import { loadPolicy, type Policy, PolicyError, userGroupsOf } from '../config/policy.ts';
 import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
+import { REQUIRED_NODE_MAJOR } from '../startup/node-guard.ts';
 import { checkRedis } from './redis.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 import { checkAppToken, checkBotToken, checkChannels, checkUserGroups, SLACK_CHECK_MS } from './slack.ts';
 
-/** The Node.js major version the bot needs (package.json `engines`). */
-export const REQUIRED_NODE_MAJOR = 24;
+export { REQUIRED_NODE_MAJOR };
 /** A clock off by more than this is worth a warning: schedules, the 24-hour rule and expiries lean on it. */
 export const CLOCK_WARN_MS = 30_000;
 /** Past this Slack refuses the signatures of HTTP mode (5-minute window), and rule timing is visibly off. */
