@@ -6,17 +6,20 @@
 import './startup/node-guard.ts';
 import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
+import { packageVersion } from './cli/version.ts';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
-import { createLogger } from './observability/logger.ts';
+import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics } from './observability/metrics.ts';
+import { stopTracing, traceLogFields } from './observability/tracing.ts';
 import { StartupError } from './startup/checks.ts';
 import { openCore } from './startup/core.ts';
 import { StartupDeadline } from './startup/deadline.ts';
 import type { Running, StartOptions } from './startup/options.ts';
 import { closeServer, portOf, ShutdownStages } from './startup/stages.ts';
+import { startProcessTracing, traceLifecycle, tracingSecrets } from './startup/tracing.ts';
 import type { StartedWeb } from './startup/web.ts';
 
 export type { Running, StartOptions } from './startup/options.ts';
@@ -42,16 +45,26 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.SLACK_APP_TOKEN,
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
+    ...tracingSecrets(env),
   ].filter((s): s is string => s !== undefined);
-  const logger = options.logger ?? createLogger({ level: env.LOG_LEVEL, secrets });
   const metrics = createMetrics();
+  // Tracing before the logger, whose lines then carry the trace ids; the SDK's warnings go to that logger.
+  let tracingLog: Logger | undefined;
+  const tracing = await startProcessTracing(env, metrics, () => tracingLog, packageVersion());
+  const logger =
+    options.logger ??
+    createLogger({ level: env.LOG_LEVEL, secrets, traceFields: tracing ? traceLogFields : undefined });
+  tracingLog = logger;
   const role = env.ROLE;
   logger.info({ role }, 'cloudops starting');
   const stages = new ShutdownStages(logger);
+  // Closed last, so the spans of the shutdown itself are exported too, within what is left of its deadline.
+  if (tracing) stages.connections.push((budget) => stopTracing(budget));
 
   try {
     if (deadline.signal.aborted) throw deadline.signal.reason;
     const core = await openCore(env, policy, options, { logger, metrics, secrets, stages, deadline });
+    if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
     const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
     let web: StartedWeb | undefined;
     // Socket Mode: not ready until the link is up, and again not while it is lost.

@@ -164,6 +164,10 @@ export async function createTracingBackend(
       await Promise.race([provider.shutdown().catch(() => undefined), late]).finally(() =>
         clearTimeout(timer),
       );
+      trace.disable();
+      context.disable();
+      propagation.disable();
+      diag.disable();
     },
   };
 }

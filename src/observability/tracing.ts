@@ -36,7 +36,7 @@ export interface TracingBackend {
   withRequestId<T>(requestId: string, work: () => T): T;
   logFields(): Record<string, string>;
   queueTelemetry: Telemetry;
-  /** Exports what is queued, within `budgetMs`, and stops; a collector that does not answer is given up on. */
+  /** Exports what is queued, within `budgetMs`, and unregisters the SDK's globals. */
   shutdown(budgetMs: number): Promise<void>;
 }
 
@@ -73,6 +73,17 @@ export async function startTracing(
   );
   backend = await starting;
   return backend;
+}
+
+/**
+ * Exports what is still queued within `budgetMs` (a collector that does not answer is given up on) and unregisters
+ * the SDK, so spans stop here and a later start in the same process begins afresh.
+ */
+export async function stopTracing(budgetMs: number): Promise<void> {
+  const stopping = backend;
+  backend = undefined;
+  starting = undefined;
+  await stopping?.shutdown(budgetMs);
 }
 
 /** Whether spans are being recorded (the SDK is loaded). */

@@ -1,0 +1,381 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
+import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
+import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
+import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import {
+  blockActionsPayload,
+  interactionBody,
+  postSigned,
+  slashCommandBody,
+  viewState,
+  viewSubmissionPayload,
+} from '../helpers/slack-request.ts';
+
+const RECORD_MODULES = fileURLToPath(new URL('../fixtures/record-modules.mjs', import.meta.url));
+
+/** The cloud sim, the Slack stand-in and a policy file: what the bot process runs against. */
+interface Stage {
+  sim: CloudSim;
+  slack: SlackStandIn;
+  dir: string;
+  prefix: string;
+  secrets: { botToken: string; signingSecret: string; apiKey: string };
+  close(): Promise<void>;
+}
+
+async function startStage(): Promise<Stage> {
+  const secrets = {
+    botToken: `xoxb-trace-${randomBytes(12).toString('hex')}`,
+    signingSecret: randomBytes(20).toString('hex'),
+    apiKey: `ck_${randomBytes(16).toString('hex')}`,
+  };
+  const sim = await startCloudSim({ apiKey: secrets.apiKey });
+  const slack = await startSlackStandIn({ botToken: secrets.botToken, teamId: OPS.team });
+  const dir = await mkdtemp(join(tmpdir(), 'cloudops-tracing-'));
+  await writeFile(join(dir, 'policy.yml'), OPS_POLICY);
+  const prefix = uniquePrefix('trace');
+  return {
+    sim,
+    slack,
+    dir,
+    prefix,
+    secrets,
+    async close() {
+      const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
+      await deleteKeys(redis, prefix).catch(() => undefined);
+      redis.disconnect();
+      await Promise.all([sim.close(), slack.close()]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `npm start` in its own process on the stage, in HTTP mode, with `extra` variables (the OTEL_* ones). */
+function startBot(stage: Stage, extra: Record<string, string>): BotProcess {
+  return spawnBot(
+    {
+      SLACK_BOT_TOKEN: stage.secrets.botToken,
+      SLACK_SIGNING_SECRET: stage.secrets.signingSecret,
+      SLACK_API_URL: stage.slack.apiUrl,
+      CLOUD_API_URL: stage.sim.url,
+      CLOUD_API_KEY: stage.secrets.apiKey,
+      REDIS_URL: testRedisUrl(),
+      REDIS_PREFIX: stage.prefix,
+      PORT: '0',
+      LOG_LEVEL: 'debug',
+      POLICY_FILE: join(stage.dir, 'policy.yml'),
+      ...extra,
+    },
+    stage.dir,
+  );
+}
+
+/**
+ * One resize as people make it: `/cloud resize`, the modal submitted, the lead's approve click; resolves when the
+ * thread says it is done, with the request id and how long the click took to reach the API.
+ */
+async function approvedResize(stage: Stage, port: number, cores: number) {
+  const { slack, sim } = stage;
+  const url = `http://127.0.0.1:${port}/slack/events`;
+  const send = (body: string) => postSigned(url, body, { secret: stage.secrets.signingSecret });
+  const opened = slack.views.length;
+  const command = slashCommandBody(
+    { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
+    {
+      text: `resize shop-prod 102 cores=${cores}`,
+      triggerId: slack.triggerId(),
+      responseUrl: slack.responseUrl({ channel: OPS.channel, user: OPS.dev }),
+    },
+  );
+  expect((await send(command)).status).toBe(200);
+  const view = await slack.waitFor(() => slack.views.slice(opened).find((v) => v.method === 'views.open'));
+  const posts = slack.messages(OPS.channel).length;
+  const submit = viewSubmissionPayload(
+    { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
+    view.view,
+    viewState(view.view, { reason: 'traced resize' }),
+    slack.triggerId(),
+  );
+  expect((await send(interactionBody(submit))).json).toEqual({ response_action: 'clear' });
+  const posted = await slack.waitFor(
+    () =>
+      slack
+        .messages(OPS.channel)
+        .slice(posts)
+        .find((m) => m.thread_ts === undefined && /\(request [^)]+\)/.test(m.text ?? '')),
+    15_000,
+  );
+  const requestId = /\(request ([^)]+)\)/.exec(posted.text ?? '')![1]!;
+  const applied = sim.applied.length;
+  const approve = blockActionsPayload(
+    { user: OPS.lead, channel: OPS.channel, teamId: OPS.team },
+    {
+      actionId: 'approve',
+      value: requestId,
+      blockId: `request:${requestId}`,
+      triggerId: slack.triggerId(),
+      responseUrl: slack.responseUrl({ channel: OPS.channel, user: OPS.lead, messageTs: posted.ts }),
+      message: { ts: posted.ts, text: posted.text, blocks: posted.blocks },
+    },
+  );
+  const clickedAt = performance.now();
+  expect((await send(interactionBody(approve))).status).toBe(200);
+  await slack.waitFor(() => (sim.applied.length > applied ? true : undefined), 15_000);
+  const clickToApiMs = performance.now() - clickedAt;
+  const reply = await slack.waitFor(
+    () => slack.thread(OPS.channel, posted.ts).find((m) => /resized|succeeded|done/i.test(m.text ?? '')),
+    20_000,
+  );
+  return { requestId, reply, clickToApiMs };
+}
+
+/** Polls `read` until it returns something other than undefined. */
+async function until<T>(read: () => T | undefined, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The spans from `span` up to its trace's first one. */
+function ancestors(spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan[] {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const out: ReceivedSpan[] = [];
+  for (let at = span.parentSpanId ? byId.get(span.parentSpanId) : undefined; at; ) {
+    out.push(at);
+    at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined;
+  }
+  return out;
+}
+
+/** A counter's value on the bot's /metrics, summed over the series whose labels include `labels`. */
+async function metric(metricsPort: number, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(name) && line.includes(labels))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+function metricsPortOf(bot: BotProcess): number {
+  const line = bot
+    .stdout()
+    .split('\n')
+    .find((l) => l.includes('"msg":"cloudops ready"'));
+  return (JSON.parse(line!) as { metricsPort: number }).metricsPort;
+}
+
+function logLines(bot: BotProcess): Record<string, unknown>[] {
+  return bot
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('tracing to an OTLP/HTTP collector', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('one approved resize is one trace: the approve click, the decision, the execute job, the POST, the reply', async () => {
+    bot = startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_SERVICE_NAME: 'cloudops-test',
+    });
+    const port = await bot.ready();
+    const { requestId, reply } = await approvedResize(stage, port, 6);
+
+    const spans = () => receiver.spans();
+    const post = await until(
+      () =>
+        spans().find(
+          (s) => s.name.startsWith('POST ') && String(s.attributes['url.path']).includes('/vm/102/upgrade/'),
+        ),
+      'the POST span',
+    );
+    const trace = () => spans().filter((s) => s.traceId === post.traceId);
+    // The reply's chat.postMessage is found by the request id alone: the request message's post is the other one.
+    const posts = () =>
+      spans().filter(
+        (s) => s.name === 'chat.postMessage' && s.attributes['cloudops.request_id'] === requestId,
+      );
+    await until(() => (posts().length >= 2 ? true : undefined), 'the request message and the reply posts');
+    // The reply that says how the resize went is posted by a notify job the execute job enqueued.
+    const replySpan = await until(
+      () => posts().find((s) => ancestors(spans(), s).some((a) => a.name === 'process execute')),
+      'the chat.postMessage of the result’s reply',
+    );
+    expect(replySpan.traceId).toBe(post.traceId);
+    expect(replySpan.kind).toBe(3); // CLIENT
+    const click = trace().find((s) => s.name === 'slack block_actions approve');
+    expect(click, 'the approve click in the POST’s trace').toBeDefined();
+    expect(click!.parentSpanId).toBeUndefined();
+    expect(click!.kind).toBe(2); // SERVER
+    expect(click!.attributes).toMatchObject({
+      'cloudops.request_id': requestId,
+      'slack.type': 'block_actions',
+    });
+    const decision = trace().find((s) => s.name === 'cloudops.request.approve');
+    expect(decision?.parentSpanId).toBe(click!.spanId);
+    expect(decision?.attributes).toMatchObject({
+      'cloudops.decision': 'ok',
+      'cloudops.request_id': requestId,
+    });
+
+    // The POST runs in the execute job, whose parent chain reaches the click (once every span of it is exported).
+    const chain = await until(() => {
+      const up = ancestors(trace(), post);
+      return up.at(-1)?.parentSpanId === undefined && up.length > 0 ? up : undefined;
+    }, 'the POST’s whole parent chain');
+    const job = chain.find((s) => s.name === 'process execute');
+    expect(job, `execute job among ${chain.map((s) => s.name).join(' < ')}`).toBeDefined();
+    expect(chain.at(-1)?.spanId).toBe(click!.spanId);
+    expect(chain.some((s) => s.name === 'add execute.execute')).toBe(true);
+    expect(post.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.response.status_code': 200,
+      'cloudops.operation': 'resize',
+      'cloudops.request_id': requestId,
+    });
+    expect(post.kind).toBe(3);
+    expect(post.service).toBe('cloudops-test');
+    expect(job!.attributes['cloudops.request_id']).toBe(requestId);
+    // The thread reply is part of the same request's life: tagged, and in this trace through the notify job.
+    expect(reply.text).toBeTruthy();
+    expect(ancestors(trace(), replySpan)[0]?.name).toBe('process notify');
+
+    // Log lines written inside a span carry its ids.
+    const ids = new Set(trace().map((s) => s.spanId));
+    const traced = logLines(bot).filter((line) => line.trace_id === post.traceId);
+    expect(traced.length).toBeGreaterThan(0);
+    for (const line of traced) expect(ids.has(String(line.span_id)), JSON.stringify(line)).toBe(true);
+
+    // No secret in any span: not the API key, not the bot token, not the signing secret.
+    for (const body of receiver.bodies()) {
+      for (const secret of Object.values(stage.secrets)) expect(body.includes(secret)).toBe(false);
+    }
+    // Captured for docs/tracing.md's picture: the trace of this request, as received.
+    if (process.env.CLOUDOPS_TRACE_CAPTURE) {
+      const captured = trace().map((s) => ({ ...s, startNs: String(s.startNs), endNs: String(s.endNs) }));
+      await writeFile(process.env.CLOUDOPS_TRACE_CAPTURE, `${JSON.stringify(captured, null, 1)}\n`);
+    }
+  });
+});
+
+describe('a collector that accepts connections and never answers', { timeout: 120_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver({ hang: true });
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('changes no outcome, drops what it cannot queue (counted), and does not hold up the stop', async () => {
+    bot = startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      // A small queue, so spans pile up past it while an export hangs.
+      OTEL_BSP_MAX_QUEUE_SIZE: '8',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4',
+    });
+    const port = await bot.ready();
+    for (const cores of [6, 8]) {
+      const { requestId, reply } = await approvedResize(stage, port, cores);
+      expect(reply.text, requestId).toMatch(/resized|succeeded|done/i);
+    }
+    expect(stage.sim.applied.map((a) => a.vmid)).toEqual([102, 102]);
+    expect(receiver.posts()).toBeGreaterThan(0);
+    const metricsPort = metricsPortOf(bot);
+    const dropped = async (reason: string) =>
+      metric(metricsPort, 'cloudops_trace_spans_dropped_total', `reason="${reason}"`);
+    const deadline = Date.now() + 15_000;
+    while ((await dropped('queue_full')) === 0 || (await dropped('export_failed')) === 0) {
+      if (Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(await dropped('queue_full')).toBeGreaterThan(0);
+    expect(await dropped('export_failed')).toBeGreaterThan(0);
+    // The stop gives the stuck export what is left of the shutdown deadline (20 s), no more, and exits cleanly.
+    const sentAt = bot.kill('SIGTERM');
+    const exit = await bot.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.atMs - sentAt).toBeLessThan(20_000);
+  });
+});
+
+describe('without OTEL_* variables', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('loads no OpenTelemetry SDK module, and with OTEL_TRACES_EXPORTER=none sends nothing', async () => {
+    const variants: Record<string, string>[] = [
+      {},
+      // An endpoint set but the exporter turned off: still nothing loaded, nothing sent.
+      { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_EXPORTER: 'none' },
+    ];
+    for (const extra of variants) {
+      const record = join(stage.dir, `modules-${Object.keys(extra).length}.txt`);
+      const bot = startBot(stage, {
+        ...extra,
+        NODE_OPTIONS: `--import=${RECORD_MODULES}`,
+        RECORD_MODULES_FILE: record,
+      });
+      try {
+        const port = await bot.ready();
+        await approvedResize(stage, port, 6 + Object.keys(extra).length * 2);
+      } finally {
+        bot.kill('SIGTERM');
+        await bot.exited;
+      }
+      const loaded = (await readFile(record, 'utf8')).split('\n');
+      expect(loaded).toContain('bullmq');
+      // prom-client's process metrics import the API package (a no-op without an SDK); nothing else of OpenTelemetry.
+      expect(loaded.filter((name) => name.includes('opentelemetry'))).toEqual(['@opentelemetry/api']);
+      expect(loaded).not.toContain('bullmq-otel');
+      const lines = logLines(bot);
+      expect(lines.length).toBeGreaterThan(10);
+      expect(lines.some((line) => 'trace_id' in line)).toBe(false);
+    }
+    expect(receiver.posts()).toBe(0);
+  });
+});
