@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { largestTypeable, type NumberField } from '../rules/inputs.ts';
 import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
 import { isTimeZone, parseClock, parseWallTime, zonedToUtc } from '../rules/zoned-time.ts';
+import { agentsSchema, checkAgents } from './agents.ts';
 import {
   issueWording,
   MAX_PROBLEMS,
@@ -266,9 +267,12 @@ const policySchema = z
       .strict()
       .default({ cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: 'regular', public_ip: true }),
     projects: z.array(projectSchema).default([]),
+    /** AI agents that may ask through MCP (docs/agents.md). */
+    agents: agentsSchema,
   })
   .strict()
   .superRefine((policy, ctx) => {
+    checkAgents(policy, ctx);
     const seen = new Map<string, number>();
     policy.projects.forEach((project, index) => {
       for (const key of [project.name.toLowerCase(), project.uuid.toLowerCase()]) {

@@ -11,20 +11,21 @@ import {
   resizeFacts,
   restoreFacts,
 } from './approval-rules.ts';
-import type { Act, ApprovalPolicy, NotAllowed } from './approvers.ts';
+import type { Act, ApprovalPolicy, NotAllowed, RequestApproval } from './approvers.ts';
 import { isScheduledWaiting } from './approvers.ts';
 import { costPreview } from './cost-preview.ts';
 import { Leases } from './leases.ts';
 import type { Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
-import type {
-  CloudRequest,
-  CostPreview,
-  LeaseAsked,
-  RequestState,
-  ResizeParams,
-  RestoreParams,
-  WorkflowStepRun,
+import {
+  agentActor,
+  type CloudRequest,
+  type CostPreview,
+  type LeaseAsked,
+  type RequestState,
+  type ResizeParams,
+  type RestoreParams,
+  type WorkflowStepRun,
 } from './types.ts';
 import type { VmFactsStore } from './vm-facts.ts';
 
@@ -35,6 +36,17 @@ export interface Origin {
   channel: string;
   /** Asked by a Workflow Builder step, which waits for the request's end. */
   workflowStep?: WorkflowStepRun;
+  /** Asked by an AI agent for `user` (the person accountable for it): see {@link AgentAsking}. */
+  agent?: AgentAsking;
+}
+
+/** An agent asking through MCP, with what the policy lets it do (docs/agents.md). */
+export interface AgentAsking {
+  name: string;
+  /** Count-0 approval rules apply to it; otherwise a person always approves. */
+  unattended: boolean;
+  /** A resize costing more than this per month more is refused before any request exists. */
+  maxMonthlyDelta?: number;
 }
 
 /** A resize that passed the rules. */
@@ -85,6 +97,15 @@ export class ApprovalUnreachableError extends Error {
   override readonly name = 'ApprovalUnreachableError';
   readonly code = 'APPROVAL_UNREACHABLE';
 }
+
+/** An agent asked for more than its `max_monthly_delta` allows (or a cost nobody can tell). Nothing was stored. */
+export class AgentLimitError extends Error {
+  override readonly name = 'AgentLimitError';
+  readonly code = 'AGENT_LIMIT';
+}
+
+/** The rule an agent's request names when the policy's own would let it run without a person. */
+export const AGENT_NEEDS_PERSON = 'asked by an agent: a person approves';
 
 /** The escalation comes at this share of the approval TTL (docs/policy.md#approval-policies: 75 %). */
 const ESCALATE_AT = 0.75;
@@ -142,17 +163,73 @@ export class RequestLifecycle {
     this.leases = new Leases(deps, (request, actor, detail) => this.cancelled(request, actor, detail));
   }
 
+  /**
+   * What `createResize` would make of this resize, without storing anything: its cost preview and the approvals it
+   * would need (an agent's plan, for instance).
+   */
+  async previewResize(
+    origin: Origin,
+    resize: CheckedResize,
+  ): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
+    const { project, vm, check } = resize;
+    const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
+    const cost = await this.resizeCost(resize);
+    const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
+    const params: ResizeParams = {
+      kind: 'resize',
+      target: resize.target,
+      steps: check.steps,
+      before,
+      confirmedStopped: resize.confirmedStopped,
+    };
+    const facts = resizeFacts(params, kind, cost?.preview?.diffMonthly);
+    return {
+      cost: cost?.preview,
+      costNote: cost?.note,
+      approval: this.approvalFor(origin, project, project.approval[kind], facts),
+    };
+  }
+
+  private resizeCost(resize: CheckedResize) {
+    return costPreview(
+      { prices: this.deps.prices, currency: this.deps.policy.currency, logger: this.deps.logger },
+      resize.project,
+      resize.vm,
+      resize.target,
+      resize.lease?.returnTo,
+    );
+  }
+
+  /** The policy's approval plan; for an agent that is not `unattended`, never fewer than one person. */
+  private approvalFor(
+    origin: Origin,
+    project: ProjectPolicy,
+    mode: 'required' | 'none',
+    facts: RuleFacts,
+  ): RequestApproval {
+    const plan = this.deps.approvals.planFor(project, mode, facts);
+    if (origin.agent && !origin.agent.unattended && plan.count === 0)
+      return { ...plan, count: 1, rule: AGENT_NEEDS_PERSON };
+    return plan;
+  }
+
   async createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
     const { project, vm, check } = resize;
     const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
     const mode = project.approval[kind];
-    const cost = await costPreview(
-      { prices: this.deps.prices, currency: this.deps.policy.currency, logger: this.deps.logger },
-      project,
-      vm,
-      resize.target,
-      resize.lease?.returnTo,
-    );
+    const cost = await this.resizeCost(resize);
+    const bound = origin.agent?.maxMonthlyDelta;
+    if (bound !== undefined) {
+      const delta = cost?.preview?.diffMonthly;
+      if (delta === undefined)
+        throw new AgentLimitError(
+          `Not requested: agent ${origin.agent?.name} may add at most ${bound} ${this.deps.policy.currency} a month, and the cost of this change is not known.`,
+        );
+      if (Number(delta) > bound)
+        throw new AgentLimitError(
+          `Not requested: this change adds ${delta} ${this.deps.policy.currency} a month, and agent ${origin.agent?.name} may add at most ${bound}.`,
+        );
+    }
     const notes = [...check.notes, ...(resize.leaseNotes ?? [])];
     if (cost?.note && !cost.preview) notes.push(cost.note);
     if (check.needsStoppedConfirmation)
@@ -382,6 +459,31 @@ export class RequestLifecycle {
   }
 
   /**
+   * An agent cancels a request it made itself (waiting for approval, scheduled, or frozen); the audit names the agent.
+   * Any other request is refused as not its own.
+   */
+  async cancelByAgent(request: CloudRequest, agent: string): Promise<Decision> {
+    if (request.agent?.name !== agent) return refuse({ code: 'not_requester' });
+    if (!startsFrom('cancel', request).includes(request.state)) return refuse({ code: 'already', request });
+    const actor = agentActor(agent);
+    const scheduled = isScheduledWaiting(request);
+    const frozen = request.state === 'frozen';
+    return this.decide(request, {
+      from: startsFrom('cancel', request),
+      to: 'cancelled',
+      actor,
+      patch: { cancelledBy: actor },
+      reply: 'cancelled',
+      metric: () => this.deps.metrics.requests.inc({ kind: request.kind, state: 'cancelled' }),
+      after: scheduled
+        ? () => this.deps.outbox.cancelExecution(request.id)
+        : frozen
+          ? () => this.deps.outbox.dropDue([{ kind: 'freeze-end', requestId: request.id }])
+          : undefined,
+    });
+  }
+
+  /**
    * After an unknown outcome, a person records what the portal showed. Nothing is sent again. "It was applied"
    * records the step like a success: the VM's new size, and an increase's time (the 24-hour wait before lowering).
    */
@@ -554,7 +656,7 @@ export class RequestLifecycle {
       runAt?: Date;
     },
   ): Promise<CloudRequest> {
-    const plan = this.deps.approvals.planFor(project, fields.mode, fields.facts);
+    const plan = this.approvalFor(origin, project, fields.mode, fields.facts);
     const unreachable = await this.deps.approvals.unreachable(project, origin.user, plan.count);
     if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
     const needsApproval = plan.count > 0;
@@ -586,9 +688,10 @@ export class RequestLifecycle {
         notes: fields.notes,
         cost: fields.cost,
         workflowStep: origin.workflowStep,
+        agent: origin.agent ? { name: origin.agent.name } : undefined,
       },
-      origin.user,
-      `${plan.rule}: ${approvalsText(plan.count)}`,
+      origin.agent ? agentActor(origin.agent.name) : origin.user,
+      `${plan.rule}: ${approvalsText(plan.count)}${origin.agent ? ` (for ${origin.user})` : ''}`,
     );
     this.deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
     await this.deps.outbox.postRequest(created.id);

@@ -203,6 +203,18 @@ export interface CloudRequest {
   lease?: Lease;
   /** Made by a Workflow Builder step, which completes when the request ends (its token is kept apart). */
   workflowStep?: WorkflowStepRun;
+  /** Asked by an AI agent through MCP; `requester` is the person it acts for (docs/agents.md). */
+  agent?: AgentRequester;
+}
+
+/** The agent that asked, as the policy names it. */
+export interface AgentRequester {
+  name: string;
+}
+
+/** How an agent appears as an actor in the audit and on the request message. */
+export function agentActor(name: string): string {
+  return `agent:${name}`;
 }
 
 /** The workflow step run (custom function execution) that made a request. */

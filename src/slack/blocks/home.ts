@@ -5,7 +5,7 @@ import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL, summary, vmLabel } from './describe.ts';
 import { leaseButtons, openLeaseLines } from './lease.ts';
 import { ACTIONS } from './request-message.ts';
-import { escapeMrkdwn, mention, mrkdwn, plain, slackDate } from './text.ts';
+import { escapeMrkdwn, mrkdwn, plain, requesterText, slackDate } from './text.ts';
 
 /** The home view's callback id: Slack echoes it back with clicks made on the App Home. */
 export const HOME_CALLBACK_ID = 'cloudops_home';
@@ -25,7 +25,7 @@ function waitingBlocks(request: CloudRequest): KnownBlock[] {
     `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\``,
     summary(request),
     costLine(request),
-    `Requested by ${mention(request.requester)} in <#${request.channel}> ${slackDate(new Date(request.createdAt))} · expires ${slackDate(new Date(request.expiresAt))}`,
+    `${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} in <#${request.channel}> ${slackDate(new Date(request.createdAt))} · expires ${slackDate(new Date(request.expiresAt))}`,
   ].filter((line): line is string => line !== undefined);
   return [
     { type: 'section', text: mrkdwn(lines.join('\n')) },
@@ -57,7 +57,7 @@ function scheduledBlock(request: CloudRequest): KnownBlock {
   return {
     type: 'section',
     text: mrkdwn(
-      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\nRuns ${slackDate(new Date(request.runAt ?? request.updatedAt))} · requested by ${mention(request.requester)} in <#${request.channel}>`,
+      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\nRuns ${slackDate(new Date(request.runAt ?? request.updatedAt))} · ${request.agent ? 'asked by' : 'requested by'} ${requesterText(request)} in <#${request.channel}>`,
     ),
     accessory: {
       type: 'button',
@@ -97,7 +97,7 @@ function leaseBlocks(request: CloudRequest, now: Date): KnownBlock[] {
     {
       type: 'section',
       text: mrkdwn(
-        `${line ?? `\`${request.id}\``}\nRequested by ${mention(request.requester)} in <#${request.channel}>`,
+        `${line ?? `\`${request.id}\``}\n${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} in <#${request.channel}>`,
       ),
     },
     leaseButtons(request),

@@ -2,13 +2,13 @@ import type { KnownBlock } from '@slack/types';
 import type { CloudRequest } from '../../requests/types.ts';
 import { STATE_LABEL, summary, vmLabel } from './describe.ts';
 import { openLeaseLines } from './lease.ts';
-import { escapeMrkdwn, mention, mrkdwn, slackDate } from './text.ts';
+import { actorText, escapeMrkdwn, mention, mrkdwn, requesterText, slackDate } from './text.ts';
 
 function actors(request: CloudRequest): string {
-  const parts = [`by ${mention(request.requester)}`];
+  const parts = [`by ${requesterText(request)}`];
   if (request.approvedBy) parts.push(`approved by ${mention(request.approvedBy)}`);
   if (request.rejectedBy) parts.push(`rejected by ${mention(request.rejectedBy)}`);
-  if (request.cancelledBy) parts.push(`cancelled by ${mention(request.cancelledBy)}`);
+  if (request.cancelledBy) parts.push(`cancelled by ${actorText(request.cancelledBy)}`);
   if (request.resolvedBy) parts.push(`checked by ${mention(request.resolvedBy)}`);
   return parts.join(', ');
 }

@@ -5,7 +5,17 @@ import { currentApprovers } from '../../requests/approvers.ts';
 import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
 import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
 import { leaseReply, leaseText } from './lease.ts';
-import { escapeMrkdwn, mention, mentionAny, mrkdwn, plain, slackDate, truncate } from './text.ts';
+import {
+  actorText,
+  escapeMrkdwn,
+  mention,
+  mentionAny,
+  mrkdwn,
+  plain,
+  requesterText,
+  slackDate,
+  truncate,
+} from './text.ts';
 
 /** Action ids of the buttons on request messages and thread replies; their value is the request id. */
 export const ACTIONS = {
@@ -84,7 +94,9 @@ function progressLine(request: CloudRequest): string | undefined {
 }
 
 function whoActed(request: CloudRequest): string[] {
-  const lines = [`Requested by ${mention(request.requester)} ${slackDate(new Date(request.createdAt))}`];
+  const lines = [
+    `${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} ${slackDate(new Date(request.createdAt))}`,
+  ];
   const progress = progressLine(request);
   if (progress) lines.push(progress);
   if (request.breakGlass)
@@ -95,7 +107,7 @@ function whoActed(request: CloudRequest): string[] {
     const why = request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 300))}”` : '';
     lines.push(`Rejected by ${mention(request.rejectedBy)}${why}`);
   }
-  if (request.cancelledBy) lines.push(`Cancelled by ${mention(request.cancelledBy)}`);
+  if (request.cancelledBy) lines.push(`Cancelled by ${actorText(request.cancelledBy)}`);
   if (request.resolvedBy) lines.push(`Checked by ${mention(request.resolvedBy)}`);
   if (request.state === 'pending') {
     const who = stillToApprove(request);
@@ -281,7 +293,7 @@ function threadReply(
       };
     case 'cancelled':
       return {
-        text: `Cancelled by ${mention(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.`,
+        text: `Cancelled by ${actorText(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.`,
       };
     case 'step_succeeded': {
       const s = steps[step ?? 0];

@@ -36,6 +36,18 @@ export function mention(userId: string): string {
   return `<@${userId}>`;
 }
 
+/** Who asked: a person's mention, or "agent deploy-agent for @person" for a request an agent made for them. */
+export function requesterText(request: { requester: string; agent?: { name: string } }): string {
+  return request.agent
+    ? `agent ${escapeMrkdwn(request.agent.name)} for ${mention(request.requester)}`
+    : mention(request.requester);
+}
+
+/** Who acted: a person's mention, or an agent (`agent:<name>`, as the audit names it) by its name. */
+export function actorText(id: string): string {
+  return id.startsWith('agent:') ? `agent ${escapeMrkdwn(id.slice('agent:'.length))}` : mention(id);
+}
+
 /** A mention of a user or, for an `S…` id, of a user group. */
 export function mentionAny(id: string): string {
   return id.startsWith('S') ? `<!subteam^${id}>` : mention(id);
