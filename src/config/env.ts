@@ -70,6 +70,16 @@ const envSchema = z.object({
   /** Where `/metrics` listens: its own port, on loopback unless said otherwise, never the public Slack port. */
   METRICS_PORT: port.default(9464),
   METRICS_HOST: host.default('127.0.0.1'),
+  /** Where agents reach the MCP server (web role, `/mcp`); unset: no MCP server (docs/agents.md). */
+  MCP_PORT: port.optional(),
+  MCP_HOST: host.default('127.0.0.1'),
+  /** Browser origins allowed to call `/mcp` (comma-separated); a request with any other `Origin` is refused. */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .refine((v) => v.split(',').every((o) => URL.canParse(o.trim())), {
+      message: 'expected origins such as https://agents.example.com, separated by commas',
+    })
+    .optional(),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z

@@ -229,7 +229,14 @@ export interface WorkflowStepRun {
  * Audit entries that record a decision without a change of state: an approval short of the count, a reminder, an
  * escalation, a freeze re-checked.
  */
-export type AuditNote = 'approval' | 'reminder' | 'escalation' | 'freeze' | 'lease';
+export type AuditNote =
+  | 'approval'
+  | 'reminder'
+  | 'escalation'
+  | 'freeze'
+  | 'lease'
+  /** An agent disabled or enabled (`cloudops agents`): an entry of no request. */
+  | 'agent';
 
 /** One line of the audit log. */
 export interface AuditEntry {

@@ -1,0 +1,100 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { agentForToken } from '../config/agents.ts';
+import { createAgentServer } from './server.ts';
+import type { McpDeps } from './tools.ts';
+
+/** Where the MCP endpoint answers. */
+export const MCP_PATH = '/mcp';
+/** The largest request body read: a tool call is a few hundred bytes; anything far larger is refused unread. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export interface McpHttpOptions {
+  port: number;
+  host: string;
+  /** Browser origins allowed to call (an `Origin` header from anywhere else is refused: DNS rebinding). */
+  allowedOrigins?: readonly string[];
+  version: string;
+}
+
+/** A JSON-RPC error answered before any MCP processing: the request is not read further. */
+function reject(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/** The bearer token of an `Authorization` header, or undefined. */
+function bearer(header: string | undefined): string | undefined {
+  const match = /^Bearer +([^\s]+)\s*$/i.exec(header ?? '');
+  return match?.[1];
+}
+
+/**
+ * The MCP Streamable HTTP endpoint at `/mcp`, stateless: every POST is served by a fresh server for the agent its
+ * bearer token names (checked before the body is read), so any web process can answer any call. An `Origin` that is
+ * not allowed gets 403, a missing or unknown token 401, a body over {@link MAX_BODY_BYTES} 413.
+ */
+export function mcpRequestHandler(
+  deps: McpDeps,
+  options: Pick<McpHttpOptions, 'allowedOrigins' | 'version'>,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const allowed = new Set((options.allowedOrigins ?? []).map((o) => new URL(o).origin));
+  return async (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== MCP_PATH) return reject(res, 404, `Not found: the MCP endpoint is ${MCP_PATH}`);
+    const origin = req.headers.origin;
+    if (origin !== undefined && !allowed.has(origin))
+      return reject(res, 403, 'Origin not allowed (set MCP_ALLOWED_ORIGINS to allow a browser origin)');
+    const token = bearer(req.headers.authorization);
+    const agent = token ? agentForToken(deps.policy.agents, token) : undefined;
+    if (!agent)
+      return reject(res, 401, 'A bearer token of an agent in the policy is needed', {
+        'www-authenticate': 'Bearer realm="cloudops"',
+      });
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES)
+      return reject(res, 413, `Request body over ${MAX_BODY_BYTES} bytes`, { connection: 'close' });
+    const server = createAgentServer(deps, agent, options.version);
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      maxRequestBodySize: MAX_BODY_BYTES,
+    });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  };
+}
+
+/** Listens for MCP on `host:port`; a port in use is named as MCP_PORT. */
+export async function startMcpHttp(deps: McpDeps, options: McpHttpOptions): Promise<Server> {
+  const handle = mcpRequestHandler(deps, options);
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      deps.logger.error({ err: error }, 'an MCP request failed');
+      if (!res.headersSent) reject(res, 500, 'cloudops could not answer; nothing was done');
+      else res.end();
+    });
+  });
+  // A slow client may not hold a connection open without sending: headers within 10 s.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 90_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new Error(`MCP_PORT ${options.port} is in use on ${options.host}`)
+          : error,
+      ),
+    );
+    server.listen(options.port, options.host, () => resolve());
+  });
+  return server;
+}

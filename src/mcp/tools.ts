@@ -1,0 +1,463 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { cloudReason } from '../cloud/errors.ts';
+import type { PriceSource } from '../cloud/price-cache.ts';
+import type { CloudApi, Cluster } from '../cloud/types.ts';
+import type { AgentMay, AgentPolicy } from '../config/agents.ts';
+import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
+import type { Logger } from '../observability/logger.ts';
+import {
+  AgentLimitError,
+  ApprovalUnreachableError,
+  type CheckedResize,
+  type Origin,
+  type RequestLifecycle,
+} from '../requests/lifecycle.ts';
+import { checkResizeUnder } from '../requests/resize-check.ts';
+import type { RequestStore } from '../requests/store.ts';
+import { type CloudRequest, FINAL_STATES } from '../requests/types.ts';
+import { knownVm, type VmFactsStore } from '../requests/vm-facts.ts';
+import { checkLease } from '../rules/lease.ts';
+import { formatUtc } from '../rules/resize.ts';
+import { checkRestore } from '../rules/restore.ts';
+import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+import { refusalText } from '../slack/blocks/refusals.ts';
+import type { AgentControls } from './agent-state.ts';
+import { answer, refusal, requestText, requestView } from './answers.ts';
+import { INPUTS, type ToolArgs } from './inputs.ts';
+import type { RequestChanges } from './request-changes.ts';
+
+/** What the tools need: the same lifecycle, store and prices as the Slack side. */
+export interface McpDeps {
+  policy: Policy;
+  store: RequestStore;
+  requests: RequestLifecycle;
+  vmFacts: VmFactsStore;
+  prices: PriceSource;
+  cloud: Pick<CloudApi, 'getCluster'>;
+  controls: AgentControls;
+  changes: RequestChanges;
+  now: () => Date;
+  logger: Logger;
+}
+
+/** The tool names, a closed set (they alone reach logs as labels). */
+export const TOOL_NAMES = Object.keys(INPUTS) as (keyof typeof INPUTS)[];
+
+/** A tool's handler for one agent; a thrown error becomes a tool error saying nothing was done. */
+type Handler<K extends keyof typeof INPUTS> = (
+  args: ToolArgs<K>,
+  signal: AbortSignal,
+) => Promise<CallToolResult>;
+
+const DESCRIPTIONS: Record<keyof typeof INPUTS, { title: string; description: string; readOnly: boolean }> = {
+  list_clusters: {
+    title: 'List clusters',
+    description: 'The active clusters with their hourly prices.',
+    readOnly: true,
+  },
+  get_cluster: { title: 'Get a cluster', description: 'One cluster, its status and prices.', readOnly: true },
+  list_vms: {
+    title: 'List VMs',
+    description: 'The VMs of a project that the policy file and the bot know of, with their known sizes.',
+    readOnly: true,
+  },
+  plan_resize: {
+    title: 'Plan a resize',
+    description:
+      'Checks a resize against the documented rules and shows its cost and the approval it would need. Nothing is created.',
+    readOnly: true,
+  },
+  request_resize: {
+    title: 'Request a resize',
+    description:
+      'Asks for a resize: posted in the project’s Slack channel, where a person approves it. Answers with the request id; follow it with get_request.',
+    readOnly: false,
+  },
+  request_restore: {
+    title: 'Request a restore',
+    description:
+      'Asks for a restore from a backup (it overwrites the VM’s disk): posted in Slack, where a person approves it.',
+    readOnly: false,
+  },
+  get_request: {
+    title: 'Get a request',
+    description:
+      'A request’s state, approvals, outcome and task id. With wait_seconds, answers as soon as its state changes (or when the time is up).',
+    readOnly: true,
+  },
+  cancel_request: {
+    title: 'Cancel a request',
+    description:
+      'Cancels a request this agent made, while it waits for approval, a scheduled time or a freeze.',
+    readOnly: false,
+  },
+};
+
+/**
+ * Registers every tool on `server` for one authenticated agent. Each call first checks that the agent is not
+ * disabled; a refusal is a tool error with the sentence a person would read.
+ */
+export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPolicy): void {
+  const tools = agentTools(deps, agent);
+  for (const name of TOOL_NAMES) {
+    const meta = DESCRIPTIONS[name];
+    const handler = tools[name] as Handler<typeof name>;
+    server.registerTool(
+      name,
+      {
+        title: meta.title,
+        description: meta.description,
+        inputSchema: INPUTS[name],
+        annotations: {
+          readOnlyHint: meta.readOnly,
+          destructiveHint: name === 'request_restore',
+          openWorldHint: false,
+        },
+      },
+      (async (args: ToolArgs<typeof name>, extra: { signal: AbortSignal }) => {
+        const started = performance.now();
+        let result: CallToolResult;
+        try {
+          result = (await deps.controls.isDisabled(agent.name))
+            ? refusal(
+                `Agent ${agent.name} is disabled: an admin stopped it (cloudops agents disable). Nothing was done.`,
+              )
+            : await handler(args, extra.signal);
+        } catch (error) {
+          deps.logger.error({ err: error, agent: agent.name, tool: name }, 'an MCP tool failed');
+          result = refusal(
+            'cloudops could not answer just now (its database or the API); nothing was done. Try again.',
+          );
+        }
+        // Only names from the policy and the closed set of tools: nothing the agent typed.
+        deps.logger.info(
+          {
+            agent: agent.name,
+            tool: name,
+            outcome: result.isError ? 'refused' : 'ok',
+            ms: Math.round(performance.now() - started),
+          },
+          'mcp tool call',
+        );
+        return result;
+      }) as never,
+    );
+  }
+}
+
+/** The tools' handlers for `agent`. */
+function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INPUTS]: Handler<K> } {
+  const { policy } = deps;
+  const projectFor = (name: string): ProjectPolicy | string => {
+    const project = findProject(policy, name);
+    const allowed = agent.projects.map((p) => p.toLowerCase());
+    if (
+      !project ||
+      !(allowed.includes(project.name.toLowerCase()) || allowed.includes(project.uuid.toLowerCase()))
+    )
+      return `Agent ${agent.name} may not ask in project “${name.slice(0, 64)}”; it may ask in: ${agent.projects.join(', ') || 'no project'}.`;
+    return project;
+  };
+  const mayNot = (what: AgentMay): string | undefined =>
+    agent.may.includes(what)
+      ? undefined
+      : `Agent ${agent.name} may not ask for ${WHAT[what]}; it may ask for: ${agent.may.map((m) => WHAT[m]).join(', ')}.`;
+  const vmOf = async (project: ProjectPolicy, vmid: number): Promise<VmKnown> =>
+    knownVm(
+      project.vms.find((v) => v.vmid === vmid),
+      await deps.vmFacts.get(project.uuid, vmid),
+      vmid,
+    );
+  const origin = (project: ProjectPolicy): Origin => ({
+    user: agent.on_behalf_of,
+    teamId: policy.workspace ?? '',
+    // An agent's request is posted in the project's first channel.
+    channel: project.channels[0] ?? '',
+    agent: { name: agent.name, unattended: agent.unattended, maxMonthlyDelta: agent.max_monthly_delta },
+  });
+  /** The resize checked by the rules, with its lease; or the sentences a person would read. */
+  const checkedResize = async (
+    args: ToolArgs<'plan_resize'>,
+    project: ProjectPolicy,
+  ): Promise<{ resize: CheckedResize; kind: AgentMay } | { refused: string[]; kind?: AgentMay }> => {
+    const vm = await vmOf(project, args.vm_id);
+    const target: ResizeTarget = {};
+    if (args.cores !== undefined) target.cores = args.cores;
+    if (args.ram_gb !== undefined) target.ramGb = args.ram_gb;
+    if (args.os_disk_gb !== undefined) target.osDiskGb = args.os_disk_gb;
+    if (args.cpu_class !== undefined) target.cpuClass = args.cpu_class;
+    if (args.wan !== undefined) target.wanMode = args.wan;
+    if (args.private_network !== undefined) target.privateNetwork = args.private_network;
+    const now = deps.now();
+    const check = checkResizeUnder(policy, {
+      vm,
+      target,
+      confirmedStopped: args.vm_stopped,
+      // As a workflow step: the agent asks for the target mode; the message shows the two steps to the approvers.
+      acceptWanTwoStep: true,
+      now,
+    });
+    const kind: AgentMay = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
+    if (Object.keys(target).length === 0)
+      return {
+        refused: [
+          'Nothing to change: give at least one of cores, ram_gb, os_disk_gb, cpu_class, wan, private_network.',
+        ],
+      };
+    const term = args.for_hours !== undefined ? { hours: args.for_hours } : undefined;
+    const lease = term ? checkLease({ vm, check, term, now }) : undefined;
+    const violations = [
+      // A lease never waits for the 24-hour rule: only the rules' other refusals stand beside the lease's.
+      ...(lease ? check.violations.filter((v) => v.code !== 'cooldown') : check.violations),
+      ...(lease?.violations ?? []),
+    ];
+    if (violations.length > 0) {
+      const refused = violations.map((v) => v.message);
+      if (check.cooldownOnly && check.earliestAllowedAt && !lease)
+        refused.push(`Ask again from ${formatUtc(check.earliestAllowedAt)}.`);
+      return { refused, kind };
+    }
+    return {
+      kind,
+      resize: {
+        project,
+        vm,
+        target,
+        check,
+        confirmedStopped: args.vm_stopped,
+        ...(term && lease ? { lease: { term, returnTo: lease.returnTo }, leaseNotes: lease.notes } : {}),
+      },
+    };
+  };
+  /** A request of this agent's projects, or why not. */
+  const readable = async (id: string): Promise<CloudRequest | string> => {
+    const request = await deps.store.get(id);
+    const notFound = `There is no request ${id} that agent ${agent.name} may see.`;
+    if (!request) return notFound;
+    const project = projectFor(request.projectName);
+    return typeof project === 'string' ? notFound : request;
+  };
+  /** Counts a request against the agent's hourly limit; the sentence saying when it may ask again when full. */
+  const rateLimited = async (): Promise<string | undefined> => {
+    const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
+    if (taken.ok) return undefined;
+    return `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`;
+  };
+  const created = (request: CloudRequest): CallToolResult =>
+    answer(
+      `${requestText(request)} It was posted in the project's Slack channel; follow it with get_request (wait_seconds up to 60).`,
+      requestView(request),
+    );
+
+  return {
+    async list_clusters() {
+      let clusters: Cluster[];
+      try {
+        clusters = await deps.prices.clusters();
+      } catch (error) {
+        return refusal(`The cluster list could not be read: ${cloudReason(error)}`);
+      }
+      const lines = clusters.map(
+        (c) =>
+          `${c.name} (${c.location}): vCore regular ${c.prices.vcoreRegular ?? '?'}/h, vCore light ${c.prices.vcoreLight ?? '?'}/h, RAM ${c.prices.ram ?? '?'}/GB/h, storage ${c.prices.storageFast ?? '?'}/GB/h, public IP ${c.prices.publicIp ?? '?'}/h`,
+      );
+      return answer(
+        lines.length > 0
+          ? `Active clusters (${policy.currency}):\n${lines.join('\n')}`
+          : 'No active clusters.',
+        { currency: policy.currency, clusters: clusters.map(clusterView) },
+      );
+    },
+    async get_cluster(args) {
+      let cluster: Cluster;
+      try {
+        cluster = await deps.cloud.getCluster(args.name, 'A');
+      } catch (error) {
+        return refusal(`Cluster “${args.name.slice(0, 64)}” could not be read: ${cloudReason(error)}`);
+      }
+      const view = clusterView(cluster);
+      return answer(
+        `${cluster.name} (${cluster.location})${cluster.status ? `, ${cluster.status}` : ''}: ${JSON.stringify(view.prices)}`,
+        { currency: policy.currency, cluster: view },
+      );
+    },
+    async list_vms(args) {
+      const project = projectFor(args.project);
+      if (typeof project === 'string') return refusal(project);
+      const vms = await Promise.all(project.vms.map((v) => vmOf(project, v.vmid)));
+      const views = vms.map((vm) => ({
+        vm_id: vm.vmid,
+        ...(vm.name ? { name: vm.name } : {}),
+        ha: vm.ha,
+        cores: vm.cores ?? null,
+        ram_gb: vm.ramGb ?? null,
+        os_disk_gb: vm.osDiskGb ?? null,
+        cpu_class: vm.cpuClass ?? null,
+        wan: vm.wanMode ?? null,
+        private_network: vm.privateNetwork ?? null,
+      }));
+      const lines = views.map(
+        (v) =>
+          `VM ${v.vm_id}${v.name ? ` (${v.name})` : ''}: ${v.cores ?? '?'} cores, ${v.ram_gb ?? '?'} GB RAM, ${v.os_disk_gb ?? '?'} GB disk, WAN ${v.wan ?? '?'}${v.ha ? ', HA' : ''}`,
+      );
+      return answer(
+        `VMs of ${project.name} that the bot knows of (the API cannot list VMs; others may exist):\n${lines.join('\n') || 'none listed'}`,
+        { project: project.name, vms: views },
+      );
+    },
+    async plan_resize(args) {
+      const project = projectFor(args.project);
+      if (typeof project === 'string') return refusal(project);
+      const checked = await checkedResize(args, project);
+      const asked = args.for_hours !== undefined ? mayNot('lease') : undefined;
+      const notAllowed = (checked.kind ? mayNot(checked.kind) : undefined) ?? asked;
+      if ('refused' in checked || notAllowed) {
+        const refused = [
+          ...('refused' in checked ? checked.refused : []),
+          ...(notAllowed ? [notAllowed] : []),
+        ];
+        return answer(`Would be refused: ${refused.join(' ')} Nothing was created.`, {
+          allowed: false,
+          refused,
+          created: false,
+        });
+      }
+      const preview = await deps.requests.previewResize(origin(project), checked.resize);
+      const { check } = checked.resize;
+      const cost = preview.cost;
+      const costText = cost
+        ? `Cost after: ${cost.currency} ${cost.hourly}/h, ${cost.currency} ${cost.monthly}/month${cost.diffMonthly !== undefined ? ` (${cost.diffMonthly.startsWith('-') ? '' : '+'}${cost.diffMonthly}/month)` : ''}.`
+        : (preview.costNote ?? 'Cost not shown.');
+      const approval = preview.approval;
+      return answer(
+        [
+          `Allowed by the rules: ${check.steps.length} step${check.steps.length === 1 ? '' : 's'}.`,
+          ...check.notes,
+          ...(checked.resize.leaseNotes ?? []),
+          costText,
+          `It would need ${approval.count} approval${approval.count === 1 ? '' : 's'} in Slack (${approval.rule}).`,
+          'Nothing was created.',
+        ].join(' '),
+        {
+          allowed: true,
+          created: false,
+          kind: checked.kind,
+          steps: check.steps,
+          notes: [...check.notes, ...(checked.resize.leaseNotes ?? [])],
+          cost: cost ?? null,
+          cost_note: preview.costNote ?? null,
+          approval: { needed: approval.count, rule: approval.rule },
+        },
+      );
+    },
+    async request_resize(args) {
+      const project = projectFor(args.project);
+      if (typeof project === 'string') return refusal(project);
+      const checked = await checkedResize(args, project);
+      const notAllowed =
+        (checked.kind ? mayNot(checked.kind) : undefined) ??
+        (args.for_hours !== undefined ? mayNot('lease') : undefined);
+      if (notAllowed) return refusal(notAllowed);
+      if ('refused' in checked) return refusal(checked.refused.join(' '));
+      const limited = await rateLimited();
+      if (limited) return refusal(limited);
+      try {
+        return created(
+          await deps.requests.createResize(origin(project), { ...checked.resize, reason: args.reason }),
+        );
+      } catch (error) {
+        if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
+          return refusal(error.message);
+        throw error;
+      }
+    },
+    async request_restore(args) {
+      const project = projectFor(args.project);
+      if (typeof project === 'string') return refusal(project);
+      const notAllowed = mayNot('restore');
+      if (notAllowed) return refusal(notAllowed);
+      const vm = await vmOf(project, args.vm_id);
+      const violations = checkRestore({
+        vm,
+        vmid: args.vm_id,
+        // The agent names the VM once, in vm_id: there is no form to type it again in.
+        typedVmid: String(args.vm_id),
+        backupSlug: args.backup,
+        autostart: args.autostart,
+        confirmedStopped: args.vm_stopped,
+      });
+      if (violations.length > 0) return refusal(violations.map((v) => v.message).join(' '));
+      const limited = await rateLimited();
+      if (limited) return refusal(limited);
+      try {
+        return created(
+          await deps.requests.createRestore(origin(project), {
+            project,
+            vm,
+            backupSlug: args.backup,
+            autostart: args.autostart,
+            reason: args.reason,
+          }),
+        );
+      } catch (error) {
+        if (error instanceof ApprovalUnreachableError) return refusal(error.message);
+        throw error;
+      }
+    },
+    async get_request(args, signal) {
+      const found = await readable(args.request_id);
+      if (typeof found === 'string') return refusal(found);
+      let request = found;
+      const waitMs = Math.round((args.wait_seconds ?? 0) * 1000);
+      if (waitMs > 0 && !FINAL_STATES.includes(request.state)) {
+        const from = request.state;
+        await deps.changes.waitFor(
+          request.id,
+          async () => {
+            const now = await deps.store.get(request.id);
+            if (now) request = now;
+            return !now || now.state !== from;
+          },
+          waitMs,
+          signal,
+        );
+      }
+      return answer(requestText(request), requestView(request));
+    },
+    async cancel_request(args) {
+      const found = await readable(args.request_id);
+      if (typeof found === 'string') return refusal(found);
+      const decided = await deps.requests.cancelByAgent(found, agent.name);
+      if (!decided.ok) {
+        const text =
+          decided.refusal.code === 'not_requester'
+            ? `Agent ${agent.name} may cancel only the requests it made; request ${found.id} is not one of them.`
+            : refusalText(decided.refusal, 'cancel', found);
+        return refusal(text);
+      }
+      return answer(
+        `${requestText(decided.request)} Nothing was sent to the API.`,
+        requestView(decided.request),
+      );
+    },
+  };
+}
+
+const WHAT: Record<AgentMay, string> = {
+  resize_up: 'increases (resize_up)',
+  resize_down: 'decreases (resize_down)',
+  restore: 'restores (restore)',
+  lease: 'temporary changes (lease)',
+};
+
+function clusterView(cluster: Cluster) {
+  const { other, ...known } = cluster.prices;
+  return {
+    name: cluster.name,
+    location: cluster.location,
+    description: cluster.description,
+    ...(cluster.status ? { status: cluster.status } : {}),
+    prices: { ...known, ...other },
+  };
+}
