@@ -100,6 +100,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
         role,
         port,
         metricsPort,
+        ...(web?.mcpPort !== undefined ? { mcpPort: web.mcpPort } : {}),
         mode: socketMode ? 'socket' : 'http',
         startupMs: Math.round(deadline.elapsed()),
       },
@@ -110,6 +111,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     return {
       port,
       metricsPort,
+      mcpPort: web?.mcpPort,
       metrics,
       stop() {
         stopping ??= stages

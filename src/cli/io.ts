@@ -7,6 +7,8 @@ export interface CliIo {
   policyFileSet: boolean;
   stdout: NodeJS.WritableStream;
   now: () => Date;
+  /** CLOUDOPS_AGENT_TOKEN, for `cloudops mcp` only: a secret, kept out of `env`. */
+  agentToken?: string;
 }
 
 /** A problem to report as one line on stderr; `exitCode` says which kind (1 runtime, 2 usage). */

@@ -23,11 +23,15 @@ Commands:
                                              the rules and cost of a resize; sends nothing
   audit --since <ISO|30m|24h|7d> [--json]    the audit log (JSON lines with --json)
   doctor [--json]                            check Node, the policy, Redis, Slack, the cloud API and the clock
+  agents token                               a new agent token and the SHA-256 the policy stores
+  agents list [--json]                       the policy's agents, and which are disabled
+  agents disable|enable <name>               stop an agent at once, or let it ask again (audited)
+  mcp                                        the MCP tools over stdio, for the agent of CLOUDOPS_AGENT_TOKEN
   help                                       this text
   --version                                  the version of cloudops
 
 Environment (and .env in the working directory): CLOUD_API_URL, CLOUD_API_KEY, POLICY_FILE, REDIS_URL,
-REDIS_PREFIX; doctor also the SLACK_* variables.
+REDIS_PREFIX; doctor also the SLACK_* variables; mcp also CLOUDOPS_AGENT_TOKEN.
 Exit codes: 0 ok, 1 error, 2 usage, 3 plan refused by the rules.
 `;
 
@@ -50,6 +54,8 @@ const FLAGS: Record<string, readonly string[]> = {
   plan: ['json', 'stopped', 'two-step', 'at'],
   audit: ['json', 'since'],
   doctor: ['json'],
+  agents: ['json'],
+  mcp: [],
 };
 
 /** Runs one command line; resolves with the exit code. Throws only what {@link main} turns into one line. */
@@ -111,6 +117,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     case 'doctor':
       if (rest.length > 0) throw new UsageError('usage: cloudops doctor [--json]');
       return (await import('./commands/doctor.ts')).doctorCommand(io, json);
+    case 'agents':
+      return (await import('./commands/agents.ts')).agentsCommand(io, rest, json);
+    case 'mcp':
+      if (rest.length > 0) throw new UsageError('mcp takes no arguments (the token is CLOUDOPS_AGENT_TOKEN)');
+      return (await import('./commands/mcp.ts')).mcpCommand(io, io.agentToken);
     default:
       throw new UsageError(`unknown command "${command}" (see cloudops help)`);
   }
@@ -141,6 +152,7 @@ export async function main(argv = process.argv.slice(2), rawEnv = process.env): 
       policyFileSet: (merged.POLICY_FILE ?? '').trim() !== '',
       stdout: process.stdout,
       now: () => new Date(),
+      agentToken: merged.CLOUDOPS_AGENT_TOKEN?.trim() || undefined,
     });
   } catch (error) {
     const { line, code: exit } = errorLine(error);

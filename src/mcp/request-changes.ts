@@ -47,8 +47,8 @@ export class RequestChanges {
       woken = true;
       wake();
     };
-    let set = this.waiters.get(requestId);
-    if (!set) this.waiters.set(requestId, (set = new Set()));
+    const set = this.waiters.get(requestId) ?? new Set<() => void>();
+    this.waiters.set(requestId, set);
     set.add(waiter);
     const deadline = Date.now() + ms;
     try {

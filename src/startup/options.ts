@@ -15,6 +15,8 @@ export interface Running {
   port?: number;
   /** Where `/metrics` listens (METRICS_PORT on METRICS_HOST; the one picked when METRICS_PORT is 0). */
   metricsPort: number;
+  /** Where the MCP server listens (web role with MCP_PORT set; the one picked when MCP_PORT is 0). */
+  mcpPort?: number;
   metrics: Metrics;
   /** Stops taking work, finishes or hands back what runs, closes every connection: within the shutdown deadline. */
   stop(): Promise<void>;

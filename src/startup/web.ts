@@ -11,11 +11,14 @@ import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
 import type { Core } from './core.ts';
+import { startMcp } from './mcp.ts';
 
 /** The Slack app started; `port` is where it listens in HTTP mode (undefined in Socket Mode). */
 export interface StartedWeb {
   port: number | undefined;
   app: SlackApp;
+  /** Where the MCP server listens (docs/agents.md); undefined when MCP_PORT is unset. */
+  mcpPort: number | undefined;
 }
 
 /** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
@@ -63,5 +66,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
     // Not awaited: a slow Slack must not hold the start-up; each group Slack will not resolve is warned about.
     void Promise.all(groups.map((group) => core.userGroups.problem(group))).catch(() => undefined);
   }
-  return { port: started.port, app };
+  // The agents' surface, beside Slack's, over the same lifecycle.
+  const mcpPort = await startMcp(core);
+  return { port: started.port, app, mcpPort };
 }

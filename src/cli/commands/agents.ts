@@ -1,0 +1,128 @@
+import { userInfo } from 'node:os';
+import { findAgent, newAgentToken, tokenHash } from '../../config/agents.ts';
+import { createRedis, describeRedis, redisTarget } from '../../config/redis-connection.ts';
+import { AgentControls } from '../../mcp/agent-state.ts';
+import { policyOf } from '../cloud.ts';
+import { CliError, type CliIo, table, UsageError, write } from '../io.ts';
+
+export const AGENTS_USAGE =
+  'cloudops agents token | agents list [--json] | agents disable <name> | agents enable <name>';
+
+/** How long to wait for Redis before saying it cannot be reached. */
+const REDIS_CONNECT_TIMEOUT_MS = 5_000;
+
+/** Who ran the command, for the audit: the operating-system user. */
+function operator(): string {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return 'cli';
+  }
+}
+
+/** A short-lived Redis connection for one command; says clearly when Redis cannot be reached. */
+async function withRedis<T>(io: CliIo, use: (controls: AgentControls) => Promise<T>): Promise<T> {
+  const target = redisTarget(io.env);
+  const redis = createRedis(target, {
+    lazyConnect: true,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
+  let lastError: NodeJS.ErrnoException | undefined;
+  redis.on('error', (error: NodeJS.ErrnoException) => {
+    lastError = error;
+  });
+  try {
+    try {
+      await redis.connect();
+    } catch (error) {
+      const code = lastError?.code ?? (error as NodeJS.ErrnoException).code;
+      const { variable, where } = describeRedis(target);
+      throw new CliError(`${variable}: cannot reach ${where} (${code ?? 'no answer'})`);
+    }
+    return await use(new AgentControls(redis, io.env.REDIS_PREFIX, io.now));
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * `cloudops agents …`: `token` prints a new agent token and the SHA-256 the policy stores; `disable` stops an agent
+ * at once (every tool answers that it is disabled) and `enable` undoes it, both audited; `list` shows the agents of
+ * the policy and which are disabled.
+ */
+export async function agentsCommand(io: CliIo, args: string[], json: boolean): Promise<number> {
+  const [sub, name, ...extra] = args;
+  if (extra.length > 0) throw new UsageError(`usage: ${AGENTS_USAGE}`);
+  switch (sub) {
+    case 'token': {
+      if (name !== undefined) throw new UsageError('agents token takes no arguments');
+      const token = newAgentToken();
+      const hash = tokenHash(token);
+      if (json) await write(io.stdout, `${JSON.stringify({ token, token_sha256: hash })}\n`);
+      else
+        await write(
+          io.stdout,
+          `token:        ${token}\ntoken_sha256: ${hash}\n\nGive the token to the agent (its MCP client's Authorization: Bearer header, or CLOUDOPS_AGENT_TOKEN for cloudops mcp); put only token_sha256 in the policy's agents: entry. The token is not shown again.\n`,
+        );
+      return 0;
+    }
+    case 'list': {
+      if (name !== undefined) throw new UsageError('agents list takes no arguments');
+      const policy = await policyOf(io);
+      const disabled = new Set(await withRedis(io, (controls) => controls.disabled()));
+      const rows = policy.agents.map((a) => ({
+        name: a.name,
+        on_behalf_of: a.on_behalf_of,
+        projects: a.projects,
+        may: a.may,
+        requests_per_hour: a.requests_per_hour,
+        unattended: a.unattended,
+        disabled: disabled.has(a.name.toLowerCase()),
+      }));
+      if (json) await write(io.stdout, `${JSON.stringify(rows)}\n`);
+      else if (rows.length === 0) await write(io.stdout, 'No agents in the policy.\n');
+      else
+        await write(
+          io.stdout,
+          `${table([
+            ['NAME', 'FOR', 'PROJECTS', 'MAY', 'PER HOUR', 'STATE'],
+            ...rows.map((r) => [
+              r.name,
+              r.on_behalf_of,
+              r.projects.join(',') || '-',
+              r.may.join(','),
+              String(r.requests_per_hour),
+              r.disabled ? 'disabled' : 'enabled',
+            ]),
+          ])}\n`,
+        );
+      return 0;
+    }
+    case 'disable':
+    case 'enable': {
+      if (name === undefined) throw new UsageError(`usage: cloudops agents ${sub} <name>`);
+      const policy = await policyOf(io);
+      const agent = findAgent(policy.agents, name);
+      if (!agent) {
+        const names = policy.agents.map((a) => a.name).join(', ') || 'none';
+        throw new CliError(`no agent "${name.slice(0, 64)}" in ${io.env.POLICY_FILE} (agents: ${names})`);
+      }
+      const disable = sub === 'disable';
+      const changed = await withRedis(io, (controls) =>
+        controls.setDisabled(agent.name, disable, operator()),
+      );
+      await write(
+        io.stdout,
+        changed
+          ? `Agent ${agent.name} is ${disable ? 'disabled: every tool call now answers that it is disabled' : 'enabled again'} (audited).\n`
+          : `Agent ${agent.name} was already ${disable ? 'disabled' : 'enabled'}; nothing changed.\n`,
+      );
+      return 0;
+    }
+    default:
+      throw new UsageError(`usage: ${AGENTS_USAGE}`);
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The agents' surface (docs/agents.md): the MCP server at `/mcp` on MCP_HOST:MCP_PORT, started by the web role over
+ * its core; and `cloudops mcp`, the same tools over stdio for one agent on this machine, with the few parts of a core
+ * it needs opened here.
+ */
+import type { Server } from 'node:http';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Redis } from 'ioredis';
+import { packageVersion } from '../cli/version.ts';
+import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
+import { createPriceCache } from '../cloud/price-cache.ts';
+import { agentForToken } from '../config/agents.ts';
+import type { Env } from '../config/env.ts';
+import type { Policy } from '../config/policy.ts';
+import { createRedis, describeRedis, redisTarget } from '../config/redis-connection.ts';
+import { createOutbox } from '../jobs/outbox.ts';
+import { createQueues } from '../jobs/queues.ts';
+import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
+import { AgentControls } from '../mcp/agent-state.ts';
+import { startMcpHttp } from '../mcp/http.ts';
+import { RequestChanges } from '../mcp/request-changes.ts';
+import { createAgentServer } from '../mcp/server.ts';
+import type { McpDeps } from '../mcp/tools.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
+import { createMetrics } from '../observability/metrics.ts';
+import { createApprovalPolicy } from '../requests/approvers.ts';
+import { RequestLifecycle } from '../requests/lifecycle.ts';
+import { RequestStore } from '../requests/store.ts';
+import { VmFactsStore } from '../requests/vm-facts.ts';
+import { createUserGroups } from '../slack/user-groups.ts';
+import { SlackApi } from '../slack-api/client.ts';
+import type { Core } from './core.ts';
+import { portOf } from './stages.ts';
+
+/** How long a stopping MCP server lets answers in hand finish before it cuts its connections. */
+const DRAIN_MS = 1_000;
+
+/** A connection of its own for the blocking read of request changes (a blocked connection serves nothing else). */
+function changesConnection(redis: Redis, logger: Logger): Redis {
+  const connection = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  connection.on('error', (error: Error) => logger.debug({ err: error }, 'MCP change tail: redis problem'));
+  return connection;
+}
+
+/**
+ * Starts the MCP server of the web role when MCP_PORT is set; resolves with its port (undefined when off). Its
+ * shutdown wakes the agents waiting in get_request (they get the state as it is), then closes the port.
+ */
+export async function startMcp(core: Core): Promise<number | undefined> {
+  const { env, stages, logger } = core;
+  if (env.MCP_PORT === undefined) return undefined;
+  const changes = new RequestChanges(changesConnection(core.fastRedis, logger), core.prefix, logger);
+  const deps: McpDeps = {
+    policy: core.policy,
+    store: core.store,
+    requests: core.requests,
+    vmFacts: core.vmFacts,
+    prices: core.prices,
+    cloud: core.cloud,
+    controls: new AgentControls(core.fastRedis, core.prefix, core.now),
+    changes,
+    now: core.now,
+    logger,
+  };
+  const server: Server = await core.deadline.step(
+    'the MCP server on MCP_PORT',
+    startMcpHttp(deps, {
+      port: env.MCP_PORT,
+      host: env.MCP_HOST,
+      allowedOrigins: env.MCP_ALLOWED_ORIGINS?.split(',').map((o) => o.trim()),
+      version: packageVersion(),
+    }),
+  );
+  stages.intake.push(async () => {
+    changes.close();
+    await new Promise<void>((resolve) => {
+      const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      server.close(() => {
+        clearTimeout(cut);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+  });
+  if (core.policy.agents.length === 0)
+    logger.warn('MCP_PORT is set but the policy declares no agents: every call gets 401');
+  const port = portOf(server, env.MCP_PORT);
+  logger.info(
+    { mcpPort: port, host: env.MCP_HOST, agents: core.policy.agents.length },
+    'MCP server listening',
+  );
+  return port;
+}
+
+/** How `cloudops mcp` ended. */
+export class McpStdioError extends Error {
+  override readonly name = 'McpStdioError';
+}
+
+/**
+ * `cloudops mcp`: serves the tools over stdin/stdout for the agent whose token is `token` (CLOUDOPS_AGENT_TOKEN),
+ * until stdin closes. Requests go to the same Redis, queues and lifecycle as the bot's; its workers run them and
+ * its web role is not needed. Logs go to stderr: stdout is the protocol's.
+ */
+export async function serveMcpStdio(
+  env: Env,
+  policy: Policy,
+  token: string | undefined,
+  streams: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {},
+): Promise<void> {
+  const agent = token ? agentForToken(policy.agents, token) : undefined;
+  if (!agent)
+    throw new McpStdioError(
+      token
+        ? 'CLOUDOPS_AGENT_TOKEN is not the token of an agent in the policy (docs/agents.md)'
+        : 'CLOUDOPS_AGENT_TOKEN is not set: give the agent’s token (docs/agents.md)',
+    );
+  const secrets = [env.SLACK_BOT_TOKEN, env.CLOUD_API_KEY, token].filter((s): s is string => s !== undefined);
+  const logger = createLogger(
+    { level: env.LOG_LEVEL === 'info' ? 'warn' : env.LOG_LEVEL, secrets },
+    process.stderr,
+  );
+  const now = () => new Date();
+  const target = redisTarget(env);
+  const redis = createRedis(target, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+  });
+  const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
+  for (const client of [redis, queueRedis])
+    client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
+  const cloud = new CloudApiClient({
+    baseUrl: env.CLOUD_API_URL ?? '',
+    apiKey: env.CLOUD_API_KEY,
+    timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
+  });
+  const slack = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+  const queues = createQueues(queueRedis, env.REDIS_PREFIX);
+  const changes = new RequestChanges(changesConnection(redis, logger), env.REDIS_PREFIX, logger);
+  try {
+    await redis.ping().catch((error: NodeJS.ErrnoException) => {
+      const { variable, where } = describeRedis(target);
+      throw new McpStdioError(`${variable}: cannot reach ${where} (${error.code ?? error.message})`);
+    });
+    const store = new RequestStore(redis, {
+      prefix: env.REDIS_PREFIX,
+      now,
+      retentionDays: policy.retention_days,
+    });
+    const vmFacts = new VmFactsStore(redis, { prefix: env.REDIS_PREFIX });
+    const prices = createPriceCache(cloud);
+    const approvals = createApprovalPolicy(
+      policy,
+      env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
+    );
+    const requests = new RequestLifecycle({
+      policy,
+      store,
+      outbox: createOutbox(queues, now),
+      approvals,
+      prices,
+      now,
+      logger,
+      metrics: createMetrics(),
+      vmFacts,
+      secrets,
+    });
+    const deps: McpDeps = {
+      policy,
+      store,
+      requests,
+      vmFacts,
+      prices,
+      cloud,
+      controls: new AgentControls(redis, env.REDIS_PREFIX, now),
+      changes,
+      now,
+      logger,
+    };
+    const server = createAgentServer(deps, agent, packageVersion());
+    const transport = new StdioServerTransport(
+      streams.stdin as NodeJS.ReadStream | undefined,
+      streams.stdout as NodeJS.WriteStream | undefined,
+    );
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = () => resolve();
+      (streams.stdin ?? process.stdin).once('end', () => resolve());
+    });
+    await server.connect(transport);
+    logger.info({ agent: agent.name }, 'MCP over stdio ready');
+    await closed;
+    await server.close();
+  } finally {
+    changes.close();
+    await Promise.allSettled([queues.close(), cloud.close(), slack.close()]);
+    redis.disconnect();
+    queueRedis.disconnect();
+  }
+}
