@@ -126,6 +126,7 @@ export async function serveMcpStdio(
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
+    lazyConnect: true,
   });
   const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
   for (const client of [redis, queueRedis])
@@ -139,7 +140,7 @@ export async function serveMcpStdio(
   const queues = createQueues(queueRedis, env.REDIS_PREFIX);
   const changes = new RequestChanges(changesConnection(redis, logger), env.REDIS_PREFIX, logger);
   try {
-    await redis.ping().catch((error: NodeJS.ErrnoException) => {
+    await redis.connect().catch((error: NodeJS.ErrnoException) => {
       const { variable, where } = describeRedis(target);
       throw new McpStdioError(`${variable}: cannot reach ${where} (${error.code ?? error.message})`);
     });
