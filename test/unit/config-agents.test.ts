@@ -14,7 +14,9 @@ ${agents}`;
 
 describe('the policy’s agents section', () => {
   it('fills the documented defaults', () => {
-    const policy = parsePolicy(base(`  - { name: deploy-agent, token_sha256: ${HASH}, on_behalf_of: U0DEV }`));
+    const policy = parsePolicy(
+      base(`  - { name: deploy-agent, token_sha256: ${HASH}, on_behalf_of: U0DEV }`),
+    );
     expect(policy.agents).toEqual([
       {
         name: 'deploy-agent',
