@@ -25,6 +25,8 @@ let policyFile: string;
 let slack: SlackStandIn;
 let hanging: Server;
 let hangingUrl: string;
+let down: Server;
+let downUrl: string;
 let redis: Redis;
 const prefixes: string[] = [];
 
@@ -38,12 +40,20 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
   const address = hanging.address();
   hangingUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/api/`;
+  // A Slack that is down: every connection is dropped at once. Held for the whole file, so no server another test
+  // starts meanwhile can take its port (a port only found free could be, and then answered invalid_auth).
+  down = createServer((req) => req.socket.destroy());
+  down.on('connection', (socket) => socket.destroy());
+  await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+  const downAddress = down.address();
+  downUrl = `http://127.0.0.1:${typeof downAddress === 'object' && downAddress ? downAddress.port : 0}/api/`;
   redis = testRedis();
 });
 
 afterAll(async () => {
   hanging.closeAllConnections();
   await new Promise<void>((resolve) => hanging.close(() => resolve()));
+  await new Promise<void>((resolve) => down.close(() => resolve()));
   await slack.close();
   for (const prefix of prefixes) await deleteKeys(redis, prefix);
   await redis.quit();
@@ -172,7 +182,7 @@ describe.concurrent('a worker or scheduler started while Slack is down keeps run
   it.each(['worker', 'scheduler'])(
     'ROLE=%s: ready, /readyz 200, and SIGTERM still ends it with 0',
     async (role) => {
-      const bot = spawnBot(botEnv(role, { SLACK_API_URL: `http://127.0.0.1:${await freePort()}/api/` }), dir);
+      const bot = spawnBot(botEnv(role, { SLACK_API_URL: downUrl }), dir);
       try {
         const port = await bot.ready();
         expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
