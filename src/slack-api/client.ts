@@ -1,5 +1,5 @@
 import type { HomeView, KnownBlock, ModalView } from '@slack/types';
-import { type Dispatcher, Pool } from 'undici';
+import { type Dispatcher, Pool, request } from 'undici';
 import type { Logger } from '../observability/logger.ts';
 import { inSpan } from '../observability/tracing.ts';
 import {
@@ -21,6 +21,7 @@ const FORM_METHODS = new Set([
   'usergroups.users.list',
   'users.info',
   'chat.getPermalink',
+  'files.getUploadURLExternal',
 ]);
 
 /** Network failures that happen before a request reaches Slack: a retry cannot make the call twice. */
@@ -51,6 +52,31 @@ export interface MessageArgs {
   thread_ts?: string;
   unfurl_links?: boolean;
   metadata?: { event_type: string; event_payload: Record<string, unknown> };
+}
+
+/** One file of `files.completeUploadExternal`: the id `files.getUploadURLExternal` gave, and its title. */
+export interface UploadedFile {
+  id: string;
+  title?: string;
+}
+
+/** A file to upload and where to share it (a channel, optionally a thread in it). */
+export interface FileUpload {
+  bytes: Buffer;
+  filename: string;
+  title?: string;
+  /** Read out by screen readers in place of the image. */
+  altText?: string;
+  channel: string;
+  threadTs?: string;
+  initialComment?: string;
+}
+
+/** Per-call options of the Web API client. */
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  token?: string;
 }
 
 /** How hard `views.open` tries: a trigger id lives 3 s, so every retry must fit in what is left of that. */
@@ -150,6 +176,24 @@ export class SlackApi {
     },
   };
 
+  /** Slack's external upload: a URL for the bytes, the bytes, then the file shared where it belongs. */
+  readonly files = {
+    getUploadURLExternal: (
+      args: { filename: string; length: number; alt_txt?: string },
+      options?: CallOptions,
+    ) =>
+      this.call<SlackAnswer & { upload_url: string; file_id: string }>(
+        'files.getUploadURLExternal',
+        args,
+        options,
+      ),
+    completeUploadExternal: (
+      args: { files: UploadedFile[]; channel_id?: string; thread_ts?: string; initial_comment?: string },
+      options?: CallOptions,
+    ) =>
+      this.call<SlackAnswer & { files: UploadedFile[] }>('files.completeUploadExternal', args, options),
+  };
+
   readonly views = {
     publish: (args: { user_id: string; view: HomeView }) => this.call('views.publish', args),
   };
@@ -169,7 +213,7 @@ export class SlackApi {
   call<T extends SlackAnswer = SlackAnswer>(
     method: string,
     args: object = {},
-    options: { timeoutMs?: number; signal?: AbortSignal; token?: string } = {},
+    options: CallOptions = {},
   ): Promise<T> {
     // A span per call, named by the method; neither the token nor the arguments (user text) are recorded.
     return inSpan(
@@ -289,6 +333,61 @@ export class SlackApi {
       if (n >= policy.attempts || performance.now() - started + wait > policy.budgetMs) throw failure;
       await sleep(wait);
     }
+  }
+
+  /**
+   * Uploads one file and shares it: `files.getUploadURLExternal`, the bytes POSTed to the URL it gave (Slack's file
+   * service, another host: no token is sent there), then `files.completeUploadExternal`. Each step's failure
+   * rejects with a {@link SlackApiError}; `timeoutMs` bounds each of the three requests.
+   */
+  async uploadFile(file: FileUpload, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string> {
+    const { upload_url: url, file_id: id } = await this.files.getUploadURLExternal(
+      {
+        filename: file.filename,
+        length: file.bytes.length,
+        ...(file.altText ? { alt_txt: file.altText } : {}),
+      },
+      options,
+    );
+    await this.postBytes(url, file.bytes, options);
+    await this.files.completeUploadExternal(
+      {
+        files: [{ id, ...(file.title ? { title: file.title } : {}) }],
+        channel_id: file.channel,
+        ...(file.threadTs ? { thread_ts: file.threadTs } : {}),
+        ...(file.initialComment ? { initial_comment: file.initialComment } : {}),
+      },
+      options,
+    );
+    return id;
+  }
+
+  /** The upload step: the raw bytes to the upload URL; Slack answers 200 when it has them. */
+  private async postBytes(
+    url: string,
+    bytes: Buffer,
+    options: { timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<void> {
+    const method = 'files.upload_url';
+    const timeout = options.timeoutMs ?? this.timeoutMs;
+    let status: number;
+    try {
+      const response = await request(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: bytes,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: options.signal,
+      });
+      status = response.statusCode;
+      await response.body.dump();
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? (error as Error).name ?? 'request_failed';
+      throw new SlackRequestError(method, code, !NOT_SENT.has(code), { cause: error });
+    }
+    if (status === 429) throw new SlackRateLimitedError(method, DEFAULT_RETRY_AFTER_MS);
+    if (status !== 200) throw new SlackHttpError(method, status);
   }
 
   async close(): Promise<void> {
