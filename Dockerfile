@@ -21,6 +21,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The font the price charts are drawn with (the slim image has none; docs/charts.md).
+COPY assets ./assets
 # The operator CLI (`docker compose exec bot cloudops audit --since 24h`); it runs dist/.
 COPY bin ./bin
 COPY scripts/dist.mjs ./scripts/dist.mjs

@@ -121,6 +121,19 @@ export interface StandInOptions {
   dateSkewMs?: number;
 }
 
+/** A file as the bot uploaded it: what files.getUploadURLExternal was told, and the bytes POSTed to its URL. */
+export interface UploadedFileRecord {
+  id: string;
+  filename: string;
+  length: number;
+  altText?: string;
+  bytes?: Buffer;
+  /** Set by files.completeUploadExternal. */
+  title?: string;
+  channel?: string;
+  threadTs?: string;
+}
+
 /** Where a response_url's answer goes: the conversation, the person, and the message it may replace. */
 export interface ResponseUrlTarget {
   channel: string;
@@ -148,6 +161,8 @@ export interface SlackStandIn {
   responses: ResponseUrlPost[];
   /** Every Home tab views.publish set, in order. */
   homes: PublishedHome[];
+  /** Files uploaded through files.getUploadURLExternal, in order. */
+  files(): UploadedFileRecord[];
   /** The Home tab `user` sees now, if one was published. */
   homeOf(user: string): Record<string, unknown> | undefined;
   /** Starts a workflow step run: its execution id and token, as a `function_executed` event carries them. */
@@ -257,7 +272,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   const failures = new Map<string, (Required<Pick<FailOptions, 'times'>> & FailOptions)[]>();
   const triggers = new Map<string, { mintedAt: number; used: boolean }>();
   const responseUrls = new Map<string, ResponseUrlTarget & { uses: number }>();
-  const uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
+  const uploads = new Map<string, UploadedFileRecord>();
   const sent = new Map<string, number[]>();
   let perSecond: number | undefined;
   const notMember = new Set<string>();
@@ -536,11 +551,21 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       case 'apps.connections.open':
         return { url: socketMode.openUrl(base) };
       case 'files.getUploadURLExternal': {
+        if (!scopes.includes('files:write')) return missingScope('files:write');
+        const length = Number(args.length);
+        if (!Number.isInteger(length) || length < 1)
+          problem(method, `length ${String(args.length)} is not a size`);
         const id = nextId('F');
-        uploads.set(id, { filename: String(args.filename), length: Number(args.length) });
+        uploads.set(id, {
+          id,
+          filename: String(args.filename),
+          length,
+          altText: typeof args.alt_txt === 'string' ? args.alt_txt : undefined,
+        });
         return { upload_url: `${base}/upload/${id}`, file_id: id };
       }
       case 'files.completeUploadExternal': {
+        if (!scopes.includes('files:write')) return missingScope('files:write');
         const files = Array.isArray(args.files) ? (args.files as { id: string; title?: string }[]) : [];
         for (const file of files) {
           const upload = uploads.get(file.id);
@@ -548,8 +573,15 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
           if (!upload.bytes) problem(method, `file ${file.id} was never uploaded to its upload_url`);
         }
         const target = typeof args.channel_id === 'string' ? args.channel_id : undefined;
+        if (target && notMember.has(target)) return { ok: false, error: 'not_in_channel' };
         if (target) {
           const threadTs = typeof args.thread_ts === 'string' ? args.thread_ts : undefined;
+          if (threadTs !== undefined && !findMessage(target, threadTs))
+            problem(method, `thread_ts ${threadTs} is not a message in ${target}`);
+          for (const file of files) {
+            const upload = uploads.get(file.id);
+            if (upload) Object.assign(upload, { title: file.title, channel: target, threadTs });
+          }
           addMessage({
             channel: target,
             ts: nextTs(),
@@ -766,6 +798,11 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     if (upload?.[1] && req.method === 'POST') {
       const entry = uploads.get(upload[1]);
       if (!entry) return send(res, { status: 404, body: { ok: false, error: 'file_not_found' } });
+      if (raw.length !== entry.length)
+        problem(
+          'upload_url',
+          `${raw.length} bytes uploaded for ${entry.id}, files.getUploadURLExternal was told ${entry.length}`,
+        );
       entry.bytes = raw;
       res.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${raw.length}`);
       return;
@@ -793,6 +830,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     views,
     responses,
     homes,
+    files: () => [...uploads.values()],
     homeOf: (user) => homes.filter((h) => h.user === user).at(-1)?.view,
     startFunction(callbackId, inputs) {
       const execution: FunctionExecution = {

@@ -66,8 +66,16 @@ export class TickStore {
     return Number((await this.redis.hget(`${this.base(channel, tick)}:state`, 'sent')) ?? '0');
   }
 
-  async markSent(channel: string, tick: string, count: number): Promise<void> {
-    await this.redis.hset(`${this.base(channel, tick)}:state`, 'sent', String(count));
+  /** `ts` of the first part is kept: the digest's chart goes into its thread. */
+  async markSent(channel: string, tick: string, count: number, ts?: string): Promise<void> {
+    const key = `${this.base(channel, tick)}:state`;
+    if (count === 1 && ts) await this.redis.hset(key, 'sent', String(count), 'ts', ts);
+    else await this.redis.hset(key, 'sent', String(count));
+  }
+
+  /** The `ts` of the digest's first message, once posted. */
+  async firstTs(channel: string, tick: string): Promise<string | undefined> {
+    return (await this.redis.hget(`${this.base(channel, tick)}:state`, 'ts')) ?? undefined;
   }
 
   async isDone(channel: string, tick: string): Promise<boolean> {

@@ -8,9 +8,11 @@ import type { Logger } from '../observability/logger.ts';
 import { queueTelemetry } from '../observability/tracing.ts';
 import { diffSnapshots } from '../pricing/diff.ts';
 import { toSnapshot } from '../pricing/price-fields.ts';
+import { type PriceHistory, pointOfSnapshot } from '../pricing/price-history.ts';
 import { nextRun } from '../pricing/schedule-parse.ts';
 import type { SnapshotStore } from '../pricing/snapshots.ts';
 import type { SlackApi } from '../slack-api/client.ts';
+import { type ChartPosterDeps, postDigestChart } from './digest-chart.ts';
 import { DIGEST_QUEUE, type DigestJobData } from './digest-scheduler.ts';
 import { type TickPlan, TickStore } from './digest-ticks.ts';
 import type { DigestRenderer } from './renderers.ts';
@@ -25,6 +27,10 @@ export interface DigestWorkerDeps {
   cloud: Pick<CloudApi, 'listClusters'>;
   slack: Pick<SlackApi, 'chat'>;
   snapshots: SnapshotStore;
+  /** Each digest's costs, for the charts; absent in setups that keep none. */
+  history?: PriceHistory;
+  /** Posts the digest's chart after its text; absent when charts are off. */
+  charts?: ChartPosterDeps;
   renderer: DigestRenderer;
   /** When the channel's next scheduled digest runs, for the failure notice; undefined when none. */
   nextDigestAt(channel: string): Promise<Date | undefined>;
@@ -96,13 +102,14 @@ export async function runDigestJob(
       if (!message) break;
       if (!(await ticks.renew(channel, tick, token)))
         throw new TickBusyError(`digest ${channel}/${tick}: lease lost`);
+      let ts: string | undefined;
       try {
-        await deps.slack.chat.postMessage({
+        ({ ts } = await deps.slack.chat.postMessage({
           channel,
           text: message.text,
           blocks: message.blocks,
           unfurl_links: false,
-        });
+        }));
       } catch (error) {
         const failure = slackFailure(error);
         const wait = failure?.verdict === 'retry' ? failure.retryAfterMs : undefined;
@@ -117,10 +124,21 @@ export async function runDigestJob(
         }
         throw error;
       }
-      await ticks.markSent(channel, tick, part + 1);
+      await ticks.markSent(channel, tick, part + 1, ts);
     }
-    if (plan.snapshot) await deps.snapshots.save(channel, plan.snapshot);
+    if (plan.snapshot) {
+      await deps.snapshots.save(channel, plan.snapshot);
+      // The chart's history is extra: failing to keep it never fails a digest that was delivered.
+      await deps.history
+        ?.recordDigest(channel, pointOfSnapshot(plan.snapshot, deps.policy.reference_vm))
+        .catch((error: unknown) =>
+          deps.logger.warn({ err: error, channel }, 'digest: price history not kept'),
+        );
+    }
     await ticks.markDone(channel, tick);
+    // After the text is out and the tick is done: a slow or refused upload delays and loses nothing of the digest.
+    if (plan.snapshot && deps.charts)
+      await postDigestChart(deps.charts, channel, await ticks.firstTs(channel, tick).catch(() => undefined));
     return plan.snapshot ? 'posted' : 'api-failed';
   } finally {
     await ticks.release(channel, tick, token).catch(() => undefined);

@@ -2,8 +2,10 @@ import type { Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { PriceHistory } from '../pricing/price-history.ts';
 import { SnapshotStore } from '../pricing/snapshots.ts';
 import type { SlackApi } from '../slack-api/client.ts';
+import type { ChartPosterDeps } from './digest-chart.ts';
 import { DigestScheduler } from './digest-scheduler.ts';
 import { startDigestWorker } from './digest-worker.ts';
 import type { DigestRenderer } from './renderers.ts';
@@ -16,6 +18,10 @@ export interface DigestJobsDeps {
   prefix: string;
   slack: Pick<SlackApi, 'chat'>;
   renderer: DigestRenderer;
+  /** Each digest's costs per cluster, for the charts. */
+  history?: PriceHistory;
+  /** The digest's chart, posted in its thread after the text; absent when charts are off. */
+  charts?: ChartPosterDeps;
   now: () => Date;
   logger: Logger;
   /** Digest jobs run at once by one worker. */
@@ -48,6 +54,8 @@ export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
         cloud: deps.cloud,
         slack: deps.slack,
         snapshots,
+        history: deps.history,
+        charts: deps.charts,
         renderer: deps.renderer,
         nextDigestAt: async (channel) => (await scheduler.get(channel))?.next,
         now: deps.now,

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { rankReferenceCosts } from '../rules/cost.ts';
 import type { PriceLike, ReferenceVm } from '../rules/types.ts';
+import { type DigestSnapshot, KNOWN_PRICE_FIELDS } from './price-fields.ts';
 
 /** A channel's chart shows its last this many digests. */
 export const CHANNEL_POINTS = 12;
@@ -34,6 +35,30 @@ export function historyPoint(
   }
   return { at: at.toISOString(), ref: referenceKey(reference), costs };
 }
+
+/** The chart point of a digest's snapshot (its prices kept by their wire names). */
+export function pointOfSnapshot(snapshot: DigestSnapshot, reference: ReferenceVm): HistoryPoint {
+  const clusters = snapshot.clusters.map((c) => {
+    const prices: PriceLike = {};
+    for (const field of KNOWN_PRICE_FIELDS) {
+      const value = c.prices[field.key];
+      if (value !== undefined && field.prop in PRICE_LIKE_PROPS)
+        prices[field.prop as keyof PriceLike] = value;
+    }
+    return { name: c.name, prices };
+  });
+  return historyPoint(clusters, reference, new Date(snapshot.at));
+}
+
+/** The prices the cost rules read. */
+const PRICE_LIKE_PROPS: Record<keyof PriceLike, true> = {
+  vcoreRegular: true,
+  vcoreLight: true,
+  ram: true,
+  storageFast: true,
+  publicIp: true,
+  privateNetworkTag: true,
+};
 
 /** Appends a cluster's cost unless it equals the last one kept (several channels' digests see the same price). */
 const RECORD_CHANGE = `
@@ -75,6 +100,9 @@ export class PriceHistory {
   /** Records a channel's digest, and each cluster's cost where it changed. */
   async recordDigest(channel: string, point: HistoryPoint): Promise<void> {
     const key = this.channelKey(channel);
+    // A retried digest job records its point once.
+    const last = await this.redis.lindex(key, -1);
+    if (last?.includes(`"at":"${point.at}"`)) return;
     await this.redis
       .multi()
       .rpush(key, JSON.stringify(point))

@@ -190,8 +190,7 @@ export class SlackApi {
     completeUploadExternal: (
       args: { files: UploadedFile[]; channel_id?: string; thread_ts?: string; initial_comment?: string },
       options?: CallOptions,
-    ) =>
-      this.call<SlackAnswer & { files: UploadedFile[] }>('files.completeUploadExternal', args, options),
+    ) => this.call<SlackAnswer & { files: UploadedFile[] }>('files.completeUploadExternal', args, options),
   };
 
   readonly views = {
@@ -340,7 +339,10 @@ export class SlackApi {
    * service, another host: no token is sent there), then `files.completeUploadExternal`. Each step's failure
    * rejects with a {@link SlackApiError}; `timeoutMs` bounds each of the three requests.
    */
-  async uploadFile(file: FileUpload, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string> {
+  async uploadFile(
+    file: FileUpload,
+    options: { timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<string> {
     const { upload_url: url, file_id: id } = await this.files.getUploadURLExternal(
       {
         filename: file.filename,

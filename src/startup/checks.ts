@@ -77,7 +77,13 @@ export const TOKEN_REFUSED = new Set([
 ]);
 
 /** What auth.test said: the token works, or Slack could not be asked (down, slow, 5xx). */
-export type SlackCheck = { ok: true } | { ok: false; why: string };
+export type SlackCheck =
+  | {
+      ok: true;
+      /** The token's scopes when Slack said them (`x-oauth-scopes`); undefined when it did not. */
+      scopes?: string[];
+    }
+  | { ok: false; why: string };
 
 /**
  * Calls auth.test with its own deadline. Rejects with a {@link StartupError} when Slack refuses the token
@@ -99,7 +105,10 @@ export async function checkSlackToken(
   });
   const where = redactUrl(apiUrl);
   const call = client.auth.test().then(
-    (): SlackCheck => ({ ok: true }),
+    (result): SlackCheck => {
+      const scopes = result.response_metadata?.scopes;
+      return scopes ? { ok: true, scopes } : { ok: true };
+    },
     (error: unknown): SlackCheck => {
       const { code, data, statusCode } = error as {
         code?: string;

@@ -4,6 +4,7 @@
  * the request lifecycle and the digest jobs. Each part is registered with the shutdown stages as it opens.
  */
 import type { Redis } from 'ioredis';
+import { FILES_SCOPE, UploadScope } from '../charts/upload-scope.ts';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
 import { createPriceCache, type PriceSource } from '../cloud/price-cache.ts';
 import type { Env } from '../config/env.ts';
@@ -15,6 +16,7 @@ import {
   redisTarget,
   watchReplicas,
 } from '../config/redis-connection.ts';
+import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues, type Queues } from '../jobs/queues.ts';
@@ -22,6 +24,7 @@ import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
 import type { Readiness } from '../observability/http.ts';
 import type { Logger } from '../observability/logger.ts';
 import { type Metrics, statusLabel } from '../observability/metrics.ts';
+import { PriceHistory } from '../pricing/price-history.ts';
 import { type ApprovalPolicy, createApprovalPolicy } from '../requests/approvers.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
 import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle.ts';
@@ -81,6 +84,8 @@ export interface Core {
   requests: RequestLifecycle;
   workerRequests: RequestLifecycle;
   digests: DigestJobs;
+  /** Price charts: what the web role's `/cloud cluster` draws and uploads with (history on the fast connection). */
+  charts: ChartPosterDeps;
   readiness: Readiness;
   stages: ShutdownStages;
   deadline: StartupDeadline;
@@ -135,6 +140,7 @@ export async function openCore(
     deadline.signal,
   );
 
+  const uploadScope = new UploadScope(logger);
   // A token Slack refuses stops every role; Slack not answering stops the web role only (docs/operations.md#start-up).
   if (env.SLACK_BOT_TOKEN) {
     const slack = await deadline.step(
@@ -149,6 +155,7 @@ export async function openCore(
     if (!slack.ok && runs('web')) throw new StartupError(slack.why);
     if (!slack.ok)
       logger.warn({ why: slack.why }, 'Slack did not answer at start-up; replies wait until it does');
+    if (slack.ok && slack.scopes && !slack.scopes.includes(FILES_SCOPE)) uploadScope.missing('start-up');
   }
 
   // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
@@ -203,6 +210,15 @@ export async function openCore(
   // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
 
+  const chartDeps = (redis: Redis): ChartPosterDeps => ({
+    history: new PriceHistory(redis, prefix, retentionDays),
+    slack,
+    reference: policy.reference_vm,
+    currency: policy.currency,
+    scope: uploadScope,
+    logger,
+  });
+  const workerCharts = chartDeps(queueRedis);
   const digests = createDigestJobs({
     policy,
     cloud,
@@ -210,6 +226,8 @@ export async function openCore(
     prefix,
     slack,
     renderer: digestRenderer,
+    history: workerCharts.history,
+    charts: workerCharts,
     now,
     logger,
   });
@@ -253,6 +271,7 @@ export async function openCore(
     requests,
     workerRequests,
     digests,
+    charts: chartDeps(fastRedis),
     readiness,
     stages,
     deadline,
