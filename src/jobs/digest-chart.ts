@@ -25,7 +25,7 @@ export interface ChartPosterDeps {
 
 /** "2 vCores (regular), 4 GB RAM, 50 GB disk, public IP · 730 h a month". */
 export function referenceSubtitle(reference: ReferenceVm): string {
-  return `Reference VM: ${reference.cores} vCore${reference.cores === 1 ? '' : 's'} (${reference.cpu_class}), ${reference.ram_gb} GB RAM, ${reference.os_disk_gb} GB disk${reference.public_ip ? ', public IP' : ''} · ${HOURS_PER_MONTH} h a month`;
+  return `${reference.cores} vCore${reference.cores === 1 ? '' : 's'} (${reference.cpu_class}), ${reference.ram_gb} GB RAM, ${reference.os_disk_gb} GB disk${reference.public_ip ? ', public IP' : ''} · ${HOURS_PER_MONTH} h a month`;
 }
 
 /** Draws `input` (loading the drawing code on first use) and shares it in `channel`, in the thread of `threadTs`. */

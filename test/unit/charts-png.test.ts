@@ -27,7 +27,7 @@ function history(amsNow: string): ChartPoint[] {
 
 const input = (points: ChartPoint[]) => ({
   title: 'Reference VM, monthly cost per cluster',
-  subtitle: 'Reference VM: 2 vCores (regular), 4 GB RAM, 50 GB disk, public IP · 730 h a month',
+  subtitle: '2 vCores (regular), 4 GB RAM, 50 GB disk, public IP · 730 h a month',
   currency: 'EUR',
   points,
 });
