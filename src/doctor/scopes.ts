@@ -8,6 +8,7 @@ export const BOT_SCOPES: Readonly<Record<string, string>> = {
   'usergroups:read': 'approvers named by user group (S… ids in the policy)',
   'channels:history': 'finding a reply already posted after a crash (public channels)',
   'groups:history': 'finding a reply already posted after a crash (private channels)',
+  'files:write': 'the price chart in each digest and in /cloud cluster (the text goes out without it)',
 };
 
 /** Scopes that let the bot look at a channel (conversations.info): public, private. */

@@ -25,7 +25,9 @@ afterAll(async () => {
 
 describe('checkSlackToken', () => {
   it('accepts a working token, whatever fraction of a millisecond its deadline has', async () => {
-    await expect(checkSlackToken('xoxb-startup-checks', slack.apiUrl, 3999.7)).resolves.toEqual({ ok: true });
+    await expect(checkSlackToken('xoxb-startup-checks', slack.apiUrl, 3999.7)).resolves.toMatchObject({
+      ok: true,
+    });
   });
 
   it('throws a StartupError naming the refusal for a token Slack refuses, never the token', async () => {
