@@ -55,8 +55,12 @@ const env = loadEnv(
     { redisUrl: redisServer.url, prefix: PREFIX, role: 'all', logLevel: 'warn' },
   ),
 );
+// The bot's own views.publish budget lifted and every open published (the same page opened again is otherwise left
+// alone for 2 s): this measures what a page costs to build and publish.
 const bot = await startCloudops(env, parsePolicy(benchPolicyYaml(PROJECT_UUID), 'bench-policy.yml'), {
   logger,
+  homeRate: { max: 1e6, duration: 1000 },
+  homeOpenCoalesceMs: 0,
 });
 const redis = new Redis(redisServer.url);
 const store = new RequestStore(redis, { prefix: PREFIX });

@@ -18,6 +18,15 @@ export interface FollowUpQueueDeps {
   retry?: RetryPolicy;
 }
 
+/** What a job may do about the whole queue while it runs. */
+export interface FollowUpControl {
+  /**
+   * Slack rate-limited a call that every job of this queue makes: no job of the queue starts for `ms` (in every
+   * process, through the queue's limiter), and the error returned, thrown, puts this job back without using an attempt.
+   */
+  pause(ms: number): Promise<Error>;
+}
+
 /**
  * Starts `name`'s queue and worker: jobs retried with the notify delays (Slack's Retry-After honoured), at most
  * `limiter` jobs per window when given.
@@ -26,7 +35,7 @@ export function startFollowUpQueue<T extends object>(
   name: string,
   deps: FollowUpQueueDeps,
   options: { jobs: JobsOptions; limiter?: { max: number; duration: number } },
-  process: (job: Job<T>) => Promise<string | number>,
+  process: (job: Job<T>, control: FollowUpControl) => Promise<string | number>,
 ): FollowUpQueue<T> {
   const retry = deps.retry ?? NOTIFY_RETRY;
   const queue = new Queue(name, {
@@ -38,7 +47,13 @@ export function startFollowUpQueue<T extends object>(
   queue.on('error', (error: Error) =>
     deps.logger.warn({ err: error, queue: name }, 'queue connection problem'),
   );
-  const worker = new Worker<T, string | number>(name, process, {
+  const control: FollowUpControl = {
+    async pause(ms) {
+      await worker.rateLimit(ms);
+      return Worker.RateLimitError();
+    },
+  };
+  const worker = new Worker<T, string | number>(name, (job) => process(job, control), {
     connection: deps.connection,
     prefix: deps.prefix,
     concurrency: 4,

@@ -21,14 +21,8 @@ export interface SlackDeps {
   slack: SlackApi;
   /** Who may act on a request: the App Home lists what each person may approve or cancel through it. */
   approvals: ApprovalPolicy;
-  /** App Homes: who opened theirs (those get refreshed when their requests change). */
-  homes: {
-    seen(user: string): Promise<void>;
-    /** A channel's pricing digest subscription, listed on the homes that name the channel. */
-    digestOf?: (channel: string) => Promise<{ label: string; next?: Date } | undefined>;
-    /** The user groups a person belongs to: what waits for those groups is on their home too. */
-    groupsOf?: (user: string) => Promise<string[]>;
-  };
+  /** App Home opens: published within the views.publish budget, or handed to the home queue (src/jobs/home.ts). */
+  homes: { opened(user: string): Promise<'published' | 'queued' | 'coalesced'> };
   /** Where a workflow step's token waits for its request's end (never logged). */
   stepTokens: { save(executionId: string, token: string): Promise<boolean> };
   vmFacts: VmFactsStore;

@@ -2,6 +2,7 @@
 
 import type { DuePolicy } from '../jobs/due-times.ts';
 import type { ExecutionConcurrency } from '../jobs/execution.ts';
+import type { HomeRate } from '../jobs/home.ts';
 import type { RetentionPolicy } from '../jobs/retention-sweeper.ts';
 import type { LockPolicy } from '../jobs/retry-policy.ts';
 import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
@@ -51,6 +52,10 @@ export interface StartOptions {
   userGroupCache?: { cacheMs: number; refreshGapMs: number };
   /** How often the cloud API is checked again (default CLOUD_CHECK of `src/startup/cloud-check.ts`). */
   cloudCheck?: CloudCheckPolicy;
+  /** The views.publish budget of App Home opens and refreshes together (default HOME_RATE); tests use a small one. */
+  homeRate?: HomeRate;
+  /** Repeated opens of one person's unchanged home publish nothing within this (default HOME_OPEN_COALESCE_MS). */
+  homeOpenCoalesceMs?: number;
   /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
   reconnectPolicy?: ReconnectPolicy;
 }

@@ -3,10 +3,11 @@
  * and the one-off look at the policy's user groups. Nothing here takes queued work.
  */
 import { userGroupsOf } from '../config/policy.ts';
-import { markHomeSeen } from '../jobs/home.ts';
+import { createHomeOpens } from '../jobs/home.ts';
 import { StepTokens } from '../jobs/workflow-steps.ts';
 import { healthRoutes } from '../observability/http.ts';
 import { createSlackApp, type SlackApp } from '../slack/app.ts';
+import { homeRenderer } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
@@ -25,6 +26,22 @@ export interface StartedWeb {
 export async function startWeb(core: Core, socketMode: boolean): Promise<StartedWeb> {
   const { env, policy, fastRedis, prefix, stages, deadline } = core;
   const digestOf = (channel: string) => core.digests.scheduler.get(channel);
+  const homes = createHomeOpens({
+    redis: fastRedis,
+    connection: core.queueRedis,
+    prefix,
+    store: core.store,
+    approvals: core.approvals,
+    renderer: homeRenderer,
+    now: core.now,
+    digestOf,
+    groupsOf: core.groupsOf,
+    slack: core.slack,
+    logger: core.logger,
+    rate: core.options.homeRate,
+    coalesceMs: core.options.homeOpenCoalesceMs,
+  });
+  stages.connections.push(() => homes.close());
   const app = createSlackApp(
     env,
     {
@@ -33,7 +50,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       requests: core.requests,
       slack: core.slack,
       approvals: core.approvals,
-      homes: { seen: (user) => markHomeSeen(fastRedis, prefix, user), digestOf, groupsOf: core.groupsOf },
+      homes,
       stepTokens: new StepTokens(fastRedis, prefix),
       vmFacts: core.vmFacts,
       drafts: new DraftStore(fastRedis, prefix),

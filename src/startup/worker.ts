@@ -29,6 +29,7 @@ export function startWorker(core: Core): void {
     slack: core.slack,
     now,
     logger,
+    rate: options.homeRate,
   });
   // Requests stored before the App Home's indexes are added to them once, in the background.
   const backfill = startHomeBackfill(connection, prefix, logger);

@@ -29,6 +29,9 @@ import {
 /** The team id of the test workspace; the default policy's `workspace`. */
 export const TEAM = 'T0TEST';
 /** People of the default policy: requesters, the project's approvers, the default approver. */
+/** The App Home publish budget of the test bot: one window of a minute, Slack's Tier 4 floor. */
+const TEST_HOME_RATE = { max: 100, duration: 60_000 };
+
 export const USERS = {
   dev: 'U0DEV',
   dev2: 'U0DEV2',
@@ -87,7 +90,13 @@ export interface HarnessOptions {
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
   startOptions?: Pick<
     StartOptions,
-    'sweepPolicy' | 'retentionPolicy' | 'vmLock' | 'reconnectPolicy' | 'duePolicy' | 'userGroupCache'
+    | 'sweepPolicy'
+    | 'retentionPolicy'
+    | 'vmLock'
+    | 'reconnectPolicy'
+    | 'duePolicy'
+    | 'userGroupCache'
+    | 'homeRate'
   >;
   /** Slack user groups the stand-in knows before the bot starts: members, or the error Slack answers. */
   userGroups?: Record<string, string[] | { error: string }>;
@@ -276,6 +285,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       stalledIntervalMs: 2000,
       shutdownTimeoutMs: 5000,
       reconnectPolicy: TEST_RECONNECT_POLICY,
+      // Slack's views.publish rate as the stand-in counts it (100 a minute): tests that do not look at the budget's
+      // short windows (test/e2e/slack-home-limits.test.ts does) are not slowed by them.
+      homeRate: TEST_HOME_RATE,
       ...options.startOptions,
     });
   try {

@@ -1,31 +1,18 @@
 import type { App } from '@slack/bolt';
-import { publishHome } from '../../jobs/home.ts';
-import { homeRenderer } from '../blocks/home.ts';
 import type { SlackDeps } from '../deps.ts';
 
 /**
- * App Home: each time a person opens the Home tab, their page is built from their inbox and published (Bolt has
- * acked the event by then). Opening it also signs them up for refreshes when their requests change.
+ * App Home: each time a person opens the Home tab their page is published (Bolt has acked the event by then), within
+ * the views.publish budget the refresh queue shares: beyond it, or after Slack's 429, the page waits in the home
+ * queue instead of being dropped. Opening it also signs them up for refreshes when their requests change.
  */
 export function register(app: App, deps: SlackDeps): void {
   app.event('app_home_opened', async ({ event }) => {
     if (event.tab !== 'home') return;
     const started = performance.now();
     try {
-      await deps.homes.seen(event.user);
-      const blocks = await publishHome(
-        {
-          store: deps.store,
-          approvals: deps.approvals,
-          renderer: homeRenderer,
-          now: deps.now,
-          digestOf: deps.homes.digestOf,
-          groupsOf: deps.homes.groupsOf,
-        },
-        deps.slack,
-        event.user,
-      );
-      deps.logger.debug({ blocks, ms: Math.round(performance.now() - started) }, 'home published');
+      const outcome = await deps.homes.opened(event.user);
+      deps.logger.debug({ outcome, ms: Math.round(performance.now() - started) }, 'home opened');
     } catch (error) {
       deps.logger.warn({ err: error }, 'could not publish the App Home');
     }
