@@ -6,6 +6,7 @@ import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadEnv } from '../../src/config/env.ts';
+import { TRACING_ENV_SHAPE } from '../../src/config/tracing-env.ts';
 
 // The repository documents itself: a short README, the reference in docs/, .env.example and the changelog, with
 // every link and every cited heading (`docs/operations.md#shutdown` in a comment) resolving inside it.
@@ -35,9 +36,13 @@ const markdown = [
 /** Every variable the bot reads: the keys of the environment schema in src/config/env.ts. */
 const envSource = read('src/config/env.ts');
 const schema = envSource.slice(envSource.indexOf('const envSchema = z.object({'));
-const VARIABLES = [...schema.slice(0, schema.indexOf('\n});')).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map(
-  (match) => match[1]!,
-);
+const VARIABLES = [
+  ...[...schema.slice(0, schema.indexOf('\n});')).matchAll(/^ {2}([A-Z][A-Z0-9_]+):/gm)].map(
+    (match) => match[1]!,
+  ),
+  // The standard OTEL_* variables, spread into the schema from src/config/tracing-env.ts.
+  ...Object.keys(TRACING_ENV_SHAPE),
+];
 
 /** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens. */
 const anchor = (heading: string) =>
