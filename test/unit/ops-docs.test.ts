@@ -126,8 +126,8 @@ describe('docs/', () => {
   it('every relative link in the README, the changelog and docs/ reaches a file, and its heading', () => {
     const broken: string[] = [];
     for (const file of markdown) {
-      for (const match of read(file).matchAll(/\]\(([^)\s]+)\)/g)) {
-        const target = match[1]!;
+      for (const match of read(file).matchAll(/\]\(([^)\s]+)\)|<img src="([^"]+)"/g)) {
+        const target = (match[1] ?? match[2])!;
         if (/^[a-z]+:/.test(target)) continue;
         const [path, hash] = target.split('#') as [string, string | undefined];
         const resolved = path === '' ? file : normalize(join(dirname(file), path));
