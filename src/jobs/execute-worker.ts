@@ -110,7 +110,7 @@ export class ExecuteProcessor {
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (request.state === 'queued') {
-      const stillAllowed = this.recheckScheduled(request, known);
+      const stillAllowed = (await this.leaseKeptMeanwhile(request)) ?? this.recheckScheduled(request, known);
       const first = stepsOf(request)[request.nextStep];
       const willSend =
         stillAllowed === true && (first === undefined || typeof this.bodyOf(first) !== 'string');
@@ -359,6 +359,18 @@ export class ExecuteProcessor {
    * A scheduled downsize, and work that waited for a freeze to end, is checked against the rules again when it runs:
    * true, or the reason it is not allowed. Other requests were checked when made and approved.
    */
+  /**
+   * A lease's return whose lease was kept meanwhile is not sent: a lease ends by Keep or by its return, never both.
+   * Keep withdraws a return it knows of; this covers one made in the moment before the lease named it.
+   */
+  private async leaseKeptMeanwhile(request: CloudRequest): Promise<string | undefined> {
+    const leaseId = request.params.kind === 'resize' ? request.params.returnOf : undefined;
+    if (!leaseId) return undefined;
+    const lease = await this.deps.store.get(leaseId);
+    if (!lease?.lease?.kept) return undefined;
+    return `Not sent: the temporary size of request ${leaseId} was kept meanwhile, so there is nothing to return.`;
+  }
+
   private recheckScheduled(request: CloudRequest, vm: VmKnown): true | string {
     if ((!request.runAt && !request.frozenUntil) || request.params.kind !== 'resize') return true;
     const check = checkResizeUnder(this.deps.policy, {

@@ -378,4 +378,29 @@ describe('"Keep it" while a return is asked for', () => {
     expect(ended.lease?.returned).toMatchObject({ requestId: back.id });
     expect(ended.lease?.kept).toBeUndefined();
   });
+
+  it('a return whose lease was kept before the lease named it is not sent when it runs', async () => {
+    const { leased, back } = await leaseWithReturn('resize shop-prod 102 cores=10 for=1d');
+    // Keep landing in the moment between the return's creation and the lease naming it: the lease is kept, and
+    // the return it did not know of is still waiting (what the race leaves behind, written as it would be).
+    await h.store.note(leased.id, { note: 'lease', actor: USERS.lead, detail: 'kept: race' }, (current) =>
+      current.lease
+        ? {
+            leaseOpen: false,
+            lease: {
+              ...current.lease,
+              returnRequestId: undefined,
+              kept: { by: USERS.lead, reason: 'race', at: new Date().toISOString() },
+            },
+          }
+        : undefined,
+    );
+    const calls = () => h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize').length;
+    const callsBefore = calls();
+    await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, await h.requestMessage(back.id));
+    const ended = await h.waitForRequest(back.id, (r) => r.state === 'refused', 8000);
+    expect(calls()).toBe(callsBefore);
+    expect(JSON.stringify(ended)).toContain(`the temporary size of request ${leased.id} was kept meanwhile`);
+    expect((await h.store.get(leased.id))?.lease?.returned).toBeUndefined();
+  });
 });
