@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { cloudReason } from '../cloud/errors.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import { queueTelemetry } from '../observability/tracing.ts';
 import { diffSnapshots } from '../pricing/diff.ts';
@@ -167,6 +168,6 @@ export function startDigestWorker(deps: DigestWorkerDeps): {
       'digest job failed',
     ),
   );
-  worker.on('error', (error) => deps.logger.warn({ err: error }, 'digest worker problem'));
+  worker.on('error', (error) => redisConnectionLog(deps.logger).failure(error, { queue: 'digest' }));
   return { worker, close: () => worker.close() };
 }

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { PriceHistory } from '../pricing/price-history.ts';
 import { SnapshotStore } from '../pricing/snapshots.ts';
@@ -41,7 +42,9 @@ export interface DigestJobs {
 export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
   const scheduler = new DigestScheduler({ connection: deps.connection, prefix: deps.prefix, now: deps.now });
   // Without a listener BullMQ prints connection errors to the console, outside the redacted log.
-  scheduler.queue.on('error', (error: Error) => deps.logger.warn({ err: error }, 'digest queue problem'));
+  scheduler.queue.on('error', (error: Error) =>
+    redisConnectionLog(deps.logger).failure(error, { queue: 'digest' }),
+  );
   const snapshots = new SnapshotStore(deps.connection, deps.prefix);
   const workers: { close(): Promise<void> }[] = [];
   return {

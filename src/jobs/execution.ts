@@ -1,4 +1,5 @@
 import { type Job, Worker } from 'bullmq';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import { queueTelemetry, withRequestId } from '../observability/tracing.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { ExecuteProcessor } from './execute-worker.ts';
@@ -104,7 +105,7 @@ export function createExecution(deps: ExecutionDeps): Execution {
       if (final) deps.logger.error(log, 'job failed for good');
       else deps.logger.info(log, 'job will be retried');
     });
-    worker.on('error', (error) => deps.logger.warn({ err: error, queue }, 'worker problem'));
+    worker.on('error', (error) => redisConnectionLog(deps.logger).failure(error, { queue }));
   }
 
   return {

@@ -1,5 +1,6 @@
 import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import { queueTelemetry } from '../observability/tracing.ts';
 import { NOTIFY_RETRY, type RetryPolicy, retryDelayMs } from './retry-policy.ts';
@@ -44,9 +45,7 @@ export function startFollowUpQueue<T extends object>(
     defaultJobOptions: { backoff: { type: 'cloudops' }, ...options.jobs },
     telemetry: queueTelemetry(),
   });
-  queue.on('error', (error: Error) =>
-    deps.logger.warn({ err: error, queue: name }, 'queue connection problem'),
-  );
+  queue.on('error', (error: Error) => redisConnectionLog(deps.logger).failure(error, { queue: name }));
   const control: FollowUpControl = {
     async pause(ms) {
       await worker.rateLimit(ms);
@@ -64,7 +63,7 @@ export function startFollowUpQueue<T extends object>(
   worker.on('failed', (job, error) =>
     deps.logger.warn({ queue: name, attemptsMade: job?.attemptsMade, err: error }, 'follow-up not done yet'),
   );
-  worker.on('error', (error) => deps.logger.warn({ err: error, queue: name }, 'worker problem'));
+  worker.on('error', (error) => redisConnectionLog(deps.logger).failure(error, { queue: name }));
   return {
     async add(data, jobOptions) {
       await queue.add(name, data, jobOptions);

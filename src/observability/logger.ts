@@ -120,6 +120,8 @@ export function createLogger(
       level: options.level ?? 'info',
       mixin: options.traceFields,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      // "level":"warn" rather than 40: read by people and log tools alike; the rest of the line stays pino's.
+      formatters: { level: (label) => ({ level: label }) },
       serializers: {
         err: (err: unknown) => serializeError(err, secrets),
         error: (err: unknown) => serializeError(err, secrets),

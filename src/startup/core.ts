@@ -21,6 +21,7 @@ import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues, type Queues } from '../jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Readiness } from '../observability/http.ts';
 import type { Logger } from '../observability/logger.ts';
 import { type Metrics, statusLabel } from '../observability/metrics.ts';
@@ -119,8 +120,14 @@ export async function openCore(
   });
   // BullMQ needs maxRetriesPerRequest null.
   const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
-  for (const client of [fastRedis, queueRedis]) {
-    client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
+  // One line when Redis goes and one when it is back, whichever client, queue or worker notices first.
+  const redisLog = redisConnectionLog(logger);
+  for (const [connection, client] of [
+    ['fast', fastRedis],
+    ['queue', queueRedis],
+  ] as const) {
+    client.on('error', (error: Error) => redisLog.failure(error, { connection }));
+    client.on('ready', () => redisLog.recovered());
   }
   // With Sentinels, how many replicas a critical write waits for (src/jobs/replica-ack.ts).
   const replicas = target.sentinels ? watchReplicas(target) : undefined;
@@ -183,9 +190,7 @@ export async function openCore(
   stages.connections.push(() => queues.close());
   // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
   for (const queue of [queues.execute, queues.notify]) {
-    queue.on('error', (error: Error) =>
-      logger.warn({ err: error, queue: queue.name }, 'queue connection problem'),
-    );
+    queue.on('error', (error: Error) => redisLog.failure(error, { queue: queue.name }));
   }
   const prices = createPriceCache(cloud);
   // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.

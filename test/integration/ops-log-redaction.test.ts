@@ -262,9 +262,9 @@ describe('the running bot at LOG_LEVEL=debug, under traffic and faults', () => {
     expect(slack.calls.length).toBeGreaterThan(3);
     expect(sim.calls.some((c) => c.headers.authorization === `Bearer ${ops.secrets.apiKey}`)).toBe(true);
     // Debug lines were written (Bolt's HTTP traces included), and none carries a secret.
-    const levels = ops.logs.map((line) => (JSON.parse(line) as { level: number }).level);
-    expect(levels.filter((level) => level === 20).length).toBeGreaterThan(10);
-    expect(levels.some((level) => level >= 40)).toBe(true);
+    const levels = ops.logs.map((line) => (JSON.parse(line) as { level: string }).level);
+    expect(levels.filter((level) => level === 'debug').length).toBeGreaterThan(10);
+    expect(levels.some((level) => level === 'warn' || level === 'error')).toBe(true);
     const everything = [
       ...ops.logs,
       ...slack.messages().map((m) => JSON.stringify(m)),
