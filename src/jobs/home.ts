@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ApprovalPolicy, UserGroups } from '../requests/approvers.ts';
 import { groupsConcerned, type Inbox, peopleConcerned, readInbox } from '../requests/inbox.ts';
@@ -273,9 +274,7 @@ export function createHomeOpens(deps: HomeOpensDeps): HomeOpens {
     prefix: deps.prefix,
     defaultJobOptions: HOME_JOBS,
   });
-  queue.on('error', (error: Error) =>
-    deps.logger.warn({ err: error, queue: HOME_QUEUE }, 'queue connection problem'),
-  );
+  queue.on('error', (error: Error) => redisConnectionLog(deps.logger).failure(error, { queue: HOME_QUEUE }));
   // BullMQ's own name for the key its limiter counts in.
   const limiterKey = queue.keys.limiter ?? `${deps.prefix}:${HOME_QUEUE}:limiter`;
   const handOver = (user: string) =>

@@ -21,6 +21,7 @@ import { startMcpHttp } from '../mcp/http.ts';
 import { RequestChanges } from '../mcp/request-changes.ts';
 import { createAgentServer } from '../mcp/server.ts';
 import type { McpDeps } from '../mcp/tools.ts';
+import { redisConnectionLog } from '../observability/connection-log.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createApprovalPolicy } from '../requests/approvers.ts';
@@ -129,8 +130,12 @@ export async function serveMcpStdio(
     lazyConnect: true,
   });
   const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
-  for (const client of [redis, queueRedis])
-    client.on('error', (error: Error) => logger.warn({ err: error }, 'redis connection problem'));
+  // One line when Redis goes and one when it is back (src/observability/connection-log.ts).
+  const redisLog = redisConnectionLog(logger);
+  for (const client of [redis, queueRedis]) {
+    client.on('error', (error: Error) => redisLog.failure(error));
+    client.on('ready', () => redisLog.recovered());
+  }
   const cloud = new CloudApiClient({
     baseUrl: env.CLOUD_API_URL ?? '',
     apiKey: env.CLOUD_API_KEY,
