@@ -378,6 +378,13 @@ export class PolicyError extends Error {
           ].join('\n'),
     );
   }
+
+  /** One line for places that give each check a line (doctor): the count and the first problem. */
+  get summary(): string {
+    const first = this.problems[0];
+    if (this.total === 1 || !first) return this.message.split('\n')[0] ?? this.file;
+    return `${this.file}: ${this.total} problems, the first: ${problemLine(this.file, first)}`;
+  }
 }
 
 /** Throws the problems found, the first {@link MAX_PROBLEMS} listed. */

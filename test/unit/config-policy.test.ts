@@ -167,13 +167,20 @@ describe('parsePolicy', () => {
     expect(lines[20]).toBe(
       '  policy.yml:35: projects[0].vms[19].cores: expected a whole number, not the text "many"',
     );
-    try {
-      parsePolicy(text, 'policy.yml');
-    } catch (error) {
-      expect(error).toBeInstanceOf(PolicyError);
-      expect((error as PolicyError).problems).toHaveLength(20);
-      expect((error as PolicyError).total).toBe(25);
-    }
+    const error = (() => {
+      try {
+        parsePolicy(text, 'policy.yml');
+      } catch (caught) {
+        return caught;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(PolicyError);
+    expect((error as PolicyError).problems).toHaveLength(20);
+    expect((error as PolicyError).total).toBe(25);
+    expect((error as PolicyError).summary).toBe(
+      'policy.yml: 25 problems, the first: policy.yml:16: projects[0].vms[0].cores: expected a whole number, not the text "many"',
+    );
   });
 
   it.each([
@@ -251,6 +258,7 @@ describe('parsePolicy', () => {
         if (!(error instanceof PolicyError)) throw error;
         for (const problem of error.problems) expect(problem.message).not.toContain('\n');
         if (error.total === 1) expect(error.message).not.toContain('\n');
+        expect(error.summary).not.toContain('\n');
       }
     }
   });
