@@ -110,6 +110,28 @@ describe('RequestStore retention', () => {
   });
 });
 
+describe('audit entries behind an open lease', () => {
+  it('are deleted page by page for requests removed after it, while the lease keeps its own', async () => {
+    const leased = await succeeded();
+    await store.update(leased.id, { leaseOpen: true });
+    advance(1000);
+    // 120 requests of 6 entries each end after the lease began: more than one page of the sweep (500 entries).
+    const ended = await Promise.all(Array.from({ length: 120 }, () => succeeded().then((r) => r.id)));
+    advance(31 * DAY);
+    let removed = 0;
+    for (;;) {
+      const batch = await store.removeExpired(50);
+      removed += batch;
+      if (batch < 50) break;
+    }
+    expect(removed).toBe(120);
+    const left = await audit.read({ limit: 10_000 });
+    expect(new Set(left.map((e) => e.requestId))).toEqual(new Set([leased.id]));
+    expect(left).toHaveLength(6);
+    expect(ended.every((id) => !left.some((e) => e.requestId === id))).toBe(true);
+  });
+});
+
 describe('finished jobs', () => {
   let queues: Queues;
   beforeEach(() => {
