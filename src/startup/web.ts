@@ -9,7 +9,7 @@ import { healthRoutes } from '../observability/http.ts';
 import { createSlackApp, type SlackApp } from '../slack/app.ts';
 import { homeRenderer } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
-import { DraftStore } from '../slack/drafts.ts';
+import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
 import type { Core } from './core.ts';
 import { startMcp } from './mcp.ts';
@@ -53,7 +53,13 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       homes,
       stepTokens: new StepTokens(fastRedis, prefix),
       vmFacts: core.vmFacts,
-      drafts: new DraftStore(fastRedis, prefix),
+      // Sealed with a key from the secret this mode shares with Slack (src/slack/drafts.ts).
+      drafts: new DraftStore(
+        fastRedis,
+        prefix,
+        draftSealKey((socketMode ? env.SLACK_APP_TOKEN : env.SLACK_SIGNING_SECRET) ?? ''),
+        core.now,
+      ),
       prices: core.prices,
       now: core.now,
       logger: core.logger,

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { STALE_FORM, TAMPERED_FORM } from '../../src/slack/views/draft-submission.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
 
 // The web role only: requests are stored and queued, and no worker runs them while the test looks.
@@ -36,8 +37,9 @@ describe('resize modal', () => {
     expect(byId('cores')?.initial_value).toBe('6');
     expect(byId('ram_gb')?.initial_value).toBe('8');
     expect(byId('wan_mode')?.initial_option?.value).toBe('ipv4');
-    // The draft id is all the modal carries; nothing the client sends back is trusted.
-    expect(view.private_metadata).toMatch(/^[0-9a-f-]{36}$/);
+    // The draft is sealed into the modal (HMAC): opening the form wrote nothing to Redis.
+    expect(view.private_metadata).toMatch(/^d1\.[\w-]+\.[\w-]{43}$/);
+    expect(await h.redis.keys(`${h.prefix}:draft:*`)).toEqual([]);
   });
 
   it('a valid resize becomes a pending request, posted through the notify queue, with a cost preview', async () => {
@@ -167,6 +169,20 @@ describe('what the client sends back is not trusted', () => {
     expect((await h.requests()).length).toBe(before);
   });
 
+  it('a sealed draft changed by the client (another requester, another channel) is refused as changed', async () => {
+    const before = (await h.requests()).length;
+    const view = await h.openModal('resize shop-prod 102 cores=6');
+    const [version, body, mac] = String(view.private_metadata).split('.');
+    const draft = JSON.parse(Buffer.from(body ?? '', 'base64url').toString()) as Record<string, unknown>;
+    for (const change of [{ user: USERS.dev2 }, { channel: CHANNELS.staging }]) {
+      const forgedBody = Buffer.from(JSON.stringify({ ...draft, ...change })).toString('base64url');
+      const forged = { ...view, private_metadata: `${version}.${forgedBody}.${mac}` };
+      const submitter = change.user ?? USERS.dev;
+      expect(errorsOf((await h.submitView(forged, {}, submitter)).json).project).toBe(TAMPERED_FORM);
+    }
+    expect((await h.requests()).length).toBe(before);
+  });
+
   it('a replayed submission creates one request', async () => {
     const before = (await h.requests()).length;
     const view = await h.openModal('resize shop-prod 102 cores=8');
@@ -190,5 +206,16 @@ describe('no approval needed', () => {
       requestId: request.id,
       vm: { projectUuid: request.projectUuid, vmid: request.vmid },
     });
+  });
+});
+
+// Last in the file: it moves the shared clock two hours on.
+describe('a form left open too long', () => {
+  it('submitted more than two hours after it opened, it is refused as expired', async () => {
+    const before = (await h.requests()).length;
+    const view = await h.openModal('resize shop-prod 102 cores=6');
+    h.clock.advance(2 * 3600_000 + 1000);
+    expect(errorsOf((await h.submitView(view, {}, USERS.dev)).json).project).toBe(STALE_FORM);
+    expect((await h.requests()).length).toBe(before);
   });
 });

@@ -123,7 +123,7 @@ describe('modals pass the modal schema', () => {
   it('the resize modal, empty and filled in', () => {
     for (const configured of [true, false]) {
       const empty = resizeModal({
-        draftId: 'D1',
+        sealedDraft: 'D1',
         projects,
         typed: {},
         cpuClassConfigured: configured,
@@ -131,7 +131,7 @@ describe('modals pass the modal schema', () => {
       });
       expect(checks.checkView(empty)).toEqual([]);
       const filled = resizeModal({
-        draftId: 'D1',
+        sealedDraft: 'D1',
         projects,
         project: 'shop-prod',
         vmid: 101,
@@ -145,11 +145,11 @@ describe('modals pass the modal schema', () => {
   });
 
   it('the restore, reject and schedule modals', () => {
-    expect(checks.checkView(restoreModal({ draftId: 'D2', projects }))).toEqual([]);
+    expect(checks.checkView(restoreModal({ sealedDraft: 'D2', projects }))).toEqual([]);
     expect(
       checks.checkView(
         restoreModal({
-          draftId: 'D2',
+          sealedDraft: 'D2',
           projects,
           project: 'shop-prod',
           vmid: 101,

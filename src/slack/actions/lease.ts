@@ -28,22 +28,18 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
     const pending = lease.returnRequestId ? await deps.store.get(lease.returnRequestId) : undefined;
     if (pending && UNDER_WAY.includes(pending.state))
       return `A return is already under way: request \`${pending.id}\`.`;
-    const [vm, draft] = await withDeadline(
-      Promise.all([
-        deps.requests.leases.vmNow(request),
-        deps.drafts.create({
-          kind: 'resize',
-          user: click.user,
-          teamId: request.teamId,
-          channel: request.channel,
-          createdAt: deps.now().toISOString(),
-          leaseReturn: request.id,
-        }),
-      ]),
-    );
+    const { sealed } = deps.drafts.create({
+      kind: 'resize',
+      user: click.user,
+      teamId: request.teamId,
+      channel: request.channel,
+      createdAt: deps.now().toISOString(),
+      leaseReturn: request.id,
+    });
+    const vm = await withDeadline(deps.requests.leases.vmNow(request));
     const fields = deps.policy.resize_fields;
     const view = resizeModal({
-      draftId: draft.id,
+      sealedDraft: sealed,
       projects: [{ name: project.name, label: project.name }],
       project: project.name,
       vmid: request.vmid,

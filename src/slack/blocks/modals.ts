@@ -99,7 +99,8 @@ function select(
 
 /** What the resize modal knows when it opens. */
 export interface ResizeModalInput {
-  draftId: string;
+  /** The form's draft, sealed (src/slack/drafts.ts): carried as its private_metadata. */
+  sealedDraft: string;
   projects: { name: string; label: string }[];
   project?: string;
   vmid?: number;
@@ -286,7 +287,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
   return {
     type: 'modal',
     callback_id: VIEWS.resize,
-    private_metadata: input.draftId,
+    private_metadata: input.sealedDraft,
     title: plain(input.returning ? 'Return to previous size' : 'Resize a VM', 24),
     submit: plain('Check and request', 24),
     close: plain('Cancel', 24),
@@ -296,7 +297,8 @@ export function resizeModal(input: ResizeModalInput): ModalView {
 
 /** What the restore modal knows when it opens. */
 export interface RestoreModalInput {
-  draftId: string;
+  /** The form's draft, sealed (src/slack/drafts.ts): carried as its private_metadata. */
+  sealedDraft: string;
   projects: { name: string; label: string }[];
   project?: string;
   vmid?: number;
@@ -361,7 +363,7 @@ export function restoreModal(input: RestoreModalInput): ModalView {
   return {
     type: 'modal',
     callback_id: VIEWS.restore,
-    private_metadata: input.draftId,
+    private_metadata: input.sealedDraft,
     title: plain('Restore a VM', 24),
     submit: plain('Check and request', 24),
     close: plain('Cancel', 24),
@@ -411,11 +413,11 @@ export function breakGlassModal(requestId: string, summary: string): ModalView {
 }
 
 /** Offered when only the 24-hour rule stops a decrease: schedule it for the earliest allowed time. */
-export function scheduleModal(draftId: string, messages: string[], runAt: Date): ModalView {
+export function scheduleModal(sealedDraft: string, messages: string[], runAt: Date): ModalView {
   return {
     type: 'modal',
     callback_id: VIEWS.schedule,
-    private_metadata: draftId,
+    private_metadata: sealedDraft,
     title: plain('Not allowed yet', 24),
     submit: plain('Schedule it', 24),
     close: plain('Back', 24),

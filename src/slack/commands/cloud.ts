@@ -71,27 +71,23 @@ async function openForm(slack: CommandArgs, deps: SlackDeps, build: () => Promis
   }
 }
 
-/** The VM's known facts and a new draft, read and written together under one deadline. */
-function factsAndDraft(
+/** The VM's known facts (the one Redis read of opening a form) and a new draft, sealed into the form. */
+async function factsAndDraft(
   slack: CommandArgs,
   deps: SlackDeps,
   kind: 'resize' | 'restore',
   project: ProjectPolicy | undefined,
   vmid: number | undefined,
-): Promise<[VmKnown | undefined, { id: string }]> {
+): Promise<[VmKnown | undefined, string]> {
   const { command } = slack;
-  return fromStore(
-    Promise.all([
-      knownOf(deps, project, vmid),
-      deps.drafts.create({
-        kind,
-        user: command.user_id,
-        teamId: command.team_id,
-        channel: command.channel_id,
-        createdAt: deps.now().toISOString(),
-      }),
-    ]),
-  );
+  const { sealed } = deps.drafts.create({
+    kind,
+    user: command.user_id,
+    teamId: command.team_id,
+    channel: command.channel_id,
+    createdAt: deps.now().toISOString(),
+  });
+  return [await fromStore(knownOf(deps, project, vmid)), sealed];
 }
 
 async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand): Promise<void> {
@@ -101,9 +97,9 @@ async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand
   await slack.ack();
   const fields = deps.policy.resize_fields;
   await openForm(slack, deps, async () => {
-    const [vm, draft] = await factsAndDraft(slack, deps, 'resize', project, parsed.vmid);
+    const [vm, sealedDraft] = await factsAndDraft(slack, deps, 'resize', project, parsed.vmid);
     return resizeModal({
-      draftId: draft.id,
+      sealedDraft,
       projects: projectChoices(deps, command.channel_id),
       project: project?.name,
       vmid: parsed.vmid,
@@ -121,9 +117,9 @@ async function restore(slack: CommandArgs, deps: SlackDeps, parsed: RestoreComma
   if (typeof project === 'string') return void (await slack.ack(ephemeral(project)));
   await slack.ack();
   await openForm(slack, deps, async () => {
-    const [vm, draft] = await factsAndDraft(slack, deps, 'restore', project, parsed.vmid);
+    const [vm, sealedDraft] = await factsAndDraft(slack, deps, 'restore', project, parsed.vmid);
     return restoreModal({
-      draftId: draft.id,
+      sealedDraft,
       projects: projectChoices(deps, command.channel_id),
       project: project?.name,
       vmid: parsed.vmid,

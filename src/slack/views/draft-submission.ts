@@ -12,6 +12,10 @@ import { fieldErrors } from './form-values.ts';
 export const STALE_FORM =
   'This form has expired or was already submitted. Close it and run the command again.';
 
+/** Said when a form comes back with its sealed draft changed: nothing of it is used. */
+export const TAMPERED_FORM =
+  'This form came back changed from what the bot opened, so nothing of it is used. Close it and run the command again.';
+
 /** Said when the same form is submitted again while its first submission is being stored. */
 export const ALREADY_SUBMITTING = 'This form is being submitted already. Wait a moment.';
 
@@ -21,6 +25,8 @@ export interface Submission {
   unavailable: boolean;
   /** The draft, when it exists and belongs to the submitter. */
   draft?: Draft;
+  /** Why there is no draft, as the submitter reads it (the form expired or was submitted, or came back changed). */
+  refusal: string;
   /** False when another submission of the same form holds the draft. */
   claimed: boolean;
   /** What the bot recorded of the VM the form names. */
@@ -52,9 +58,10 @@ export async function readSubmission(
       ]),
     );
     const draft = claim.draft?.user === user ? claim.draft : undefined;
-    return { unavailable: false, draft, claimed: claim.claimed, recorded, within, token };
+    const refusal = claim.refused === 'tampered' ? TAMPERED_FORM : STALE_FORM;
+    return { unavailable: false, draft, refusal, claimed: claim.claimed, recorded, within, token };
   } catch {
-    return { unavailable: true, claimed: false, within, token };
+    return { unavailable: true, refusal: TRY_AGAIN, claimed: false, within, token };
   }
 }
 
@@ -70,7 +77,7 @@ export function submissionErrors(
 ): Record<string, string> | undefined {
   const { draft } = submission;
   if (submission.unavailable) return { [FIELDS.project]: TRY_AGAIN };
-  if (!draft) return { [FIELDS.project]: STALE_FORM };
+  if (!draft) return { [FIELDS.project]: submission.refusal };
   if (!submission.claimed) return { [FIELDS.project]: ALREADY_SUBMITTING };
   if (!vm.project || !projectsForChannel(deps.policy, draft.channel).includes(vm.project))
     return { [FIELDS.project]: 'Choose one of the projects this channel may operate.' };

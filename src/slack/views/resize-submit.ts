@@ -183,7 +183,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         return void (await ack({
           response_action: 'push',
           view: scheduleModal(
-            draft.id,
+            view.private_metadata,
             check.violations.map((v) => v.message),
             runAt,
           ),

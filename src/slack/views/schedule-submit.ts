@@ -36,7 +36,10 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         !project ||
         !projectsForChannel(deps.policy, draft.channel).includes(project)
       ) {
-        return void (await ack({ response_action: 'update', view: notice(STALE_FORM) }));
+        return void (await ack({
+          response_action: 'update',
+          view: notice(draft ? STALE_FORM : submission.refusal),
+        }));
       }
       if (!submission.claimed)
         return void (await ack({ response_action: 'update', view: notice(ALREADY_SUBMITTING) }));
