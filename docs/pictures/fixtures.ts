@@ -94,7 +94,7 @@ export function requestMessage() {
 /** The resize form dana opened with `/cloud resize shop-prod 102 cores=8 ram=16 for=48h`. */
 export function resizeForm() {
   return resizeModal({
-    draftId: 'D7Q2K9M4',
+    sealedDraft: 'D7Q2K9M4',
     projects: [
       { name: 'shop-prod', label: 'shop-prod' },
       { name: 'shop-staging', label: 'shop-staging' },
