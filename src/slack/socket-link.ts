@@ -108,13 +108,15 @@ export class SocketLink implements Receiver {
       if (this.stopping) throw new Error('the Socket Mode link was stopped');
       try {
         await this.connectOnce();
+        this.logger.info({ failedAttempts: this.failures }, 'Socket Mode connected');
         this.failures = 0;
         return;
       } catch (error) {
         if (error instanceof SocketLinkRefused || this.stopping) throw error;
         this.failures += 1;
         const wait = reconnectDelay(this.failures, this.policy);
-        this.logger.warn(
+        // The first failure of a run is worth a line; the next ones are counted in the 'connected' line.
+        this.logger[this.failures === 1 ? 'warn' : 'debug'](
           { err: error, attempt: this.failures, retryInMs: wait },
           'Socket Mode connection failed; retrying',
         );
@@ -135,9 +137,9 @@ export class SocketLink implements Receiver {
     const quiet = boltLogger(this.logger);
     const client = new SocketModeClient({
       appToken: this.options.appToken,
-      // Payloads would reach the log at debug level: the client's debug lines are dropped. Its errors are about
-      // one attempt, which the link retries: warnings.
-      logger: { ...quiet, debug: () => undefined, error: quiet.warn },
+      // Payloads would reach the log at debug level: the client's debug lines are dropped. Its errors and warnings
+      // are about one attempt, which the link retries and reports itself (one line per outage): debug.
+      logger: { ...quiet, debug: () => undefined, warn: quiet.debug, error: quiet.debug },
       autoReconnectEnabled: false,
       clientOptions: {
         slackApiUrl: this.options.apiUrl,
@@ -170,7 +172,6 @@ export class SocketLink implements Receiver {
     // Registered after `hello`: the disconnect of a failed attempt is not a loss.
     client.once('disconnected', () => this.onLost(client));
     this.setUp(true);
-    this.logger.info('Socket Mode connected');
   }
 
   private onLost(client: SocketModeClient): void {

@@ -91,3 +91,48 @@ describe('a 10 s Redis outage under a running bot', { timeout: 90_000 }, () => {
     expect(bot.child.exitCode).toBe(null);
   });
 });
+
+describe('the Socket Mode link lost and refused three times', { timeout: 90_000 }, () => {
+  it('is one line when it goes, one for the first failed attempt, one when it is back with the count', async () => {
+    bot?.kill('SIGKILL');
+    await bot?.exited;
+    const port = await freePort();
+    bot = spawnBot(
+      {
+        ROLE: 'web',
+        SLACK_BOT_TOKEN: BOT_TOKEN,
+        SLACK_APP_TOKEN: slack.socket.appToken,
+        SLACK_API_URL: slack.apiUrl,
+        CLOUD_API_URL: sim.url,
+        CLOUD_API_KEY: API_KEY,
+        POLICY_FILE: join(dir, 'policy.yml'),
+        REDIS_URL: redis.url,
+        PORT: String(port),
+      },
+      dir,
+    );
+    await bot.ready();
+    await new Promise((r) => setTimeout(r, 1_500));
+    const before = { out: lines(bot.stdout()).length, err: bot.stderrLines().length };
+    const connections = slack.socket.connections;
+    slack.socket.refuseConnections(3);
+    slack.socket.drop();
+    // Three refused attempts (1 + 2 + 4 s apart), then the fourth connects.
+    await slack.socket.waitForConnection(connections + 1, 30_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+
+    const written = [...lines(bot.stdout()).slice(before.out), ...bot.stderrLines().slice(before.err)];
+    const entries = written.map(
+      (line) => JSON.parse(line) as { level: string; msg: string; failedAttempts?: number },
+    );
+    expect(
+      entries.map((e) => `${e.level} ${e.msg}`),
+      written.join('\n'),
+    ).toEqual([
+      'warn Socket Mode connection lost; reconnecting',
+      'warn Socket Mode connection failed; retrying',
+      'info Socket Mode connected',
+    ]);
+    expect(entries[2]?.failedAttempts).toBe(3);
+  });
+});
