@@ -4,10 +4,12 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadEnv } from '../../src/config/env.ts';
 import { parsePolicy } from '../../src/config/policy.ts';
+import { tracingConfig } from '../../src/config/tracing-env.ts';
 import { createQueues } from '../../src/jobs/queues.ts';
 import { sweepRetention } from '../../src/jobs/retention-sweeper.ts';
 import { type Running, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { traceLogFields } from '../../src/observability/tracing.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { BotStartOp } from './bot.ts';
 import { type ProcOp, serveProc } from './proc.ts';
@@ -31,8 +33,13 @@ serveProc(
       start = op as unknown as BotStartOp;
       const env = loadEnv(start.env);
       const policy = parsePolicy(start.policyYaml, 'bench-policy.yml');
+      // As npm start builds it: with tracing configured, its lines carry the trace ids (and pay for them).
       logger = createLogger(
-        { level: start.logLevel, secrets: start.secrets },
+        {
+          level: start.logLevel,
+          secrets: start.secrets,
+          traceFields: tracingConfig(env) ? traceLogFields : undefined,
+        },
         pino.destination({ dest: start.logFile, append: true, sync: false, mkdir: true }),
       );
       running = await startCloudops(env, policy, {

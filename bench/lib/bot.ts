@@ -39,6 +39,8 @@ export function benchEnv(
     logLevel: string;
     port?: number;
     policyFile?: string;
+    /** More variables, such as the OTEL_* ones. */
+    env?: Record<string, string>;
   },
 ): Record<string, string> {
   return {
@@ -54,6 +56,7 @@ export function benchEnv(
     ROLE: options.role,
     LOG_LEVEL: options.logLevel,
     ...(options.policyFile ? { POLICY_FILE: options.policyFile } : {}),
+    ...options.env,
   };
 }
 
@@ -72,6 +75,8 @@ export async function startBenchBot(
     policyPrefix?: string;
     fastRetention?: boolean;
     concurrency?: { execute: number; notify: number };
+    /** More variables, such as the OTEL_* ones. */
+    env?: Record<string, string>;
   },
 ): Promise<BenchBot> {
   const proc = forkProc(new URL('./bot-child.ts', import.meta.url), `bot (${options.role})`);

@@ -12,6 +12,8 @@ export interface BenchConfig {
   /** Where results go (default bench/results.json). */
   out?: string;
   latency: { clicks: number; perSecond: number; timeoutMs: number };
+  /** Tracing off against on: Approve clicks per run, their rate. */
+  tracing: { clicks: number; perSecond: number; timeoutMs: number };
   command: { count: number; perSecond: number };
   retention: { requests: number; retentionDays: number };
   /** `jobsPerProcess`: each worker process's execute and notify concurrency in the scaling runs. */
@@ -45,6 +47,7 @@ export const SCENARIOS = [
   'fairness',
   'digest',
   'footprint',
+  'tracing',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -55,6 +58,7 @@ const USAGE = () => `npm run bench -- [options]
   --only a,b             scenarios: ${SCENARIOS.join(', ')}
   --out FILE             write the results there instead of bench/results.json
   --clicks N             Approve clicks per latency run (default 100, at 10/s)
+  --tracing-clicks N     Approve clicks per run of the tracing off/on scenario (default 200, at 20/s)
   --commands N           /cloud resize commands per CPU run (default 400, at 100/s)
   --retention N          approved requests in the Redis bytes scenario (default 1000)
   --workers N            approved requests per worker-scaling run (default 1000, API at 20 ms)
@@ -110,6 +114,11 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       clicks: int(values.clicks, '--clicks') ?? (quick ? 20 : 100),
       // Spaced out, so the figure is a click's own latency rather than a queue behind earlier clicks.
       perSecond: 10,
+      timeoutMs: quick ? 60_000 : 120_000,
+    },
+    tracing: {
+      clicks: int(values['tracing-clicks'], '--tracing-clicks') ?? (quick ? 20 : 200),
+      perSecond: 20,
       timeoutMs: quick ? 60_000 : 120_000,
     },
     command: { count: int(values.commands, '--commands') ?? (quick ? 40 : 400), perSecond: 100 },
@@ -170,6 +179,7 @@ function parse(argv: string[]) {
       only: { type: 'string' },
       out: { type: 'string' },
       clicks: { type: 'string' },
+      'tracing-clicks': { type: 'string' },
       commands: { type: 'string' },
       retention: { type: 'string' },
       workers: { type: 'string' },

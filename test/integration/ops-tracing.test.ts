@@ -39,7 +39,11 @@ async function startStage(): Promise<Stage> {
     apiKey: `ck_${randomBytes(16).toString('hex')}`,
   };
   const sim = await startCloudSim({ apiKey: secrets.apiKey });
-  const slack = await startSlackStandIn({ botToken: secrets.botToken, teamId: OPS.team });
+  const slack = await startSlackStandIn({
+    botToken: secrets.botToken,
+    teamId: OPS.team,
+    appToken: `xapp-1-A0TRACE-${randomBytes(8).toString('hex')}`,
+  });
   const dir = await mkdtemp(join(tmpdir(), 'cloudops-tracing-'));
   await writeFile(join(dir, 'policy.yml'), OPS_POLICY);
   const prefix = uniquePrefix('trace');
@@ -79,14 +83,26 @@ function startBot(stage: Stage, extra: Record<string, string>): BotProcess {
   );
 }
 
+/** How Slack reaches the bot: signed HTTP to its port, or envelopes over the Socket Mode stand-in. */
+type Transport = { mode: 'http'; port: number } | { mode: 'socket' };
+
 /**
  * One resize as people make it: `/cloud resize`, the modal submitted, the lead's approve click; resolves when the
  * thread says it is done, with the request id and how long the click took to reach the API.
  */
-async function approvedResize(stage: Stage, port: number, cores: number) {
+async function approvedResize(stage: Stage, transport: Transport, cores: number) {
   const { slack, sim } = stage;
-  const url = `http://127.0.0.1:${port}/slack/events`;
-  const send = (body: string) => postSigned(url, body, { secret: stage.secrets.signingSecret });
+  const send = async (body: string): Promise<{ status: number; json?: unknown }> => {
+    if (transport.mode === 'http')
+      return postSigned(`http://127.0.0.1:${transport.port}/slack/events`, body, {
+        secret: stage.secrets.signingSecret,
+      });
+    const fields = Object.fromEntries(new URLSearchParams(body));
+    const ack = fields.payload
+      ? await slack.socket.deliver('interactive', JSON.parse(fields.payload) as Record<string, unknown>)
+      : await slack.socket.deliver('slash_commands', fields);
+    return { status: 200, json: ack.payload };
+  };
   const opened = slack.views.length;
   const command = slashCommandBody(
     { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
@@ -207,7 +223,7 @@ describe('tracing to an OTLP/HTTP collector', { timeout: 90_000 }, () => {
       OTEL_SERVICE_NAME: 'cloudops-test',
     });
     const port = await bot.ready();
-    const { requestId, reply } = await approvedResize(stage, port, 6);
+    const { requestId, reply } = await approvedResize(stage, { mode: 'http', port }, 6);
 
     const spans = () => receiver.spans();
     const post = await until(
@@ -286,6 +302,56 @@ describe('tracing to an OTLP/HTTP collector', { timeout: 90_000 }, () => {
   });
 });
 
+describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('a click delivered over the socket is the first span of its trace too, down to the POST', async () => {
+    bot = startBot(stage, {
+      SLACK_APP_TOKEN: stage.slack.socket.appToken,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    await bot.ready();
+    const { requestId } = await approvedResize(stage, { mode: 'socket' }, 6);
+    const spans = () => receiver.spans();
+    const post = await until(
+      () =>
+        spans().find((s) => s.name.startsWith('POST ') && s.attributes['cloudops.request_id'] === requestId),
+      'the POST span',
+    );
+    const chain = await until(() => {
+      const up = ancestors(spans(), post);
+      return up.at(-1)?.parentSpanId === undefined && up.length > 0 ? up : undefined;
+    }, 'the POST’s whole parent chain');
+    expect(chain.map((s) => s.name)).toEqual([
+      'process execute',
+      'add execute.execute',
+      'cloudops.request.queueApproved',
+      'cloudops.request.approve',
+      'slack block_actions approve',
+    ]);
+    expect(chain.at(-1)?.attributes['cloudops.request_id']).toBe(requestId);
+    // The command and the submission were traced too, each a trace of its own.
+    for (const name of ['slack /cloud', 'slack view_submission resize'])
+      expect(
+        spans().some((s) => s.name === name && s.parentSpanId === undefined),
+        name,
+      ).toBe(true);
+  });
+});
+
 describe('a collector that accepts connections and never answers', { timeout: 120_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
@@ -312,7 +378,7 @@ describe('a collector that accepts connections and never answers', { timeout: 12
     });
     const port = await bot.ready();
     for (const cores of [6, 8]) {
-      const { requestId, reply } = await approvedResize(stage, port, cores);
+      const { requestId, reply } = await approvedResize(stage, { mode: 'http', port }, cores);
       expect(reply.text, requestId).toMatch(/resized|succeeded|done/i);
     }
     expect(stage.sim.applied.map((a) => a.vmid)).toEqual([102, 102]);
@@ -362,7 +428,7 @@ describe('without OTEL_* variables', { timeout: 90_000 }, () => {
       });
       try {
         const port = await bot.ready();
-        await approvedResize(stage, port, 6 + Object.keys(extra).length * 2);
+        await approvedResize(stage, { mode: 'http', port }, 6 + Object.keys(extra).length * 2);
       } finally {
         bot.kill('SIGTERM');
         await bot.exited;
