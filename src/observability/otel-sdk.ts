@@ -5,13 +5,11 @@
  */
 import {
   type Attributes,
-  type Context,
   context,
   createContextKey,
   createNoopMeter,
   DiagLogLevel,
   diag,
-  type Link,
   type Meter,
   type MeterProvider,
   propagation,
@@ -48,7 +46,7 @@ const KINDS: Record<SpanKindName, SpanKind> = {
   consumer: SpanKind.CONSUMER,
 };
 
-/** The first span of an interaction (or of later work's new trace): it gets the request id once that is known. */
+/** The first span of an interaction (or of later work's own trace): it gets the request id once that is known. */
 const ROOT_SPAN = createContextKey('cloudops.root_span');
 
 /** The batch processor's own count of finished spans; those with `error.type` were dropped or failed to export. */
@@ -109,18 +107,10 @@ export async function createTracingBackend(
 
   return {
     span(name, options, work) {
-      const active = context.active();
-      const current = trace.getSpan(active);
-      const links: Link[] = [];
-      let parent: Context = active;
-      if (options.newTrace) {
-        if (current) links.push({ context: current.spanContext() });
-        // The baggage (the request id) stays: the new trace is found by the same search.
-        parent = trace.deleteSpan(active).deleteValue(ROOT_SPAN);
-      }
+      const parent = context.active();
       const span = tracer.startSpan(
         name,
-        { kind: KINDS[options.kind ?? 'internal'], attributes: defined(options.attributes), links },
+        { kind: KINDS[options.kind ?? 'internal'], attributes: defined(options.attributes) },
         parent,
       );
       let inner = trace.setSpan(parent, span);

@@ -26,8 +26,6 @@ export interface SpanHandle {
 export interface SpanOptions {
   kind?: SpanKindName;
   attributes?: SpanAttributes;
-  /** Starts a new trace, linked to the current span if there is one: later work that is not part of the request. */
-  newTrace?: boolean;
 }
 
 /** What the SDK module implements; see the functions below for each one's meaning. */
