@@ -11,6 +11,7 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 export interface McpHttpOptions {
   port: number;
+  /** The address it binds: on loopback, only loopback names are accepted in `Host` and `Origin`. */
   host: string;
   /** Browser origins allowed to call (an `Origin` header from anywhere else is refused: DNS rebinding). */
   allowedOrigins?: readonly string[];
@@ -28,6 +29,44 @@ function reject(
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
 
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** Whether `address` (what MCP_HOST binds) is a loopback address. */
+function isLoopback(address: string): boolean {
+  return LOOPBACK_NAMES.has(address) || /^127\./.test(address);
+}
+
+/** The host name of a `Host` header or an origin, lower-cased, without its port; undefined when malformed. */
+function hostName(value: string, isOrigin: boolean): string | undefined {
+  try {
+    return new URL(isOrigin ? value : `http://${value}`).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a request's `Host` or `Origin` is refused (DNS rebinding: a web page whose name resolves to this server), or
+ * undefined. On a loopback bind, `Host` must be a loopback name and an `Origin` a loopback one or an allowed one;
+ * elsewhere (names vary behind proxies) an `Origin`, which every browser sends, must be allowed.
+ */
+function foreignOrigin(
+  req: IncomingMessage,
+  loopback: boolean,
+  allowed: ReadonlySet<string>,
+): string | undefined {
+  const origin = req.headers.origin;
+  if (loopback) {
+    const host = hostName(req.headers.host ?? '', false);
+    if (!host || !LOOPBACK_NAMES.has(host))
+      return 'Host not allowed: this MCP server answers on loopback names only';
+  }
+  if (origin === undefined || allowed.has(origin)) return undefined;
+  const name = hostName(origin, true);
+  if (loopback && name && LOOPBACK_NAMES.has(name)) return undefined;
+  return 'Origin not allowed (set MCP_ALLOWED_ORIGINS to allow a browser origin)';
+}
+
 /** The bearer token of an `Authorization` header, or undefined. */
 function bearer(header: string | undefined): string | undefined {
   const match = /^Bearer +([^\s]+)\s*$/i.exec(header ?? '');
@@ -41,15 +80,15 @@ function bearer(header: string | undefined): string | undefined {
  */
 export function mcpRequestHandler(
   deps: McpDeps,
-  options: Pick<McpHttpOptions, 'allowedOrigins' | 'version'>,
+  options: Pick<McpHttpOptions, 'allowedOrigins' | 'version' | 'host'>,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const allowed = new Set((options.allowedOrigins ?? []).map((o) => new URL(o).origin));
+  const loopback = isLoopback(options.host);
   return async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== MCP_PATH) return reject(res, 404, `Not found: the MCP endpoint is ${MCP_PATH}`);
-    const origin = req.headers.origin;
-    if (origin !== undefined && !allowed.has(origin))
-      return reject(res, 403, 'Origin not allowed (set MCP_ALLOWED_ORIGINS to allow a browser origin)');
+    const foreign = foreignOrigin(req, loopback, allowed);
+    if (foreign) return reject(res, 403, foreign);
     const token = bearer(req.headers.authorization);
     const agent = token ? agentForToken(deps.policy.agents, token) : undefined;
     if (!agent)

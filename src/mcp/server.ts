@@ -10,7 +10,11 @@ const INSTRUCTIONS =
 
 /** An MCP server with cloudops's tools, for one authenticated agent. */
 export function createAgentServer(deps: McpDeps, agent: AgentPolicy, version: string): McpServer {
-  const server = new McpServer({ name: 'cloudops', version }, { instructions: INSTRUCTIONS });
+  // Logging is declared so that a client may set its level; the tools send no log notifications.
+  const server = new McpServer(
+    { name: 'cloudops', version },
+    { instructions: INSTRUCTIONS, capabilities: { logging: {} } },
+  );
   registerTools(server, deps, agent);
   return server;
 }
