@@ -15,7 +15,12 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type SentinelGroup, startSentinelGroup } from '../sim/local-sentinel.ts';
-import { createRedis, type RedisTarget, watchReplicas } from '../src/config/redis-connection.ts';
+import {
+  createRedis,
+  type RedisClient,
+  type RedisTarget,
+  watchReplicas,
+} from '../src/config/redis-connection.ts';
 import { ReplicaAck } from '../src/jobs/replica-ack.ts';
 import { median, percentile } from './lib/stats.ts';
 
@@ -59,7 +64,7 @@ interface RunResult {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function client(kind: ClientKind, group: SentinelGroup, target: RedisTarget): Redis {
+function client(kind: ClientKind, group: SentinelGroup, target: RedisTarget): RedisClient {
   const redis =
     kind === 'plain'
       ? new Redis({ sentinels: target.sentinels, name: group.name, maxRetriesPerRequest: null })

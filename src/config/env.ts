@@ -54,6 +54,18 @@ const envSchema = z.object({
       message: 'expected host:port of each Sentinel, separated by commas, e.g. 10.0.0.1:26379,10.0.0.2:26379',
     })
     .optional(),
+  /**
+   * `host:port,host:port` of some nodes of a Redis Cluster: the client finds the others; REDIS_URL gives only the
+   * user, password and TLS.
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .refine((v) => parseAddresses(v) !== undefined, {
+      message: 'expected host:port of cluster nodes, separated by commas, e.g. 10.0.0.1:6379,10.0.0.2:6379',
+    })
+    .optional(),
+  /** A PEM file with the CA certificate(s) that signed Redis' certificate, for rediss:// with a private CA. */
+  REDIS_TLS_CA_FILE: z.string().min(1).optional(),
   /** The master's name at the Sentinels (default `mymaster`, applied where the connection is made). */
   REDIS_SENTINEL_NAME: z
     .string()
@@ -97,8 +109,13 @@ export interface SentinelAddress {
   port: number;
 }
 
-/** `host:port,host:port` (IPv6 hosts in brackets) → addresses; undefined when any part is malformed. */
+/** `host:port,host:port` of Sentinels (IPv6 hosts in brackets) → addresses; undefined when any part is malformed. */
 export function parseSentinels(value: string): SentinelAddress[] | undefined {
+  return parseAddresses(value);
+}
+
+/** `host:port,host:port` (IPv6 hosts in brackets) → addresses; undefined when any part is malformed. */
+export function parseAddresses(value: string): SentinelAddress[] | undefined {
   const parts = value.split(',').map((p) => p.trim());
   const out: SentinelAddress[] = [];
   for (const part of parts) {
@@ -144,7 +161,21 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     if (error instanceof TracingConfigError) throw new ConfigError(error.message);
     throw error;
   }
-  return parsed.data;
+  const data = parsed.data;
+  if (data.REDIS_CLUSTER_NODES !== undefined && data.REDIS_SENTINELS !== undefined)
+    throw new ConfigError(
+      'REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS; a Redis Cluster fails over by itself, so give one of them',
+    );
+  // A cluster has one database: a db in REDIS_URL would be silently ignored by some nodes and refused by others.
+  if (data.REDIS_CLUSTER_NODES !== undefined && !['', '/', '/0'].includes(new URL(data.REDIS_URL).pathname))
+    throw new ConfigError(
+      'REDIS_URL: a Redis Cluster has database 0 only; remove the /db part when REDIS_CLUSTER_NODES is set',
+    );
+  if (data.REDIS_TLS_CA_FILE !== undefined && !data.REDIS_URL.startsWith('rediss:'))
+    throw new ConfigError(
+      'REDIS_TLS_CA_FILE: set, but REDIS_URL does not ask for TLS; use a rediss:// URL (e.g. rediss://:password@host:6380)',
+    );
+  return data;
 }
 
 /** What a role needs from the environment; returns the names that are missing, empty when all is there. */

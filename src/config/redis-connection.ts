@@ -1,33 +1,60 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { Env, SentinelAddress } from './env.ts';
-import { parseSentinels } from './env.ts';
+import { ConfigError, parseAddresses, parseSentinels } from './env.ts';
 
 /** The master's name at the Sentinels when REDIS_SENTINEL_NAME is unset (docs/configuration.md). */
 export const DEFAULT_SENTINEL_NAME = 'mymaster';
 
 /**
- * Where the bot's Redis is: one URL, or a master found through Sentinels (REDIS_URL then gives only the user,
- * password, db and TLS).
+ * Where the bot's Redis is: one URL, a master found through Sentinels, or a Redis Cluster found through some of its
+ * nodes (REDIS_URL then gives only the user, password, db and TLS; on a cluster no db).
  */
 export interface RedisTarget {
   url: string;
   sentinels?: SentinelAddress[];
   sentinelName: string;
+  /** Some nodes of a Redis Cluster (REDIS_CLUSTER_NODES): every connection is then an ioredis Cluster. */
+  clusterNodes?: SentinelAddress[];
+  /** A PEM file of the CA that signed the servers' certificates (REDIS_TLS_CA_FILE), for rediss:// only. */
+  tlsCaFile?: string;
 }
+
+/** A connection of the bot: one Redis (alone or found through Sentinels), or a Redis Cluster. */
+export type RedisClient = Redis | Cluster;
 
 /** The Redis target of a parsed environment. */
 export function redisTarget(
-  env: Pick<Env, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME'>,
+  env: Pick<
+    Env,
+    'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_TLS_CA_FILE'
+  >,
 ): RedisTarget {
   return {
     url: env.REDIS_URL,
     sentinels: env.REDIS_SENTINELS === undefined ? undefined : parseSentinels(env.REDIS_SENTINELS),
     sentinelName: env.REDIS_SENTINEL_NAME ?? DEFAULT_SENTINEL_NAME,
+    clusterNodes: env.REDIS_CLUSTER_NODES === undefined ? undefined : parseAddresses(env.REDIS_CLUSTER_NODES),
+    tlsCaFile: env.REDIS_TLS_CA_FILE,
   };
+}
+
+/**
+ * The prefix of every key the bot and its queues write. On a Redis Cluster it is one hash tag, `{cloudops}`: every
+ * key then hashes to the same slot, as the scripts need (theirs and BullMQ's touch several keys at once, and some
+ * derive key names inside the script). Elsewhere REDIS_PREFIX as it is, so existing data keeps its names.
+ */
+export function redisKeyPrefix(env: Pick<Env, 'REDIS_PREFIX' | 'REDIS_CLUSTER_NODES'>): string {
+  return env.REDIS_CLUSTER_NODES === undefined ? env.REDIS_PREFIX : `{${env.REDIS_PREFIX}}`;
 }
 
 /** For messages: the variable an operator fixes and where the bot looked, never a password. */
 export function describeRedis(target: RedisTarget): { variable: string; where: string } {
+  if (target.clusterNodes) {
+    const list = target.clusterNodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`);
+    return { variable: 'REDIS_CLUSTER_NODES', where: `the Redis Cluster at ${list.join(',')}` };
+  }
   if (target.sentinels) {
     const list = target.sentinels.map((s) => `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`);
     return {
@@ -61,16 +88,93 @@ export function reconnectOnError(error: Error): false | 2 {
 }
 
 /**
- * The one way the bot, its workers, its scheduler and the CLI open Redis: through the Sentinels when they are
- * configured (with ioredis' failover detector, so a `+switch-master` moves every client at once), else REDIS_URL.
- * `options` are the caller's (BullMQ's clients need `maxRetriesPerRequest: null`).
+ * The TLS options of rediss:// (undefined for redis://): the system's CAs, or REDIS_TLS_CA_FILE's. Throws a
+ * {@link ConfigError} naming the variable when the file cannot be read.
  */
-export function createRedis(target: RedisTarget, options: RedisOptions = {}): Redis {
-  const common: RedisOptions = { reconnectOnError, ...options };
+export function tlsOptions(target: RedisTarget): ConnectionOptions | undefined {
+  if (!target.url.startsWith('rediss:')) return undefined;
+  if (target.tlsCaFile === undefined) return {};
+  try {
+    return { ca: readFileSync(target.tlsCaFile) };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new ConfigError(`REDIS_TLS_CA_FILE: cannot read ${target.tlsCaFile} (${code})`);
+  }
+}
+
+/**
+ * Options of a single client that a Cluster takes for itself rather than for each node's connection: the
+ * Cluster queues commands while it (re)learns the slots, and pipelines per node.
+ */
+const CLUSTER_LEVEL = [
+  'enableOfflineQueue',
+  'enableAutoPipelining',
+  'autoPipeliningIgnoredCommands',
+  'lazyConnect',
+] as const;
+
+/**
+ * A Redis Cluster client: `options` split into the Cluster's own and each node's (see {@link CLUSTER_LEVEL}), the
+ * credentials and TLS of REDIS_URL on every node.
+ */
+function createCluster(target: RedisTarget, nodes: SentinelAddress[], options: RedisOptions): Cluster {
+  const url = new URL(target.url);
+  const tls = tlsOptions(target);
+  const clusterOptions: ClusterOptions = {};
+  const nodeOptions: RedisOptions = {
+    reconnectOnError,
+    username: decodeURIComponent(url.username) || undefined,
+    password: decodeURIComponent(url.password) || undefined,
+    ...(tls ? { tls } : {}),
+  };
+  for (const [key, value] of Object.entries(options)) {
+    if ((CLUSTER_LEVEL as readonly string[]).includes(key)) Object.assign(clusterOptions, { [key]: value });
+    else Object.assign(nodeOptions, { [key]: value });
+  }
+  return new Cluster(nodes, {
+    ...clusterOptions,
+    // A caller that gives up on a lost connection (the CLI) gives up on the cluster too.
+    ...(options.retryStrategy ? { clusterRetryStrategy: options.retryStrategy } : {}),
+    redisOptions: nodeOptions,
+    // TLS checks the certificate against the name an operator gave (managed clusters certify their DNS names), so
+    // the client connects by name rather than by the address it resolves to.
+    ...(tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+  });
+}
+
+/**
+ * The one way the bot, its workers, its scheduler and the CLI open Redis: a Cluster client when
+ * REDIS_CLUSTER_NODES is set; through the Sentinels when they are configured (with ioredis' failover detector, so
+ * a `+switch-master` moves every client at once); else REDIS_URL. `options` are the caller's (BullMQ's clients
+ * need `maxRetriesPerRequest: null`).
+ */
+export function createRedis(target: RedisTarget, options: RedisOptions = {}): RedisClient {
+  if (target.clusterNodes) return createCluster(target, target.clusterNodes, options);
+  return createSingle(target, options);
+}
+
+/**
+ * Another connection to where `client` goes, with `options` over its own: on a cluster the Cluster's options
+ * (offline queue, pipelining) stay the Cluster's and the rest applies to each node's connection.
+ */
+export function duplicateRedis(client: RedisClient, options: RedisOptions): RedisClient {
+  if (!(client instanceof Cluster)) return client.duplicate(options);
+  const clusterOptions: ClusterOptions = {};
+  const nodeOptions: RedisOptions = { ...client.options.redisOptions };
+  for (const [key, value] of Object.entries(options)) {
+    if ((CLUSTER_LEVEL as readonly string[]).includes(key)) Object.assign(clusterOptions, { [key]: value });
+    else Object.assign(nodeOptions, { [key]: value });
+  }
+  return client.duplicate(undefined, { ...clusterOptions, redisOptions: nodeOptions });
+}
+
+/** One Redis: REDIS_URL's, or the master the Sentinels name. */
+function createSingle(target: RedisTarget, options: RedisOptions): Redis {
+  const tls = tlsOptions(target);
+  const common: RedisOptions = { reconnectOnError, ...(tls ? { tls } : {}), ...options };
   if (!target.sentinels) return new Redis(target.url, common);
   const url = new URL(target.url);
   const db = Number(url.pathname.slice(1) || '0');
-  const tls = url.protocol === 'rediss:';
   const client = new Redis({
     sentinels: target.sentinels,
     name: target.sentinelName,
@@ -78,7 +182,7 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
     password: decodeURIComponent(url.password) || undefined,
     db: Number.isInteger(db) ? db : 0,
     // rediss:// : TLS to the master and to the Sentinels.
-    ...(tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+    ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
     failoverDetector: true,
     ...common,
   });
@@ -95,7 +199,7 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
     detector.cleanup();
   });
   // BullMQ opens its blocking connections with duplicate(): they get the same treatment.
-  client.duplicate = (override?: Partial<RedisOptions>) => createRedis(target, { ...options, ...override });
+  client.duplicate = (override?: Partial<RedisOptions>) => createSingle(target, { ...options, ...override });
   return client;
 }
 
@@ -124,7 +228,7 @@ const REPLICA_DOWN = /s_down|o_down/;
  */
 export function watchReplicas(target: RedisTarget, everyMs = 1000): ReplicaCount {
   const sentinels = target.sentinels ?? [];
-  const tls = target.url.startsWith('rediss:');
+  const tls = tlsOptions(target);
   let count = 1;
   let turn = 0;
   let client: Redis | undefined;
@@ -137,7 +241,7 @@ export function watchReplicas(target: RedisTarget, everyMs = 1000): ReplicaCount
         maxRetriesPerRequest: 0,
         retryStrategy: () => null,
         connectTimeout: everyMs,
-        ...(tls ? { tls: {} } : {}),
+        ...(tls ? { tls } : {}),
       }).on('error', () => undefined);
       const replicas = (await client.call('SENTINEL', 'REPLICAS', target.sentinelName)) as string[][];
       const up = replicas.filter((fields) => !REPLICA_DOWN.test(fields[fields.indexOf('flags') + 1] ?? ''));

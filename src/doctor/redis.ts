@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
+import { clusterHealth } from '../config/cluster-health.ts';
 import { createRedis, describeRedis, type RedisTarget } from '../config/redis-connection.ts';
 import { redisRefusal } from '../startup/checks.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
@@ -46,6 +47,19 @@ export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS
       ];
     }
     const results: CheckResult[] = [ok('redis', `Redis answers at ${where}`)];
+    if (client instanceof Cluster) {
+      const health = await clusterHealth(client, timeoutMs);
+      results.push(
+        health.ok
+          ? ok('redis.cluster', health.line)
+          : fail('redis.cluster', health.line, 'bring the failing nodes back, or assign the uncovered slots'),
+      );
+      // Every master holds a share of the data: the worst of them is what counts.
+      const masters = client.nodes('master');
+      results.push(worst(await Promise.all(masters.map(memoryPolicy))));
+      results.push(worst(await Promise.all(masters.map(persistence))));
+      return results;
+    }
     results.push(await memoryPolicy(client));
     results.push(await persistence(client));
     return results;
@@ -97,6 +111,13 @@ async function configGet(client: Redis, name: string): Promise<string | undefine
   } catch {
     return undefined;
   }
+}
+
+const SEVERITY: Record<CheckResult['status'], number> = { ok: 0, warn: 1, fail: 2 };
+
+/** The most severe of the same check on several nodes. */
+function worst(results: CheckResult[]): CheckResult {
+  return results.reduce((a, b) => (SEVERITY[b.status] > SEVERITY[a.status] ? b : a));
 }
 
 function codeOf(error: Error): string {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -16,7 +16,7 @@ import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
 /** What the execution needs; `src/main.ts` wires it, tests pass fast policies. */
 export interface ExecutionDeps {
   /** ioredis with `maxRetriesPerRequest: null`: waits for Redis to come back instead of failing jobs. */
-  connection: Redis;
+  connection: Redis | Cluster;
   prefix: string;
   store: RequestStore;
   /** The request lifecycle on this connection: the expire job expires through it, as a click would. */

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { queueTelemetry } from '../observability/tracing.ts';
 import { type DigestSchedule, nextRun } from '../pricing/schedule-parse.ts';
 import { EVENTS_MAX_LEN } from './queues.ts';
@@ -51,7 +51,7 @@ export class DigestScheduler {
   readonly queue: Queue<DigestJobData>;
 
   constructor(options: {
-    connection: Redis;
+    connection: Redis | Cluster;
     prefix: string;
     now: () => Date;
     /** Shortest gap between two `digest now` in a channel (default DIGEST_NOW_INTERVAL_MS). */
@@ -70,7 +70,7 @@ export class DigestScheduler {
   }
 
   private readonly now: () => Date;
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
   private readonly prefix: string;
   private readonly nowIntervalMs: number;
 

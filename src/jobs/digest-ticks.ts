@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { DigestSnapshot } from '../pricing/price-fields.ts';
 import type { RenderedMessage } from './renderers.ts';
 
@@ -24,7 +24,7 @@ export interface TickPlan {
  */
 export class TickStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
   ) {}
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { cloudReason } from '../cloud/errors.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
@@ -22,7 +22,7 @@ import { slackFailure } from './slack-failure.ts';
 /** Channels whose digests run at the same time; many channels due at the same minute all get theirs. */
 export const DIGEST_CONCURRENCY = 20;
 export interface DigestWorkerDeps {
-  connection: Redis;
+  connection: Redis | Cluster;
   prefix: string;
   policy: Policy;
   cloud: Pick<CloudApi, 'listClusters'>;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import { redisConnectionLog } from '../observability/connection-log.ts';
@@ -15,7 +15,7 @@ export interface DigestJobsDeps {
   policy: Policy;
   cloud: Pick<CloudApi, 'listClusters'>;
   /** A BullMQ-ready connection (maxRetriesPerRequest null). */
-  connection: Redis;
+  connection: Redis | Cluster;
   prefix: string;
   slack: Pick<SlackApi, 'chat'>;
   renderer: DigestRenderer;

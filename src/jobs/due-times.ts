@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import { LuaScript } from '../requests/lua.ts';
 import type { DueItem, DueKind } from '../requests/outbox.ts';
@@ -53,7 +53,7 @@ export class DueTimes {
   private readonly key: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     prefix: string,
   ) {
     this.key = dueKey(prefix);

@@ -1,5 +1,5 @@
 import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import { queueTelemetry } from '../observability/tracing.ts';
@@ -13,7 +13,7 @@ export interface FollowUpQueue<T> {
 }
 
 export interface FollowUpQueueDeps {
-  connection: Redis;
+  connection: Redis | Cluster;
   prefix: string;
   logger: Logger;
   retry?: RetryPolicy;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ApprovalPolicy, UserGroups } from '../requests/approvers.ts';
@@ -87,7 +87,7 @@ const homeKeys = (prefix: string) => ({
  * queue's limiter and retries then see it published, whatever Slack answers meanwhile.
  */
 async function markAndQueue(
-  redis: Redis,
+  redis: Redis | Cluster,
   keys: ReturnType<typeof homeKeys>,
   users: string[],
   add: (user: string) => Promise<unknown>,
@@ -157,7 +157,7 @@ export async function publishHome(
 }
 
 /** Remembers that `user` looks at their App Home, so changes to their requests refresh it. */
-export async function markHomeSeen(redis: Redis, prefix: string, user: string): Promise<void> {
+export async function markHomeSeen(redis: Redis | Cluster, prefix: string, user: string): Promise<void> {
   await redis.set(homeKeys(prefix).seen(user), '1', 'EX', HOME_SEEN_TTL_S);
 }
 
@@ -248,9 +248,9 @@ export interface HomeOpens {
 
 export interface HomeOpensDeps extends HomeDeps {
   /** Fails fast: the coalescing mark, the budget, the refresh sign-up. */
-  redis: Redis;
+  redis: Redis | Cluster;
   /** The home queue's connection (BullMQ's), for handing a publish over. */
-  connection: Redis;
+  connection: Redis | Cluster;
   prefix: string;
   slack: Pick<SlackApi, 'views'>;
   logger: Logger;

@@ -1,5 +1,5 @@
 import { type JobsOptions, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { queueTelemetry } from '../observability/tracing.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import { DueTimes } from './due-times.ts';
@@ -70,7 +70,7 @@ export type NotifyJob =
   | { type: 'report'; requestId: string; event: ReplyEvent; step?: number };
 
 /** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
-export function createQueues(connection: Redis, prefix: string): Queues {
+export function createQueues(connection: Redis | Cluster, prefix: string): Queues {
   const streams = { events: { maxLen: EVENTS_MAX_LEN } };
   // With tracing on, a job carries the trace context of the code that added it.
   const telemetry = queueTelemetry();

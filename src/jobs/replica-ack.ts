@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /**
  * How long a critical write waits for a replica to acknowledge it (`WAIT 1 <ms>`) when Sentinels are configured.
@@ -25,7 +25,7 @@ export class NotReplicatedError extends Error {
  */
 export class ReplicaAck {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly replicas: (() => number) | undefined,
     private readonly timeoutMs = CRITICAL_WAIT_MS,
   ) {}

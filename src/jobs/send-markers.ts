@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { ConfirmAndSet, HeldLock } from './vm-lock.ts';
 
 /**
@@ -13,7 +13,7 @@ export const MARKER_TTL_S = 3 * 24 * 3600;
  */
 export class SendMarkers {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
   ) {}
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { LuaScript } from '../requests/lua.ts';
 import type { LockPolicy } from './retry-policy.ts';
 
@@ -62,7 +62,7 @@ export class LockLostError extends Error {
  */
 export class VmLock {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly policy: LockPolicy,
   ) {}

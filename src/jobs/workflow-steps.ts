@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { SlackApi } from '../slack-api/client.ts';
@@ -15,7 +15,7 @@ const TOKEN_TTL_S = 45 * 24 * 3600;
  */
 export class StepTokens {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
   ) {}
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { LuaScript } from '../requests/lua.ts';
 import { requestKeys } from '../requests/store.ts';
 
@@ -47,7 +47,7 @@ export class AgentControls {
   private readonly audit: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     prefix: string,
     private readonly now: () => Date = () => new Date(),
   ) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import { requestKeys } from '../requests/store.ts';
 
@@ -22,7 +22,7 @@ export class RequestChanges {
   private closed = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     prefix: string,
     private readonly logger: Logger,
   ) {

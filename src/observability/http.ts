@@ -4,6 +4,8 @@ import type { Metrics } from './metrics.ts';
 /** What readiness depends on: Redis answering, the policy loaded, and in Socket Mode the link to Slack up. */
 export interface Readiness {
   redisPing(): Promise<boolean>;
+  /** On a Redis Cluster: whether every slot is served, and the one line saying so (used instead of the ping). */
+  redisCluster?: () => Promise<{ ok: boolean; line: string }>;
   policyLoaded(): boolean;
   /** Socket Mode only: whether the link to Slack is up. Undefined elsewhere (not part of readiness). */
   slackConnected?: () => boolean;
@@ -29,7 +31,12 @@ export function healthHandlers(readiness: Readiness): Record<string, Handler> {
     '/healthz': (_req, res) => send(res, 200, JSON.stringify({ status: 'ok' })),
     '/readyz': (_req, res) => {
       let timer: NodeJS.Timeout | undefined;
-      const ping = readiness.redisPing().catch(() => false);
+      let redisCluster: string | undefined;
+      const cluster = readiness.redisCluster?.().then((health) => {
+        redisCluster = health.line;
+        return health.ok;
+      });
+      const ping = (cluster ?? readiness.redisPing()).catch(() => false);
       const timeout = new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), READY_PING_TIMEOUT_MS);
       });
@@ -42,7 +49,14 @@ export function healthHandlers(readiness: Readiness): Record<string, Handler> {
         send(
           res,
           ready ? 200 : 503,
-          JSON.stringify({ status: ready ? 'ready' : 'not ready', redis, policy, slack, cloud }),
+          JSON.stringify({
+            status: ready ? 'ready' : 'not ready',
+            redis,
+            redisCluster,
+            policy,
+            slack,
+            cloud,
+          }),
         );
       });
     },

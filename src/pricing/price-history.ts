@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { rankReferenceCosts } from '../rules/cost.ts';
 import type { PriceLike, ReferenceVm } from '../rules/types.ts';
 import { type DigestSnapshot, KNOWN_PRICE_FIELDS } from './price-fields.ts';
@@ -80,7 +80,7 @@ return 1`;
  */
 export class PriceHistory {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly keepDays: number,
   ) {}

@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { DigestSnapshot } from './price-fields.ts';
 
 /** What each channel's previous digest showed, one JSON value per channel: `${prefix}:digest:snapshot:<channel>`. */
 export class SnapshotStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
   ) {}
 

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { exportAudit } from './audit.ts';
 
 /** `--since` could not be read. */
@@ -34,7 +34,7 @@ export function parseSince(text: string, now: Date = new Date()): Date {
  * Resolves with the number of lines written; does not end `out`.
  */
 export async function writeAuditJsonLines(
-  redis: Redis,
+  redis: Redis | Cluster,
   prefix: string,
   since: Date | undefined,
   out: NodeJS.WritableStream,

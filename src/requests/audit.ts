@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { requestKeys } from './store.ts';
 import type { AuditEntry, CloudRequest } from './types.ts';
 
@@ -32,7 +32,12 @@ function toEntry(id: string, fields: string[]): AuditEntry {
 }
 
 /** Pages through the stream from `start` to `end` (XRANGE bounds), oldest first. */
-async function* pages(redis: Redis, key: string, start: string, end: string): AsyncGenerator<AuditEntry[]> {
+async function* pages(
+  redis: Redis | Cluster,
+  key: string,
+  start: string,
+  end: string,
+): AsyncGenerator<AuditEntry[]> {
   let from = start;
   for (;;) {
     const rows = await redis.xrange(key, from, end, 'COUNT', PAGE);
@@ -51,7 +56,7 @@ export class AuditLog {
   private readonly keys: ReturnType<typeof requestKeys>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     prefix: string,
   ) {
     this.keys = requestKeys(prefix);
@@ -85,7 +90,11 @@ export class AuditLog {
 }
 
 /** Every audit entry since `since` (all when absent), oldest first, read in pages so memory stays flat. */
-export async function* exportAudit(redis: Redis, prefix: string, since?: Date): AsyncGenerator<AuditEntry> {
+export async function* exportAudit(
+  redis: Redis | Cluster,
+  prefix: string,
+  since?: Date,
+): AsyncGenerator<AuditEntry> {
   const start = since ? String(since.getTime()) : '-';
   for await (const page of pages(redis, requestKeys(prefix).audit, start, '+')) {
     yield* page;

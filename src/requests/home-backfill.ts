@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import { REQUESTER_INDEX_KEEP, requestKeys } from './store.ts';
 import { type CloudRequest, FINAL_STATES } from './types.ts';
@@ -26,7 +26,7 @@ export interface BackfillResult {
  * entry that went final meanwhile leaves the index when a home reads it. `stopped` is asked between pages.
  */
 export async function backfillHomeIndexes(
-  redis: Redis,
+  redis: Redis | Cluster,
   prefix: string,
   stopped: () => boolean = () => false,
   batch = BATCH,
@@ -67,7 +67,11 @@ export async function backfillHomeIndexes(
  * Runs the backfill once in the background at start-up (a slow pass must not hold the start); `stop` ends it between
  * pages and waits for the page under way.
  */
-export function startHomeBackfill(redis: Redis, prefix: string, logger: Logger): { stop(): Promise<void> } {
+export function startHomeBackfill(
+  redis: Redis | Cluster,
+  prefix: string,
+  logger: Logger,
+): { stop(): Promise<void> } {
   let stopping = false;
   const started = performance.now();
   const running = backfillHomeIndexes(redis, prefix, () => stopping).then(

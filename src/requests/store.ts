@@ -1,5 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { LuaScript } from './lua.ts';
 import {
   ALLOWED_TRANSITIONS,
@@ -261,7 +261,7 @@ export class RequestStore {
   private readonly involvingPrefix: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     options: { prefix: string; now?: () => Date; retentionDays?: number },
   ) {
     this.keys = requestKeys(options.prefix);

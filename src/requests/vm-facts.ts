@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { findProject, type Policy, type ProjectPolicy, type VmPolicyFacts } from '../config/policy.ts';
 import { isIncrease } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
@@ -77,7 +77,7 @@ export class VmFactsStore {
   private readonly prefix: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     options: { prefix: string },
   ) {
     this.prefix = options.prefix;

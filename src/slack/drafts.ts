@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { ResizeTarget } from '../rules/types.ts';
 
 /*
@@ -81,7 +81,7 @@ export function draftSealKey(secret: string): Buffer {
 
 export class DraftStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly sealKey: Buffer,
     private readonly now: () => Date = () => new Date(),

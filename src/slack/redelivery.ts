@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** How long a delivery is remembered: Slack's last retry of an event comes within minutes, not hours. */
 export const DELIVERY_TTL_SECONDS = 3600;
@@ -30,7 +30,7 @@ const NO_ANSWER = '-';
 /** Remembers deliveries in Redis under the key prefix, so one delivered again is not acted on twice. */
 export class RedeliveryGuard {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly ttlSeconds = DELIVERY_TTL_SECONDS,
     private readonly timeoutMs = GUARD_TIMEOUT_MS,

@@ -3,7 +3,7 @@
  * that Slack accepts the bot token. Each failure is one line naming the cause, never a secret.
  */
 import { ErrorCode, WebClient } from '@slack/web-api';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { describeRedis, type RedisTarget, redactUrl } from '../config/redis-connection.ts';
 
 /** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
@@ -16,9 +16,9 @@ export function redisRefusal(error: Error, target: RedisTarget): string | undefi
   // The credentials come from REDIS_URL, with or without Sentinels.
   const { where } = describeRedis(target);
   if (error.message.startsWith('NOAUTH'))
-    return `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
+    return `REDIS_URL: Redis | Cluster at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
   if (error.message.startsWith('WRONGPASS'))
-    return `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`;
+    return `REDIS_URL: Redis | Cluster at ${where} refused the user name or password (WRONGPASS)`;
   return undefined;
 }
 
@@ -27,7 +27,7 @@ export function redisRefusal(error: Error, target: RedisTarget): string | undefi
  * once) or nothing answers within `timeoutMs`; `signal` ends the wait early with its reason.
  */
 export function waitForRedis(
-  client: Redis,
+  client: Redis | Cluster,
   target: RedisTarget,
   timeoutMs: number,
   signal?: AbortSignal,

@@ -3,16 +3,19 @@
  * Slack token check, the cloud API client, the stores, the queues, the Slack Web API client, the approval policy,
  * the request lifecycle and the digest jobs. Each part is registered with the shutdown stages as it opens.
  */
-import type { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { FILES_SCOPE, UploadScope } from '../charts/upload-scope.ts';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
 import { createPriceCache, type PriceSource } from '../cloud/price-cache.ts';
+import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
 import {
   createRedis,
   describeRedis,
+  type RedisClient,
   type RedisTarget,
+  redisKeyPrefix,
   redisTarget,
   watchReplicas,
 } from '../config/redis-connection.ts';
@@ -66,9 +69,9 @@ export interface Core {
   target: RedisTarget;
   replicas: ReturnType<typeof watchReplicas> | undefined;
   /** Fails fast while Redis is down: the web handlers must answer Slack within 3 s. */
-  fastRedis: Redis;
+  fastRedis: RedisClient;
   /** Waits for Redis to come back: BullMQ's queues and workers, and the workers' lifecycle. */
-  queueRedis: Redis;
+  queueRedis: RedisClient;
   cloud: CloudApiClient;
   prices: PriceSource;
   /** The request store on the fast connection (web) and on the waiting one (workers). */
@@ -107,7 +110,7 @@ export async function openCore(
 ): Promise<Core> {
   const { logger, metrics, stages, deadline } = parts;
   const now = options.now ?? (() => new Date());
-  const prefix = env.REDIS_PREFIX;
+  const prefix = redisKeyPrefix(env);
   const runs = (role: Role) => env.ROLE === 'all' || env.ROLE === role;
 
   // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
@@ -146,6 +149,13 @@ export async function openCore(
     Math.max(100, Math.min(REDIS_STARTUP_MS, deadline.left() - 100)),
     deadline.signal,
   );
+  // A cluster can be up with slots unserved: say at once what the bot found.
+  if (fastRedis instanceof Cluster) {
+    const health = await clusterHealth(fastRedis);
+    const { line, ...counts } = health;
+    if (health.ok) logger.info(counts, line);
+    else logger.warn(counts, line);
+  }
 
   const uploadScope = new UploadScope(logger);
   // A token Slack refuses stops every role; Slack not answering stops the web role only (docs/operations.md#start-up).
@@ -215,7 +225,7 @@ export async function openCore(
   // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
 
-  const chartDeps = (redis: Redis): ChartPosterDeps => ({
+  const chartDeps = (redis: RedisClient): ChartPosterDeps => ({
     history: new PriceHistory(redis, prefix, retentionDays),
     slack,
     reference: policy.reference_vm,
@@ -240,6 +250,8 @@ export async function openCore(
 
   const readiness: Readiness = {
     redisPing: async () => (await fastRedis.ping()) === 'PONG',
+    // Each node gets less than /readyz waits in all, so the line comes with the answer.
+    redisCluster: fastRedis instanceof Cluster ? () => clusterHealth(fastRedis, 800) : undefined,
     policyLoaded: () => policy.projects !== undefined,
     cloudUp: () => cloudCheck.up(),
     beforeScrape: async () => {

@@ -5,14 +5,20 @@
  */
 import type { Server } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { Redis } from 'ioredis';
 import { packageVersion } from '../cli/version.ts';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
 import { createPriceCache } from '../cloud/price-cache.ts';
 import { agentForToken } from '../config/agents.ts';
 import type { Env } from '../config/env.ts';
 import type { Policy } from '../config/policy.ts';
-import { createRedis, describeRedis, redisTarget } from '../config/redis-connection.ts';
+import {
+  createRedis,
+  describeRedis,
+  duplicateRedis,
+  type RedisClient,
+  redisKeyPrefix,
+  redisTarget,
+} from '../config/redis-connection.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
@@ -37,8 +43,8 @@ import { portOf } from './stages.ts';
 const DRAIN_MS = 1_000;
 
 /** A connection of its own for the blocking read of request changes (a blocked connection serves nothing else). */
-function changesConnection(redis: Redis, logger: Logger): Redis {
-  const connection = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+function changesConnection(redis: RedisClient, logger: Logger): RedisClient {
+  const connection = duplicateRedis(redis, { enableOfflineQueue: true, maxRetriesPerRequest: null });
   connection.on('error', (error: Error) => logger.debug({ err: error }, 'MCP change tail: redis problem'));
   return connection;
 }
@@ -142,19 +148,19 @@ export async function serveMcpStdio(
     timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
   });
   const slack = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
-  const queues = createQueues(queueRedis, env.REDIS_PREFIX);
-  const changes = new RequestChanges(changesConnection(redis, logger), env.REDIS_PREFIX, logger);
+  const queues = createQueues(queueRedis, redisKeyPrefix(env));
+  const changes = new RequestChanges(changesConnection(redis, logger), redisKeyPrefix(env), logger);
   try {
     await redis.connect().catch((error: NodeJS.ErrnoException) => {
       const { variable, where } = describeRedis(target);
       throw new McpStdioError(`${variable}: cannot reach ${where} (${error.code ?? error.message})`);
     });
     const store = new RequestStore(redis, {
-      prefix: env.REDIS_PREFIX,
+      prefix: redisKeyPrefix(env),
       now,
       retentionDays: policy.retention_days,
     });
-    const vmFacts = new VmFactsStore(redis, { prefix: env.REDIS_PREFIX });
+    const vmFacts = new VmFactsStore(redis, { prefix: redisKeyPrefix(env) });
     const prices = createPriceCache(cloud);
     const approvals = createApprovalPolicy(
       policy,
@@ -179,7 +185,7 @@ export async function serveMcpStdio(
       vmFacts,
       prices,
       cloud,
-      controls: new AgentControls(redis, env.REDIS_PREFIX, now),
+      controls: new AgentControls(redis, redisKeyPrefix(env), now),
       changes,
       now,
       logger,

@@ -5,7 +5,12 @@ import { type CloudSim, type SimSeed, startCloudSim } from '../../sim/cloud/serv
 import { type SlackStandIn, type SlackView, startSlackStandIn } from '../../sim/slack/server.ts';
 import { loadEnv, type Role } from '../../src/config/env.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
-import { createRedis, type RedisTarget } from '../../src/config/redis-connection.ts';
+import {
+  createRedis,
+  type RedisClient,
+  type RedisTarget,
+  redisKeyPrefix,
+} from '../../src/config/redis-connection.ts';
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { type Running, type StartOptions, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -154,7 +159,7 @@ export interface Harness {
   slack: SlackStandIn;
   clock: TestClock;
   policy: Policy;
-  /** Redis key and BullMQ prefix of this bot. */
+  /** Redis key and BullMQ prefix of this bot (REDIS_PREFIX, in a hash tag on a cluster). */
   prefix: string;
   /** `POST /slack/events` of the bot (HTTP mode); in Socket Mode the health server's base URL. */
   eventsUrl: string;
@@ -164,7 +169,7 @@ export interface Harness {
   /** Read access to the bot's state, for assertions. */
   store: RequestStore;
   queues: Queues;
-  redis: Redis;
+  redis: RedisClient;
   /** The bot's log lines (JSON), for debugging and secret checks. */
   logs: string[];
   /** Sends a raw, form-encoded body to the bot, signed unless `sign` says otherwise (HTTP mode only). */
@@ -252,7 +257,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const botToken = `xoxb-test-${randomBytes(8).toString('hex')}`;
   const appToken = `xapp-1-test-${randomBytes(8).toString('hex')}`;
   const mode = options.mode ?? testSlackMode();
-  const prefix = uniquePrefix('slack');
+  const envPrefix = uniquePrefix('slack');
 
   const sim = await startCloudSim({ now: clock.now, seed: options.simSeed });
   const slack = await startSlackStandIn({ botToken, appToken, teamId: TEAM });
@@ -266,13 +271,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     CLOUD_API_URL: sim.url,
     CLOUD_API_KEY: sim.apiKey,
     REDIS_URL: testRedisUrl(),
-    REDIS_PREFIX: prefix,
+    REDIS_PREFIX: envPrefix,
     PORT: '0',
     METRICS_PORT: '0',
     ROLE: options.role ?? 'web',
     LOG_LEVEL: 'warn',
     ...(await options.env?.(sim)),
   });
+  const prefix = redisKeyPrefix(env);
   const logger = createLogger(
     { level: 'warn', secrets: [botToken, appToken, signingSecret, sim.apiKey] },
     { write: (line: string) => void logs.push(line) },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { inject } from 'vitest';
 
 /** The Redis URL the global setup found or started. */
@@ -12,14 +12,24 @@ export function uniquePrefix(name = 'test'): string {
   return `cloudops-test-${name}-${randomUUID().slice(0, 8)}`;
 }
 
-/** Deletes every key under `prefix` (only keys this test created: never FLUSHDB). */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
+/** Deletes every key under `prefix` (only keys this test created: never FLUSHDB); on a cluster, on every master. */
+export async function deleteKeys(redis: Redis | Cluster, prefix: string): Promise<void> {
+  for (const key of await keysUnder(redis, prefix)) await redis.del(key);
+}
+
+/** Every key under `prefix`, sorted; on a cluster, of every master. */
+export async function keysUnder(redis: Redis | Cluster, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      found.push(...keys);
+    } while (cursor !== '0');
+  }
+  return found.sort();
 }
 
 /** A plain ioredis client on the test Redis, with BullMQ's required option. */

@@ -3,14 +3,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { loadEnv } from '../../src/config/env.ts';
-import { createRedis, redisTarget, watchReplicas } from '../../src/config/redis-connection.ts';
+import {
+  createRedis,
+  type RedisClient,
+  redisTarget,
+  watchReplicas,
+} from '../../src/config/redis-connection.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
 
 // A real master, a replica and three Sentinels of the test's own, on free ports.
 let group: SentinelGroup;
-const clients: Redis[] = [];
+const clients: RedisClient[] = [];
 beforeAll(async () => {
   group = await startSentinelGroup({ downAfterMs: 1000, failoverTimeoutMs: 5000 });
 }, 30_000);
@@ -20,7 +25,7 @@ afterAll(async () => {
 });
 
 /** A client as the bot builds it from its environment. */
-function botClient(env: Record<string, string>): Redis {
+function botClient(env: Record<string, string>): RedisClient {
   const client = createRedis(redisTarget(loadEnv(env)), QUEUE_REDIS_OPTIONS);
   client.on('error', () => undefined);
   clients.push(client);

@@ -1,6 +1,15 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadEnv, missingForRole } from '../../src/config/env.ts';
-import { describeRedis, reconnectOnError, redisTarget } from '../../src/config/redis-connection.ts';
+import {
+  describeRedis,
+  reconnectOnError,
+  redisKeyPrefix,
+  redisTarget,
+  tlsOptions,
+} from '../../src/config/redis-connection.ts';
 
 /** Runs loadEnv and returns the error it throws. */
 function failure(raw: Record<string, string>): ConfigError {
@@ -134,6 +143,66 @@ describe('Redis through Sentinels', () => {
     expect(
       reconnectOnError(new Error('WRONGTYPE Operation against a key holding the wrong kind of value')),
     ).toBe(false);
+  });
+});
+
+describe('Redis Cluster', () => {
+  it('reads REDIS_CLUSTER_NODES as host:port pairs and names them in messages', () => {
+    const env = loadEnv({
+      REDIS_CLUSTER_NODES: 'node-1.cache:6379, 10.0.0.2:6380',
+      REDIS_URL: 'redis://:pw@x',
+    });
+    const target = redisTarget(env);
+    expect(target.clusterNodes).toEqual([
+      { host: 'node-1.cache', port: 6379 },
+      { host: '10.0.0.2', port: 6380 },
+    ]);
+    expect(describeRedis(target)).toEqual({
+      variable: 'REDIS_CLUSTER_NODES',
+      where: 'the Redis Cluster at node-1.cache:6379,10.0.0.2:6380',
+    });
+  });
+
+  it('puts REDIS_PREFIX in one hash tag on a cluster only: elsewhere the key names stay as they were', () => {
+    expect(redisKeyPrefix(loadEnv({ REDIS_CLUSTER_NODES: '10.0.0.1:6379' }))).toBe('{cloudops}');
+    expect(redisKeyPrefix(loadEnv({ REDIS_CLUSTER_NODES: '10.0.0.1:6379', REDIS_PREFIX: 'ops-eu' }))).toBe(
+      '{ops-eu}',
+    );
+    expect(redisKeyPrefix(loadEnv({}))).toBe('cloudops');
+    expect(redisKeyPrefix(loadEnv({ REDIS_SENTINELS: '10.0.0.1:26379' }))).toBe('cloudops');
+  });
+
+  it.each([
+    [{ REDIS_CLUSTER_NODES: 'node-1' }, /^REDIS_CLUSTER_NODES: expected host:port of cluster nodes/],
+    [
+      { REDIS_CLUSTER_NODES: '10.0.0.1:6379', REDIS_SENTINELS: '10.0.0.1:26379' },
+      /^REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS/,
+    ],
+    [
+      { REDIS_CLUSTER_NODES: '10.0.0.1:6379', REDIS_URL: 'redis://:secret-pw@x/3' },
+      /^REDIS_URL: a Redis Cluster has database 0 only/,
+    ],
+    [{ REDIS_TLS_CA_FILE: '/etc/ca.pem' }, /^REDIS_TLS_CA_FILE: set, but REDIS_URL does not ask for TLS/],
+  ])('refuses %j in one line, without the password', (env, message) => {
+    const error = failure(env);
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toContain('secret-pw');
+    expect(error.message).not.toContain('\n');
+  });
+
+  it('reads REDIS_TLS_CA_FILE for rediss://, and names the variable when the file is not there', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cloudops-ca-'));
+    const ca = join(dir, 'ca.pem');
+    writeFileSync(ca, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const target = redisTarget(loadEnv({ REDIS_URL: 'rediss://:pw@cache:6380', REDIS_TLS_CA_FILE: ca }));
+    expect(String(tlsOptions(target)?.ca)).toContain('BEGIN CERTIFICATE');
+    expect(tlsOptions(redisTarget(loadEnv({ REDIS_URL: 'rediss://cache:6380' })))).toEqual({});
+    expect(tlsOptions(redisTarget(loadEnv({ REDIS_URL: 'redis://cache:6379' })))).toBeUndefined();
+    const missing = redisTarget(
+      loadEnv({ REDIS_URL: 'rediss://cache:6380', REDIS_TLS_CA_FILE: join(dir, 'gone.pem') }),
+    );
+    expect(() => tlsOptions(missing)).toThrow(/^REDIS_TLS_CA_FILE: cannot read .*gone\.pem \(ENOENT\)$/);
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 

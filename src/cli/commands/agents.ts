@@ -1,6 +1,6 @@
 import { userInfo } from 'node:os';
 import { findAgent, newAgentToken, tokenHash } from '../../config/agents.ts';
-import { createRedis, describeRedis, redisTarget } from '../../config/redis-connection.ts';
+import { createRedis, describeRedis, redisKeyPrefix, redisTarget } from '../../config/redis-connection.ts';
 import { AgentControls } from '../../mcp/agent-state.ts';
 import { policyOf } from '../cloud.ts';
 import { CliError, type CliIo, table, UsageError, write } from '../io.ts';
@@ -42,7 +42,7 @@ async function withRedis<T>(io: CliIo, use: (controls: AgentControls) => Promise
       const { variable, where } = describeRedis(target);
       throw new CliError(`${variable}: cannot reach ${where} (${code ?? 'no answer'})`);
     }
-    return await use(new AgentControls(redis, io.env.REDIS_PREFIX, io.now));
+    return await use(new AgentControls(redis, redisKeyPrefix(io.env), io.now));
   } finally {
     redis.disconnect();
   }

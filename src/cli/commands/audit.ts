@@ -1,4 +1,4 @@
-import { createRedis, describeRedis, redisTarget } from '../../config/redis-connection.ts';
+import { createRedis, describeRedis, redisKeyPrefix, redisTarget } from '../../config/redis-connection.ts';
 import { exportAudit } from '../../requests/audit.ts';
 import { parseSince, SinceError, writeAuditJsonLines } from '../../requests/audit-export.ts';
 import { CliError, type CliIo, UsageError, write } from '../io.ts';
@@ -7,8 +7,8 @@ import { CliError, type CliIo, UsageError, write } from '../io.ts';
 const REDIS_CONNECT_TIMEOUT_MS = 5_000;
 
 /**
- * `cloudops audit --since <ISO|24h> [--json]`: the audit log from REDIS_URL (or the master of REDIS_SENTINELS) /
- * REDIS_PREFIX, oldest first.
+ * `cloudops audit --since <ISO|24h> [--json]`: the audit log from REDIS_URL (or the master of REDIS_SENTINELS, or
+ * the Redis Cluster of REDIS_CLUSTER_NODES) / REDIS_PREFIX, oldest first.
  */
 export async function auditCommand(io: CliIo, since: string | undefined, json: boolean): Promise<number> {
   if (since === undefined)
@@ -43,11 +43,11 @@ export async function auditCommand(io: CliIo, since: string | undefined, json: b
       throw new CliError(`${variable}: cannot reach ${where} (${code ?? 'no answer'})`);
     }
     if (json) {
-      await writeAuditJsonLines(redis, io.env.REDIS_PREFIX, from, io.stdout);
+      await writeAuditJsonLines(redis, redisKeyPrefix(io.env), from, io.stdout);
       return 0;
     }
     let count = 0;
-    for await (const entry of exportAudit(redis, io.env.REDIS_PREFIX, from)) {
+    for await (const entry of exportAudit(redis, redisKeyPrefix(io.env), from)) {
       count++;
       await write(
         io.stdout,
