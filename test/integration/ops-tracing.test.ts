@@ -32,7 +32,7 @@ interface Stage {
   close(): Promise<void>;
 }
 
-async function startStage(): Promise<Stage> {
+async function startStage(policy = OPS_POLICY): Promise<Stage> {
   const secrets = {
     botToken: `xoxb-trace-${randomBytes(12).toString('hex')}`,
     signingSecret: randomBytes(20).toString('hex'),
@@ -45,7 +45,7 @@ async function startStage(): Promise<Stage> {
     appToken: `xapp-1-A0TRACE-${randomBytes(8).toString('hex')}`,
   });
   const dir = await mkdtemp(join(tmpdir(), 'cloudops-tracing-'));
-  await writeFile(join(dir, 'policy.yml'), OPS_POLICY);
+  await writeFile(join(dir, 'policy.yml'), policy);
   const prefix = uniquePrefix('trace');
   return {
     sim,
@@ -86,23 +86,25 @@ function startBot(stage: Stage, extra: Record<string, string>): BotProcess {
 /** How Slack reaches the bot: signed HTTP to its port, or envelopes over the Socket Mode stand-in. */
 type Transport = { mode: 'http'; port: number } | { mode: 'socket' };
 
-/**
- * One resize as people make it: `/cloud resize`, the modal submitted, the lead's approve click; resolves when the
- * thread says it is done, with the request id and how long the click took to reach the API.
- */
-async function approvedResize(stage: Stage, transport: Transport, cores: number) {
-  const { slack, sim } = stage;
-  const send = async (body: string): Promise<{ status: number; json?: unknown }> => {
+/** Sends a command or an interaction (the form body Slack would post) over `transport`. */
+function sender(stage: Stage, transport: Transport) {
+  return async (body: string): Promise<{ status: number; json?: unknown }> => {
     if (transport.mode === 'http')
       return postSigned(`http://127.0.0.1:${transport.port}/slack/events`, body, {
         secret: stage.secrets.signingSecret,
       });
     const fields = Object.fromEntries(new URLSearchParams(body));
     const ack = fields.payload
-      ? await slack.socket.deliver('interactive', JSON.parse(fields.payload) as Record<string, unknown>)
-      : await slack.socket.deliver('slash_commands', fields);
+      ? await stage.slack.socket.deliver('interactive', JSON.parse(fields.payload) as Record<string, unknown>)
+      : await stage.slack.socket.deliver('slash_commands', fields);
     return { status: 200, json: ack.payload };
   };
+}
+
+/** `/cloud resize` and the modal submitted, as the requester does it; resolves with the request message posted. */
+async function requestResize(stage: Stage, transport: Transport, cores: number) {
+  const { slack } = stage;
+  const send = sender(stage, transport);
   const opened = slack.views.length;
   const command = slashCommandBody(
     { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
@@ -130,7 +132,17 @@ async function approvedResize(stage: Stage, transport: Transport, cores: number)
         .find((m) => m.thread_ts === undefined && /\(request [^)]+\)/.test(m.text ?? '')),
     15_000,
   );
-  const requestId = /\(request ([^)]+)\)/.exec(posted.text ?? '')![1]!;
+  return { requestId: /\(request ([^)]+)\)/.exec(posted.text ?? '')![1]!, posted };
+}
+
+/**
+ * One resize as people make it: `/cloud resize`, the modal submitted, the lead's approve click; resolves when the
+ * thread says it is done, with the request id and how long the click took to reach the API.
+ */
+async function approvedResize(stage: Stage, transport: Transport, cores: number) {
+  const { slack, sim } = stage;
+  const send = sender(stage, transport);
+  const { requestId, posted } = await requestResize(stage, transport, cores);
   const applied = sim.applied.length;
   const approve = blockActionsPayload(
     { user: OPS.lead, channel: OPS.channel, teamId: OPS.team },
@@ -349,6 +361,59 @@ describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
         spans().some((s) => s.name === name && s.parentSpanId === undefined),
         name,
       ).toBe(true);
+  });
+});
+
+describe('later work of a request', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    // A reminder 3.6 s after the request is made (the scheduler looks every 5 s).
+    stage = await startStage(`${OPS_POLICY}approvals:\n  remind_after_hours: 0.001\n`);
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('a reminder is a trace of its own, found by the same request id as the submission that made the request', async () => {
+    bot = startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    const port = await bot.ready();
+    const { requestId, posted } = await requestResize(stage, { mode: 'http', port }, 6);
+    await stage.slack.waitFor(
+      () => stage.slack.thread(OPS.channel, posted.ts).find((m) => /^Reminder:/.test(m.text ?? '')),
+      20_000,
+    );
+    const ofRequest = () => receiver.spans().filter((s) => s.attributes['cloudops.request_id'] === requestId);
+    const remind = await until(
+      () => ofRequest().find((s) => s.name === 'cloudops.request.remind'),
+      'the reminder span',
+    );
+    const submission = ofRequest().find((s) => s.name === 'slack view_submission resize');
+    expect(submission, 'the submission’s span, tagged once the request existed').toBeDefined();
+    expect(submission?.parentSpanId).toBeUndefined();
+    expect(ofRequest().some((s) => s.name === 'cloudops.request.createResize')).toBe(true);
+    // The reminder starts its own trace (nothing of Slack's started it), and its reply is part of it.
+    expect(remind.parentSpanId).toBeUndefined();
+    expect(remind.traceId).not.toBe(submission?.traceId);
+    // Its thread reply is posted by a notify job it enqueued, in its trace.
+    const chain = await until(() => {
+      const reply = ofRequest().find((s) => s.name === 'chat.postMessage' && s.traceId === remind.traceId);
+      const up = reply ? ancestors(receiver.spans(), reply) : [];
+      return up.at(-1)?.parentSpanId === undefined && up.length > 0 ? up : undefined;
+    }, 'the reminder’s chat.postMessage and its parents');
+    expect(chain.map((s) => s.name)).toEqual([
+      'process notify',
+      'add notify.report',
+      'cloudops.request.remind',
+    ]);
   });
 });
 
