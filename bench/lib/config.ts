@@ -14,6 +14,8 @@ export interface BenchConfig {
   latency: { clicks: number; perSecond: number; timeoutMs: number };
   /** Tracing off against on: Approve clicks per run, their rate. */
   tracing: { clicks: number; perSecond: number; timeoutMs: number };
+  /** Agents over MCP: requests per run (each asked, then approved with a get_request wait). */
+  mcp: { requests: number; timeoutMs: number };
   command: { count: number; perSecond: number };
   retention: { requests: number; retentionDays: number };
   /** `jobsPerProcess`: each worker process's execute and notify concurrency in the scaling runs. */
@@ -48,6 +50,7 @@ export const SCENARIOS = [
   'digest',
   'footprint',
   'tracing',
+  'mcp',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -59,6 +62,7 @@ const USAGE = () => `npm run bench -- [options]
   --out FILE             write the results there instead of bench/results.json
   --clicks N             Approve clicks per latency run (default 100, at 10/s)
   --tracing-clicks N     Approve clicks per run of the tracing off/on scenario (default 200, at 20/s)
+  --mcp-requests N       agent requests per run of the mcp scenario (default 50)
   --commands N           /cloud resize commands per CPU run (default 400, at 100/s)
   --retention N          approved requests in the Redis bytes scenario (default 1000)
   --workers N            approved requests per worker-scaling run (default 1000, API at 20 ms)
@@ -121,6 +125,10 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       perSecond: 20,
       timeoutMs: quick ? 60_000 : 120_000,
     },
+    mcp: {
+      requests: int(values['mcp-requests'], '--mcp-requests') ?? (quick ? 10 : 50),
+      timeoutMs: quick ? 60_000 : 120_000,
+    },
     command: { count: int(values.commands, '--commands') ?? (quick ? 40 : 400), perSecond: 100 },
     retention: { requests: int(values.retention, '--retention') ?? (quick ? 50 : 1000), retentionDays: 30 },
     workers: {
@@ -180,6 +188,7 @@ function parse(argv: string[]) {
       out: { type: 'string' },
       clicks: { type: 'string' },
       'tracing-clicks': { type: 'string' },
+      'mcp-requests': { type: 'string' },
       commands: { type: 'string' },
       retention: { type: 'string' },
       workers: { type: 'string' },
