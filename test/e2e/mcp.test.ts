@@ -206,6 +206,12 @@ describe('MCP over Streamable HTTP: access', () => {
     ).rejects.toThrow(/401|Unauthorized|bearer/i);
   });
 
+  it('a start-up whose MCP_PORT is taken fails, naming MCP_PORT', async () => {
+    await expect(
+      startHarness({ policyYaml, env: () => ({ MCP_PORT: String(h.bot.mcpPort) }) }),
+    ).rejects.toThrow(/^MCP_PORT \d+ is in use on 127\.0\.0\.1$/);
+  });
+
   it('lists the tools with their inputs as JSON Schema', async () => {
     const client = await connect(TOKENS.deploy);
     const { tools } = await client.listTools();
