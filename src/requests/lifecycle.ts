@@ -285,8 +285,10 @@ export class RequestLifecycle {
   async approve(request: CloudRequest, user: string): Promise<Decision> {
     const checked = await this.check(request, user, 'approve');
     if (checked) return refuse(checked);
-    // The request as the clicker's handler read it: the compare-and-set is the first round trip.
-    const counted = await this.deps.store.approve(request.id, user, request);
+    // The request as the clicker's handler read it: the compare-and-set is the first round trip. Unless a freeze
+    // holds it, the approval that completes the count queues it in the same write.
+    const holds = this.afterApproval(request).next === 'freeze';
+    const counted = await this.deps.store.approve(request.id, user, request, { queue: !holds });
     if (!counted.ok) {
       if (counted.reason === 'duplicate') return refuse({ code: 'already_approved' });
       return refuse(counted.request ? { code: 'already', request: counted.request } : { code: 'gone' });
@@ -297,7 +299,18 @@ export class RequestLifecycle {
       return { ok: true, request: counted.request };
     }
     this.deps.metrics.approvals.inc({ decision: 'approved' });
-    // Announced right after the approval is stored, beside the move to queued, and before the job: a process dying
+    if (counted.request.state === 'queued') {
+      this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
+      // The announcement and the job leave together, in one batch on the queue connection, the announcement first: a
+      // process dying now cannot leave a job running under a message that still waits. One dying before the batch
+      // leaves a queued request without its job, which the stranded-request sweeper queues and announces.
+      await Promise.all([
+        this.deps.outbox.announce(counted.request, 'approved'),
+        this.deps.outbox.execute(counted.request),
+      ]);
+      return { ok: true, request: counted.request };
+    }
+    // A freeze holds it: announced right after the approval is stored, beside the move to queued, and before the job: a process dying
     // now leaves no message "waiting" with live buttons and a job running; an approval not queued yet, or queued
     // without its job, is queued (and announced) by the stranded-request sweeper.
     const next = await this.queueApproved(
@@ -561,10 +574,7 @@ export class RequestLifecycle {
   ): Promise<CloudRequest | undefined> {
     // Awaited on every way out below; this only keeps a failure from counting as unhandled meanwhile.
     announced?.catch(() => undefined);
-    // A scheduled run is held by a freeze that covers its time, not only by one that covers the approval.
-    const now = this.deps.now();
-    const runAt = request.runAt ? new Date(request.runAt) : undefined;
-    const after = this.deps.approvals.afterApproval(request, runAt && runAt > now ? runAt : now);
+    const after = this.afterApproval(request);
     if (after.next === 'freeze') {
       await announced;
       return this.freeze(request, 'approved', after.freeze);
@@ -581,6 +591,13 @@ export class RequestLifecycle {
     this.deps.metrics.requests.inc({ kind: request.kind, state: 'queued' });
     await this.deps.outbox.execute(queued.request);
     return queued.request;
+  }
+
+  /** What follows `request`'s approval: a freeze that covers its run time (not only now) holds it, else it queues. */
+  private afterApproval(request: CloudRequest): ReturnType<ApprovalPolicy['afterApproval']> {
+    const now = this.deps.now();
+    const runAt = request.runAt ? new Date(request.runAt) : undefined;
+    return this.deps.approvals.afterApproval(request, runAt && runAt > now ? runAt : now);
   }
 
   /** Holds `request` until the freeze ends: its state says so, and the end is a due time. */

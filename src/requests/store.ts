@@ -61,6 +61,13 @@ export interface TransitionInput {
   vmFacts?: VmFactsWrite;
 }
 
+/** One audit entry a write records. */
+interface AuditWrite {
+  state: RequestState | AuditNote;
+  actor: string;
+  detail?: string;
+}
+
 /** Fields no patch may set: they belong to the store. */
 const PROTECTED = ['id', 'state', 'version', 'createdAt', 'updatedAt'] as const;
 
@@ -162,7 +169,9 @@ return 1
  * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as
  * 'approval', or '' for no entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1'
  * when the new state is final, the new state ('' when the state does not change), the lease's end in ms while it is
- * open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from ARGV[14]).
+ * open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from ARGV[17]), then
+ * a second audit entry written right after the first (label, actor, detail; '' for none: an approval that also
+ * queues the request records both).
  */
 const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}${RECORD_VM_LUA}
 local current = redis.call('GET', KEYS[1])
@@ -178,7 +187,7 @@ elseif ARGV[12] ~= '' then
 end
 local people = 6
 if ARGV[13] == '1' then
-  record_vm(KEYS[6], ARGV, 14)
+  record_vm(KEYS[6], ARGV, 17)
   people = 7
 end
 if ARGV[10] == '1' then
@@ -189,6 +198,14 @@ if ARGV[5] ~= '' then
   if ARGV[8] ~= '' then
     table.insert(fields, 'detail')
     table.insert(fields, ARGV[8])
+  end
+  audit_append(KEYS[2], ARGV[3], fields)
+end
+if ARGV[14] ~= '' then
+  local fields = {'requestId', ARGV[4], 'state', ARGV[14], 'actor', ARGV[15], 'at', ARGV[7]}
+  if ARGV[16] ~= '' then
+    table.insert(fields, 'detail')
+    table.insert(fields, ARGV[16])
   end
   audit_append(KEYS[2], ARGV[3], fields)
 end
@@ -355,6 +372,7 @@ export class RequestStore {
     id: string,
     user: string,
     known?: CloudRequest,
+    options: { queue?: boolean } = {},
   ): Promise<TransitionResult | { ok: false; reason: 'duplicate'; request: CloudRequest }> {
     let duplicate: CloudRequest | undefined;
     const at = this.now().toISOString();
@@ -371,17 +389,22 @@ export class RequestStore {
         const counted = [...approvals, { user, at }];
         const needed = Math.max(1, current.requiredApprovals ?? 1);
         const reached = counted.length >= needed;
+        // The approval that completes the count also queues the request when asked: one decision, two entries.
+        const queued = reached && options.queue === true;
         return {
           next: {
             ...current,
             approvals: counted,
-            ...(reached ? { state: 'approved' as const, approvedBy: user } : {}),
+            ...(reached
+              ? { state: queued ? ('queued' as const) : ('approved' as const), approvedBy: user }
+              : {}),
           },
           audit: {
             state: reached ? 'approved' : 'approval',
             actor: user,
             detail: `approval ${counted.length} of ${needed}`,
           },
+          ...(queued ? { then: { state: 'queued' as const, actor: 'cloudops' } } : {}),
         };
       },
       known,
@@ -543,10 +566,13 @@ export class RequestStore {
    */
   private async casLoop(
     id: string,
-    change: (
-      current: CloudRequest,
-    ) =>
-      | { next: CloudRequest; audit?: { state: RequestState | AuditNote; actor: string; detail?: string } }
+    change: (current: CloudRequest) =>
+      | {
+          next: CloudRequest;
+          audit?: AuditWrite;
+          /** A second entry, right after the first (an approval that also queues). */
+          then?: AuditWrite;
+        }
       | undefined,
     known?: CloudRequest,
     vmFacts?: VmFactsWrite,
@@ -594,6 +620,9 @@ export class RequestStore {
           next.state !== current.state ? next.state : '',
           leaseIndex(current, next),
           vmFacts ? '1' : '',
+          planned.then?.state ?? '',
+          planned.then?.actor ?? '',
+          planned.then?.detail ?? '',
           ...(vmFacts?.args ?? []),
         ],
       )) as [string, string?];

@@ -8,7 +8,7 @@ import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy } from '../../src/requests/approvers.ts';
-import { AuditLog } from '../../src/requests/audit.ts';
+import { AuditLog, exportAudit } from '../../src/requests/audit.ts';
 import { type Decision, RequestLifecycle } from '../../src/requests/lifecycle.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
@@ -264,13 +264,19 @@ describe('RequestLifecycle: every transition, without Slack', () => {
 });
 
 /** Counts what `connection` sends: commands, and socket writes (each write is one round trip, however many it holds). */
-async function counted(connection: Redis): Promise<{ commands: string[]; writes: () => number }> {
+async function counted(
+  connection: Redis,
+): Promise<{ commands: string[]; queuesNamed: string[]; writes: () => number }> {
   await connection.ping();
   const commands: string[] = [];
+  // For each command, in the order sent: the bot's queue its keys name ('' for none).
+  const queuesNamed: string[] = [];
   let writes = 0;
   const send = connection.sendCommand.bind(connection);
   connection.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
     commands.push(args[0].name);
+    const keys = args[0].args.map(String).join(' ');
+    queuesNamed.push(/:(execute|notify|due)\b/.exec(keys)?.[1] ?? '');
     return send(...args);
   };
   const stream = connection.stream;
@@ -279,11 +285,11 @@ async function counted(connection: Redis): Promise<{ commands: string[]; writes:
     writes++;
     return write(...a);
   }) as typeof stream.write;
-  return { commands, writes: () => writes };
+  return { commands, queuesNamed, writes: () => writes };
 }
 
 describe('RequestLifecycle: round trips of an approval', () => {
-  it('an approval is two compare-and-sets that do not read first, one batch for its announcement and the job: 4 round trips', async () => {
+  it('an approval is one compare-and-set that approves and queues, then one batch for its announcement and the job: 2 round trips', async () => {
     const request = await newResize();
     // As the bot runs: the store on a plain connection, the queues on the auto-pipelined one.
     const storeRedis = testRedis();
@@ -298,10 +304,22 @@ describe('RequestLifecycle: round trips of an approval', () => {
     const onQueues = await counted(queueRedis);
     const approved = await lifecycle(storeRedis, q).approve(request, 'U0LEAD');
     expect(approved.ok && approved.request.state).toBe('queued');
-    // Before: get + compare-and-set twice, and four announcement writes one after another, then the job: 9.
-    expect(onStore.commands).toEqual(['evalsha', 'evalsha']);
+    // Before: get + compare-and-set twice, and four announcement writes one after another, then the job: 9; then
+    // the two compare-and-sets and the job after the announcement: 4.
+    expect(onStore.commands).toEqual(['evalsha']);
     expect(onQueues.commands).toHaveLength(4);
-    expect(onStore.writes() + onQueues.writes()).toBe(4);
+    expect(onStore.writes() + onQueues.writes()).toBe(2);
+    // In that batch the announcement goes before the job, so Redis stores it first.
+    expect(onQueues.queuesNamed.at(-1)).toBe('execute');
+    expect(onQueues.queuesNamed.slice(0, -1)).not.toContain('execute');
+    // One decision, both entries, in order: approved by the approver, queued by the bot.
+    const entries: { state?: string; actor?: string }[] = [];
+    for await (const entry of exportAudit(storeRedis, prefix))
+      if (entry.requestId === request.id) entries.push(entry);
+    expect(entries.map((e) => [e.state, e.actor]).slice(-2)).toEqual([
+      ['approved', 'U0LEAD'],
+      ['queued', 'cloudops'],
+    ]);
     expect(await notifyJobs('expire')).toHaveLength(0);
     expect((await notifyJobs('report')).map((j) => j.data.event)).toEqual(['approved']);
     expect(await executeJobs()).toBe(1);
