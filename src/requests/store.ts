@@ -404,7 +404,7 @@ export class RequestStore {
             actor: user,
             detail: `approval ${counted.length} of ${needed}`,
           },
-          ...(queued ? { then: { state: 'queued' as const, actor: 'cloudops' } } : {}),
+          ...(queued ? { alsoAudit: { state: 'queued' as const, actor: 'cloudops' } } : {}),
         };
       },
       known,
@@ -571,7 +571,7 @@ export class RequestStore {
           next: CloudRequest;
           audit?: AuditWrite;
           /** A second entry, right after the first (an approval that also queues). */
-          then?: AuditWrite;
+          alsoAudit?: AuditWrite;
         }
       | undefined,
     known?: CloudRequest,
@@ -620,9 +620,9 @@ export class RequestStore {
           next.state !== current.state ? next.state : '',
           leaseIndex(current, next),
           vmFacts ? '1' : '',
-          planned.then?.state ?? '',
-          planned.then?.actor ?? '',
-          planned.then?.detail ?? '',
+          planned.alsoAudit?.state ?? '',
+          planned.alsoAudit?.actor ?? '',
+          planned.alsoAudit?.detail ?? '',
           ...(vmFacts?.args ?? []),
         ],
       )) as [string, string?];
