@@ -25,10 +25,14 @@ interface ChildFigures {
 
 const runs: ChildFigures[] = [];
 for (let r = 0; r < RUNS; r++) {
-  const out = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(here, 'lib', 'chart-child.ts')], {
-    env: process.env,
-    encoding: 'utf8',
-  });
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', join(here, 'lib', 'chart-child.ts')],
+    {
+      env: process.env,
+      encoding: 'utf8',
+    },
+  );
   runs.push(JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as ChildFigures);
 }
 const warm = runs.map((r) => median(r.times));

@@ -1,14 +1,80 @@
 import type { ChartInput } from '../charts/price-chart.ts';
 import type { UploadScope } from '../charts/upload-scope.ts';
 import type { Logger } from '../observability/logger.ts';
-import { type HistoryPoint, type PriceHistory, referenceKey } from '../pricing/price-history.ts';
+import {
+  type HistoryPoint,
+  historyPoint,
+  type PriceHistory,
+  referenceKey,
+} from '../pricing/price-history.ts';
 import { HOURS_PER_MONTH } from '../rules/cost.ts';
-import type { ReferenceVm } from '../rules/types.ts';
+import type { PriceLike, ReferenceVm } from '../rules/types.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import { SlackApiError, SlackPlatformError } from '../slack-api/errors.ts';
 
 /** One chart's whole upload (three requests) must be done within this: the digest's text is already out. */
 export const CHART_UPLOAD_TIMEOUT_MS = 8_000;
+
+/** Charts drawn and uploaded at once by one process: the uploads wait on Slack, the drawing shares two cores. */
+export const CHART_LANE_CONCURRENCY = 2;
+/** Charts waiting beyond this are dropped (logged): after a burst of digests the oldest pictures matter least. */
+export const CHART_LANE_MAX_WAITING = 2_000;
+
+/**
+ * Where digest charts wait their turn, apart from the digest jobs: a job hands its chart over and is done, so
+ * uploads never hold the slots the next channels' text needs. In memory: a chart lost to a restart is only a picture.
+ */
+export class ChartLane {
+  private running = 0;
+  private readonly waiting: (() => Promise<unknown>)[] = [];
+  private readonly idle: (() => void)[] = [];
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly concurrency = CHART_LANE_CONCURRENCY,
+    private readonly maxWaiting = CHART_LANE_MAX_WAITING,
+  ) {}
+
+  /** Queues `task`; false when the lane is full and the chart is dropped. */
+  push(task: () => Promise<unknown>): boolean {
+    if (this.waiting.length >= this.maxWaiting) {
+      this.logger.warn({ waiting: this.waiting.length }, 'chart: too many waiting, one dropped');
+      return false;
+    }
+    this.waiting.push(task);
+    this.next();
+    return true;
+  }
+
+  private next(): void {
+    while (this.running < this.concurrency) {
+      const task = this.waiting.shift();
+      if (!task) break;
+      this.running++;
+      void task()
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'chart: not posted'))
+        .finally(() => {
+          this.running--;
+          this.next();
+        });
+    }
+    if (this.running === 0 && this.waiting.length === 0) for (const done of this.idle.splice(0)) done();
+  }
+
+  /** Resolves when nothing runs or waits, or after `timeoutMs` (what is left is dropped). */
+  async drain(timeoutMs: number): Promise<void> {
+    if (this.running === 0 && this.waiting.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.idle.push(resolve)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    this.waiting.length = 0;
+  }
+}
 
 /** What became of a digest's chart. */
 export type ChartOutcome = 'posted' | 'no-scope' | 'no-history' | 'failed';
@@ -77,6 +143,49 @@ function day(iso: string): string {
     year: 'numeric',
     timeZone: 'UTC',
   });
+}
+
+/**
+ * `/cloud cluster <name>`'s chart: the cluster's known cost changes (kept by digests and by this command) and its
+ * cost now, shared in the channel the command was typed in.
+ */
+export async function postClusterChart(
+  deps: ChartPosterDeps,
+  cluster: { name: string; prices: PriceLike },
+  where: { channel: string; user: string },
+  now: Date,
+): Promise<ChartOutcome> {
+  if (!deps.scope.usable) return 'no-scope';
+  const current = historyPoint([cluster], deps.reference, now);
+  const cost = current.costs[cluster.name];
+  if (cost === undefined) return 'no-history';
+  let points: HistoryPoint[];
+  try {
+    await deps.history.recordClusters(current);
+    points = await deps.history.clusterPoints(cluster.name, current.ref);
+  } catch (error) {
+    deps.logger.warn({ err: error, cluster: cluster.name }, 'chart: price history could not be read');
+    return 'failed';
+  }
+  // The chart ends at now: the last known change may be days old.
+  if (points.at(-1)?.at !== current.at) points.push(current);
+  return uploadChart(
+    deps,
+    {
+      title: `${cluster.name}: reference VM, monthly cost`,
+      subtitle: referenceSubtitle(deps.reference),
+      currency: deps.currency,
+      points,
+      markCheapest: false,
+    },
+    {
+      channel: where.channel,
+      filename: `price-history-${cluster.name}-${current.at.slice(0, 10)}.png`,
+      title: `${cluster.name}: reference VM cost, ${day(current.at)}`,
+      comment: () =>
+        `:chart_with_upwards_trend: ${cluster.name}'s price history (the reference VM a month), asked for by <@${where.user}>.`,
+    },
+  );
 }
 
 /** The digest's chart: the channel's past digests, shared in the thread of the digest's first message. */

@@ -13,7 +13,7 @@ import { type PriceHistory, pointOfSnapshot } from '../pricing/price-history.ts'
 import { nextRun } from '../pricing/schedule-parse.ts';
 import type { SnapshotStore } from '../pricing/snapshots.ts';
 import type { SlackApi } from '../slack-api/client.ts';
-import { type ChartPosterDeps, postDigestChart } from './digest-chart.ts';
+import { type ChartLane, type ChartPosterDeps, postDigestChart } from './digest-chart.ts';
 import { DIGEST_QUEUE, type DigestJobData } from './digest-scheduler.ts';
 import { type TickPlan, TickStore } from './digest-ticks.ts';
 import type { DigestRenderer } from './renderers.ts';
@@ -30,8 +30,8 @@ export interface DigestWorkerDeps {
   snapshots: SnapshotStore;
   /** Each digest's costs, for the charts; absent in setups that keep none. */
   history?: PriceHistory;
-  /** Posts the digest's chart after its text; absent when charts are off. */
-  charts?: ChartPosterDeps;
+  /** Posts the digest's chart after its text, through `lane`; absent when charts are off. */
+  charts?: ChartPosterDeps & { lane: ChartLane };
   renderer: DigestRenderer;
   /** When the channel's next scheduled digest runs, for the failure notice; undefined when none. */
   nextDigestAt(channel: string): Promise<Date | undefined>;
@@ -137,9 +137,12 @@ export async function runDigestJob(
         );
     }
     await ticks.markDone(channel, tick);
-    // After the text is out and the tick is done: a slow or refused upload delays and loses nothing of the digest.
-    if (plan.snapshot && deps.charts)
-      await postDigestChart(deps.charts, channel, await ticks.firstTs(channel, tick).catch(() => undefined));
+    // After the text is out and the tick is done, outside the job: a slow or refused upload delays no digest.
+    const charts = deps.charts;
+    if (plan.snapshot && charts) {
+      const threadTs = await ticks.firstTs(channel, tick).catch(() => undefined);
+      charts.lane.push(() => postDigestChart(charts, channel, threadTs));
+    }
     return plan.snapshot ? 'posted' : 'api-failed';
   } finally {
     await ticks.release(channel, tick, token).catch(() => undefined);

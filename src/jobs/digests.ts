@@ -6,7 +6,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { PriceHistory } from '../pricing/price-history.ts';
 import { SnapshotStore } from '../pricing/snapshots.ts';
 import type { SlackApi } from '../slack-api/client.ts';
-import type { ChartPosterDeps } from './digest-chart.ts';
+import { ChartLane, type ChartPosterDeps } from './digest-chart.ts';
 import { DigestScheduler } from './digest-scheduler.ts';
 import { startDigestWorker } from './digest-worker.ts';
 import type { DigestRenderer } from './renderers.ts';
@@ -38,6 +38,9 @@ export interface DigestJobs {
   close(): Promise<void>;
 }
 
+/** How long closing waits for charts still uploading. */
+const CHART_DRAIN_MS = 3_000;
+
 /** Schedules live in Redis, so restarts and extra instances share them. */
 export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
   const scheduler = new DigestScheduler({ connection: deps.connection, prefix: deps.prefix, now: deps.now });
@@ -47,6 +50,8 @@ export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
   );
   const snapshots = new SnapshotStore(deps.connection, deps.prefix);
   const workers: { close(): Promise<void> }[] = [];
+  const lane = new ChartLane(deps.logger);
+  const charts = deps.charts ? { ...deps.charts, lane } : undefined;
   return {
     scheduler,
     startWorker() {
@@ -58,7 +63,7 @@ export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
         slack: deps.slack,
         snapshots,
         history: deps.history,
-        charts: deps.charts,
+        charts,
         renderer: deps.renderer,
         nextDigestAt: async (channel) => (await scheduler.get(channel))?.next,
         now: deps.now,
@@ -75,6 +80,8 @@ export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
     },
     async close() {
       await Promise.all(workers.map((w) => w.close().catch(() => undefined)));
+      // Charts already handed over get a moment to finish; the digests themselves are all out.
+      await lane.drain(CHART_DRAIN_MS);
       await scheduler.close();
     },
   };

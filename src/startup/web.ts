@@ -69,6 +69,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
         cloud: core.cloud,
         prices: core.prices,
         scheduler: core.digests.scheduler,
+        charts: core.charts,
         now: core.now,
         logger: core.logger,
       }),

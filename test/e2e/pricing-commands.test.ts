@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNELS, type CommandResult, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { PNG_SIGNATURE, pngHeader } from '../helpers/png.ts';
 
 // The whole bot (web + worker + scheduler): signed slash commands in, response_url answers and posts out.
 let h: Harness;
@@ -55,6 +56,36 @@ describe('/cloud clusters and /cloud cluster', () => {
     const text = json(answer?.blocks);
     expect(text).toContain('*zone-1* · Frankfurt');
     expect(text).not.toContain('status:');
+  });
+
+  it('cluster <name>: after the answer, the cluster’s price history as a chart shared in the channel', async () => {
+    const before = h.slack.files().length;
+    const result = await h.command('cluster zone-2', USERS.dev, CHANNELS.random);
+    await answers(result);
+    const file = await h.slack.waitFor(() => {
+      const f = h.slack.files()[before];
+      return f?.channel ? f : undefined;
+    }, 8000);
+    expect(file.channel).toBe(CHANNELS.random);
+    expect(file.threadTs).toBeUndefined();
+    expect(file.bytes?.subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
+    expect(pngHeader(file.bytes ?? Buffer.alloc(0))).toMatchObject({ width: 1200, height: 600 });
+    expect(file.filename).toMatch(/^price-history-zone-2-\d{4}-\d{2}-\d{2}\.png$/);
+    expect(file.altText).toMatch(/^zone-2: reference VM, monthly cost in EUR .* on \d+ \w+\./);
+    // The answer went out before the upload started.
+    const id = result.responseUrl.split('/').at(-1);
+    const answeredAt = h.slack.responses.find((r) => r.id === id)?.at.getTime() ?? Number.NaN;
+    const askedAt = h.slack.callsOf('files.getUploadURLExternal').at(-1)?.at.getTime() ?? Number.NaN;
+    expect(answeredAt).toBeLessThanOrEqual(askedAt);
+    const shared = h.slack.messages(CHANNELS.random).find((m) => m.files?.some((f) => f.id === file.id));
+    expect(shared?.text).toContain(`asked for by <@${USERS.dev}>`);
+  });
+
+  it('cluster <name>: a chart Slack does not take leaves the answer and says why', async () => {
+    h.slack.failNext('files.completeUploadExternal', { error: 'not_in_channel' });
+    const [answer, note] = await answers(await h.command('cluster zone-1', USERS.dev, CHANNELS.random), 2);
+    expect(json(answer?.blocks)).toContain('*zone-1*');
+    expect(note?.text).toContain('No price chart');
   });
 
   it('cluster <unknown>: says which clusters exist', async () => {

@@ -1,5 +1,6 @@
 import { CloudApiError, CloudRefusedError } from '../../cloud/errors.ts';
 import type { Cluster } from '../../cloud/types.ts';
+import { type ChartOutcome, postClusterChart } from '../../jobs/digest-chart.ts';
 import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clusterDetailMessage } from '../blocks/clusters.ts';
 import { mrkdwn, truncate } from '../blocks/text.ts';
@@ -8,6 +9,14 @@ import { cloudErrorText } from './cloud-error.ts';
 import type { PricingContext } from './pricing.ts';
 
 const USAGE = '`/cloud cluster <name>`';
+
+/** What the person is told when the chart did not come. */
+const CHART_MISSING: Partial<Record<ChartOutcome, string>> = {
+  'no-scope':
+    'No price chart: the app lacks the `files:write` scope (an admin can add it and reinstall the app).',
+  failed:
+    'No price chart: Slack did not take it here (the bot may not be in this conversation: invite it with `/invite @cloudops`).',
+};
 const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Shape A where it answers (it has the status), else Shape B; a 404 from both means no such active cluster. */
@@ -85,6 +94,17 @@ export function clusterWord(pricing: PricingContext): CommandWord {
           });
         }
         await slack.respond({ response_type: 'ephemeral', ...message });
+        // After the answer: the chart is extra, and says only why it is missing when that is worth knowing.
+        if (pricing.charts) {
+          const outcome = await postClusterChart(
+            pricing.charts,
+            cluster,
+            { channel: slack.command.channel_id, user: slack.command.user_id },
+            pricing.now(),
+          );
+          const why = CHART_MISSING[outcome];
+          if (why) await slack.respond({ response_type: 'ephemeral', text: why }).catch(() => undefined);
+        }
       } catch (error) {
         pricing.logger.warn({ err: error, cluster: name }, 'cluster: cloud API could not be read');
         await slack

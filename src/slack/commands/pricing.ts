@@ -1,6 +1,7 @@
 import type { PriceSource } from '../../cloud/price-cache.ts';
 import type { CloudApi } from '../../cloud/types.ts';
 import type { Policy } from '../../config/policy.ts';
+import type { ChartPosterDeps } from '../../jobs/digest-chart.ts';
 import type { DigestScheduler } from '../../jobs/digest-scheduler.ts';
 import type { Logger } from '../../observability/logger.ts';
 import type { CommandWord } from '../deps.ts';
@@ -16,6 +17,8 @@ export interface PricingContext {
   scheduler: DigestScheduler;
   now: () => Date;
   logger: Logger;
+  /** `/cloud cluster`'s price chart; absent when charts are off. */
+  charts?: ChartPosterDeps;
   /** Shortest gap between two digests a channel may ask for. */
   minIntervalMs?: number;
 }
