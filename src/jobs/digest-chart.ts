@@ -26,8 +26,11 @@ export const CHART_LANE_MAX_WAITING = 2_000;
  */
 export class ChartLane {
   private running = 0;
-  private readonly waiting: (() => Promise<unknown>)[] = [];
+  private readonly waiting: { task: () => Promise<unknown>; since: number }[] = [];
   private readonly idle: (() => void)[] = [];
+  private retry?: NodeJS.Timeout;
+  /** While this says digests are being sent, charts wait (at most {@link CHART_MAX_DEFER_MS}): text goes first. */
+  busy: () => boolean = () => false;
 
   constructor(
     private readonly logger: Logger,
@@ -41,14 +44,22 @@ export class ChartLane {
       this.logger.warn({ waiting: this.waiting.length }, 'chart: too many waiting, one dropped');
       return false;
     }
-    this.waiting.push(task);
+    this.waiting.push({ task, since: Date.now() });
     this.next();
     return true;
   }
 
   private next(): void {
-    while (this.running < this.concurrency) {
-      const task = this.waiting.shift();
+    while (this.running < this.concurrency && this.waiting.length > 0) {
+      const oldest = this.waiting[0];
+      if (oldest && this.busy() && Date.now() - oldest.since < CHART_MAX_DEFER_MS) {
+        this.retry ??= setTimeout(() => {
+          this.retry = undefined;
+          this.next();
+        }, CHART_BUSY_RECHECK_MS);
+        return;
+      }
+      const task = this.waiting.shift()?.task;
       if (!task) break;
       this.running++;
       void task()
@@ -72,9 +83,15 @@ export class ChartLane {
       }),
     ]);
     clearTimeout(timer);
+    clearTimeout(this.retry);
+    this.retry = undefined;
     this.waiting.length = 0;
   }
 }
+
+/** Charts wait while digests are being sent, but never longer than this. */
+export const CHART_MAX_DEFER_MS = 30_000;
+const CHART_BUSY_RECHECK_MS = 250;
 
 /** What became of a digest's chart. */
 export type ChartOutcome = 'posted' | 'no-scope' | 'no-history' | 'failed';

@@ -60,23 +60,36 @@ const PRICE_LIKE_PROPS: Record<keyof PriceLike, true> = {
   privateNetworkTag: true,
 };
 
-/** Appends a cluster's cost unless it equals the last one kept (several channels' digests see the same price). */
-const RECORD_CHANGE = `
-local last = redis.call('lindex', KEYS[1], -1)
-if last and string.sub(last, 1, #ARGV[1]) == ARGV[1] then
-  redis.call('expire', KEYS[1], ARGV[4])
-  return 0
+/**
+ * For each cluster (ARGV[4..]: field, then its `ref|cost|`), appends `ref|cost|at` to the cluster's lines unless
+ * it equals the last one kept (several channels' digests see the same price), keeping the last ARGV[2] lines. One
+ * key and one call for all clusters of a digest.
+ */
+const RECORD_CHANGES = `
+local keep = tonumber(ARGV[2])
+for i = 4, #ARGV, 2 do
+  local field, entry = ARGV[i], ARGV[i + 1]
+  local value = redis.call('hget', KEYS[1], field)
+  local last = value and string.match(value, '([^\\n]*)$')
+  if not (last and string.sub(last, 1, #entry) == entry) then
+    local lines = {}
+    if value then
+      for line in string.gmatch(value, '[^\\n]+') do lines[#lines + 1] = line end
+    end
+    lines[#lines + 1] = entry .. ARGV[1]
+    while #lines > keep do table.remove(lines, 1) end
+    redis.call('hset', KEYS[1], field, table.concat(lines, '\\n'))
+  end
 end
-redis.call('rpush', KEYS[1], ARGV[1] .. ARGV[2])
-redis.call('ltrim', KEYS[1], -tonumber(ARGV[3]), -1)
-redis.call('expire', KEYS[1], ARGV[4])
-return 1`;
+redis.call('expire', KEYS[1], ARGV[3])
+return 0`;
 
 /**
  * The price history the charts draw, bounded and expiring: per channel its last {@link CHANNEL_POINTS} digests
  * (`<prefix>:digest:history:<channel>`, a list of JSON points), per cluster its last {@link CLUSTER_POINTS} cost
- * changes (`<prefix>:prices:history:<cluster>`, `ref|cost|at` strings). Both expire `keepDays` after their last
- * write, like requests after `retention_days`: a channel that unsubscribed or a cluster that went away leaves nothing.
+ * changes (one hash `<prefix>:prices:history`, a field per cluster of `ref|cost|at` lines: one key, so one call
+ * records a digest's clusters). Both expire `keepDays` after their last write, like requests after
+ * `retention_days`: a channel that unsubscribed leaves nothing.
  */
 export class PriceHistory {
   constructor(
@@ -89,8 +102,9 @@ export class PriceHistory {
     return `${this.prefix}:digest:history:${channel}`;
   }
 
-  clusterKey(cluster: string): string {
-    return `${this.prefix}:prices:history:${cluster}`;
+  /** The hash of every cluster's cost changes, a field per cluster. */
+  clustersKey(): string {
+    return `${this.prefix}:prices:history`;
   }
 
   private get ttlSeconds(): number {
@@ -114,19 +128,17 @@ export class PriceHistory {
 
   /** Records each cluster's cost of `point` where it differs from the last one known. */
   async recordClusters(point: HistoryPoint): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    for (const [cluster, cost] of Object.entries(point.costs)) {
-      pipeline.eval(
-        RECORD_CHANGE,
-        1,
-        this.clusterKey(cluster),
-        `${point.ref}|${cost}|`,
-        point.at,
-        String(CLUSTER_POINTS),
-        String(this.ttlSeconds),
-      );
-    }
-    await pipeline.exec();
+    const clusters = Object.entries(point.costs);
+    if (clusters.length === 0) return;
+    await this.redis.eval(
+      RECORD_CHANGES,
+      1,
+      this.clustersKey(),
+      point.at,
+      String(CLUSTER_POINTS),
+      String(this.ttlSeconds),
+      ...clusters.flatMap(([cluster, cost]) => [cluster, `${point.ref}|${cost}|`]),
+    );
   }
 
   /** The channel's past digests for the reference VM `ref`, oldest first. */
@@ -146,8 +158,8 @@ export class PriceHistory {
 
   /** A cluster's known cost changes for the reference VM `ref`, oldest first, as chart points. */
   async clusterPoints(cluster: string, ref: string): Promise<HistoryPoint[]> {
-    const raw = await this.redis.lrange(this.clusterKey(cluster), 0, -1);
-    return raw.flatMap((entry) => {
+    const raw = (await this.redis.hget(this.clustersKey(), cluster)) ?? '';
+    return raw.split('\n').flatMap((entry) => {
       const [entryRef, cost, at] = entry.split('|');
       if (entryRef !== ref || !cost || !at) return [];
       return [{ at, ref, costs: { [cluster]: cost } }];

@@ -10,7 +10,7 @@ import { CloudApiClient, FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { parsePolicy } from '../../src/config/policy.ts';
 import { DigestScheduler } from '../../src/jobs/digest-scheduler.ts';
 import { createDigestJobs } from '../../src/jobs/digests.ts';
-import { CHANNEL_POINTS, PriceHistory } from '../../src/pricing/price-history.ts';
+import { CHANNEL_POINTS, CLUSTER_POINTS, PriceHistory } from '../../src/pricing/price-history.ts';
 import { digestRenderer } from '../../src/slack/blocks/digest.ts';
 import { SlackApi } from '../../src/slack-api/client.ts';
 import { checkSlackToken } from '../../src/startup/checks.ts';
@@ -202,14 +202,26 @@ describe('a digest carries its price chart', () => {
     expect(points.at(-1)?.costs.a).toBe(String(CHANNEL_POINTS + 4));
     const ttl = await admin.ttl(history.channelKey('C0BOUND'));
     expect(ttl).toBeGreaterThan((policy.retention_days - 1) * 86_400);
-    // A cluster's history keeps only its changes.
-    expect(await admin.llen(history.clusterKey('a'))).toBe(CHANNEL_POINTS + 5);
+    // A cluster's history keeps only its changes, and at most CLUSTER_POINTS of them.
+    expect(await history.clusterPoints('a', 'r')).toHaveLength(CHANNEL_POINTS + 5);
     await history.recordClusters({
       at: '2027-01-01T00:00:00.000Z',
       ref: 'r',
       costs: { a: String(CHANNEL_POINTS + 4) },
     });
-    expect(await admin.llen(history.clusterKey('a'))).toBe(CHANNEL_POINTS + 5);
+    expect(await history.clusterPoints('a', 'r')).toHaveLength(CHANNEL_POINTS + 5);
+    for (let i = 0; i < CLUSTER_POINTS; i++) {
+      const at = `2027-02-${String(i + 1).padStart(2, '0')}T00:00:00.000Z`;
+      await history.recordClusters({ at, ref: 'r', costs: { a: `x${i}` } });
+    }
+    const kept = await history.clusterPoints('a', 'r');
+    expect(kept).toHaveLength(CLUSTER_POINTS);
+    expect(kept.at(-1)).toEqual({
+      at: '2027-02-24T00:00:00.000Z',
+      ref: 'r',
+      costs: { a: `x${CLUSTER_POINTS - 1}` },
+    });
+    expect(await admin.ttl(history.clustersKey())).toBeGreaterThan(0);
   });
 });
 
