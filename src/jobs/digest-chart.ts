@@ -29,8 +29,9 @@ export class ChartLane {
   private readonly waiting: { task: () => Promise<unknown>; since: number }[] = [];
   private readonly idle: (() => void)[] = [];
   private retry?: NodeJS.Timeout;
+  private pumping = false;
   /** While this says digests are being sent, charts wait (at most {@link CHART_MAX_DEFER_MS}): text goes first. */
-  busy: () => boolean = () => false;
+  busy: () => Promise<boolean> = async () => false;
 
   constructor(
     private readonly logger: Logger,
@@ -50,26 +51,41 @@ export class ChartLane {
   }
 
   private next(): void {
-    while (this.running < this.concurrency && this.waiting.length > 0) {
-      const oldest = this.waiting[0];
-      if (oldest && this.busy() && Date.now() - oldest.since < CHART_MAX_DEFER_MS) {
-        this.retry ??= setTimeout(() => {
-          this.retry = undefined;
-          this.next();
-        }, CHART_BUSY_RECHECK_MS);
-        return;
+    void this.pump();
+  }
+
+  /** Starts what may start: while digests are being sent, charts younger than the defer limit wait. */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.running < this.concurrency && this.waiting.length > 0) {
+        const oldest = this.waiting[0];
+        if (
+          oldest &&
+          Date.now() - oldest.since < CHART_MAX_DEFER_MS &&
+          (await this.busy().catch(() => false))
+        ) {
+          this.retry ??= setTimeout(() => {
+            this.retry = undefined;
+            this.next();
+          }, CHART_BUSY_RECHECK_MS);
+          return;
+        }
+        const task = this.waiting.shift()?.task;
+        if (!task) break;
+        this.running++;
+        void task()
+          .catch((error: unknown) => this.logger.warn({ err: error }, 'chart: not posted'))
+          .finally(() => {
+            this.running--;
+            this.next();
+          });
       }
-      const task = this.waiting.shift()?.task;
-      if (!task) break;
-      this.running++;
-      void task()
-        .catch((error: unknown) => this.logger.warn({ err: error }, 'chart: not posted'))
-        .finally(() => {
-          this.running--;
-          this.next();
-        });
+      if (this.running === 0 && this.waiting.length === 0) for (const done of this.idle.splice(0)) done();
+    } finally {
+      this.pumping = false;
     }
-    if (this.running === 0 && this.waiting.length === 0) for (const done of this.idle.splice(0)) done();
   }
 
   /** Resolves when nothing runs or waits, or after `timeoutMs` (what is left is dropped). */

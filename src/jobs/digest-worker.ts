@@ -155,19 +155,9 @@ export function startDigestWorker(deps: DigestWorkerDeps): {
   close(): Promise<void>;
 } {
   const ticks = new TickStore(deps.connection, deps.prefix);
-  // Charts wait while this worker is sending digests: the text of the next channels goes first.
-  let sending = 0;
-  if (deps.charts) deps.charts.lane.busy = () => sending > 0;
   const worker = new Worker<DigestJobData, DigestOutcome>(
     DIGEST_QUEUE,
-    async (job, token) => {
-      sending++;
-      try {
-        return await runDigestJob(deps, ticks, job, token);
-      } finally {
-        sending--;
-      }
-    },
+    (job, token) => runDigestJob(deps, ticks, job, token),
     {
       connection: deps.connection,
       prefix: deps.prefix,

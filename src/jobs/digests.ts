@@ -51,6 +51,11 @@ export function createDigestJobs(deps: DigestJobsDeps): DigestJobs {
   const snapshots = new SnapshotStore(deps.connection, deps.prefix);
   const workers: { close(): Promise<void> }[] = [];
   const lane = new ChartLane(deps.logger);
+  // Charts wait while digests wait to be sent or are being sent (delayed jobs are mostly tomorrow's, not counted).
+  lane.busy = async () => {
+    const counts = await scheduler.queue.getJobCounts('wait', 'active', 'prioritized');
+    return Object.values(counts).some((n) => n > 0);
+  };
   const charts = deps.charts ? { ...deps.charts, lane } : undefined;
   return {
     scheduler,
