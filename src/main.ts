@@ -8,13 +8,13 @@ import type { Server } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { packageVersion } from './cli/version.ts';
 import { withDotEnv } from './config/dotenv.ts';
-import { ConfigError, type Env, loadEnv, missingForRole } from './config/env.ts';
+import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics } from './observability/metrics.ts';
 import { stopTracing, traceLogFields } from './observability/tracing.ts';
-import { StartupError } from './startup/checks.ts';
+import { listening, StartupError } from './startup/checks.ts';
 import { openCore } from './startup/core.ts';
 import { StartupDeadline } from './startup/deadline.ts';
 import type { Running, StartOptions } from './startup/options.ts';
@@ -75,7 +75,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     if (!core.runs('web') || socketMode) {
       const healthServer: Server = await deadline.step(
         'the health server on PORT',
-        startHealthServer(env.PORT, core.readiness, env.HOST),
+        listening('PORT', env.PORT, env.HOST, startHealthServer(env.PORT, core.readiness, env.HOST)),
       );
       stages.intake.push(() => closeServer(healthServer));
       port = portOf(healthServer, env.PORT);
@@ -91,7 +91,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
     const metricsServer: Server = await deadline.step(
       'the metrics server on METRICS_PORT',
-      startRouteServer(env.METRICS_PORT, metricsHandlers(core.readiness, metrics), env.METRICS_HOST),
+      listening(
+        'METRICS_PORT',
+        env.METRICS_PORT,
+        env.METRICS_HOST,
+        startRouteServer(env.METRICS_PORT, metricsHandlers(core.readiness, metrics), env.METRICS_HOST),
+      ),
     );
     stages.intake.push(() => closeServer(metricsServer));
     const metricsPort = portOf(metricsServer, env.METRICS_PORT);
@@ -176,9 +181,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     env = loadEnv(rawEnv ?? withDotEnv(process.env, '.env'));
     const missing = missingForRole(env);
     if (missing.length > 0) {
-      return fail(
-        `missing ${missing.join(', ')}. Set them (see README “Environment”), or try everything locally with no account: npm run demo`,
-      );
+      return fail(missingLine(env, missing));
     }
     policy = await loadPolicy(env.POLICY_FILE);
   } catch (error) {

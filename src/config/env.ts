@@ -178,13 +178,34 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
   return data;
 }
 
-/** What a role needs from the environment; returns the names that are missing, empty when all is there. */
+/**
+ * What a role needs from the environment; returns the names that are missing, empty when all is there. A web role
+ * with neither Slack mode chosen is asked for SLACK_APP_TOKEN: manifest.yml sets the app up for Socket Mode.
+ */
 export function missingForRole(env: Env): string[] {
   const missing: string[] = [];
   const web = env.ROLE === 'all' || env.ROLE === 'web';
   if (!env.SLACK_BOT_TOKEN) missing.push('SLACK_BOT_TOKEN');
-  if (web && !env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) missing.push('SLACK_SIGNING_SECRET');
+  if (web && !env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) missing.push('SLACK_APP_TOKEN');
   if (!env.CLOUD_API_URL) missing.push('CLOUD_API_URL');
   if (!env.CLOUD_API_KEY) missing.push('CLOUD_API_KEY');
   return missing;
+}
+
+/**
+ * The one line for missing variables: which, what the Slack mode in use needs (docs/configuration.md#slack-modes),
+ * and where to set them.
+ */
+export function missingLine(env: Env, missing: string[]): string {
+  const web = env.ROLE === 'all' || env.ROLE === 'web';
+  let mode = '';
+  if (web && missing.some((name) => name.startsWith('SLACK_'))) {
+    if (env.SLACK_APP_TOKEN) mode = ' Socket Mode needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN.';
+    else if (env.SLACK_SIGNING_SECRET) mode = ' HTTP mode needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET.';
+    else if (missing.includes('SLACK_APP_TOKEN'))
+      mode =
+        ' Socket Mode (as manifest.yml sets the app up) needs SLACK_APP_TOKEN, an app-level token (xapp-…); for HTTP mode set SLACK_SIGNING_SECRET instead.';
+  } else if (!web && missing.includes('SLACK_BOT_TOKEN'))
+    mode = ` ROLE ${env.ROLE} needs SLACK_BOT_TOKEN to post its replies.`;
+  return `missing ${missing.join(', ')}.${mode} Set them in .env or the environment (docs/configuration.md), or try everything locally with no account: npm run demo`;
 }

@@ -3,7 +3,7 @@
  * (docs/troubleshooting.md#cloudops-doctor). Nothing is written anywhere; secrets never appear in a result.
  */
 import { type CloudProbe, probeCloudApi } from '../cloud/probe.ts';
-import { type Env, missingForRole } from '../config/env.ts';
+import { type Env, missingForRole, missingLine } from '../config/env.ts';
 import { loadPolicy, type Policy, PolicyError, userGroupsOf } from '../config/policy.ts';
 import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
@@ -80,13 +80,9 @@ function checkEnvironment(env: Env): CheckResult[] {
   const missing = missingForRole(env);
   const mode = env.SLACK_APP_TOKEN ? 'Socket Mode' : 'HTTP mode';
   if (missing.length === 0) return [ok('environment', `environment: ROLE ${env.ROLE}, ${mode}`)];
-  return [
-    fail(
-      'environment',
-      `environment: ${missing.join(', ')} not set (ROLE ${env.ROLE}, ${mode})`,
-      'set them in .env or the environment (docs/configuration.md)',
-    ),
-  ];
+  const line = missingLine(env, missing);
+  const [what, ...rest] = line.split('. ');
+  return [fail('environment', `environment (ROLE ${env.ROLE}): ${what}`, rest.join('. '))];
 }
 
 async function checkSlack(

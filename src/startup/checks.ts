@@ -155,3 +155,48 @@ const silentLogger = {
   getLevel: () => 'error' as never,
   setName: () => undefined,
 };
+
+/**
+ * `promise` (a server starting to listen on `port`), with a port in use or refused turned into one line naming the
+ * variable that sets it (docs/troubleshooting.md#port-in-use), not Node's EADDRINUSE alone.
+ */
+export function listening<T>(
+  variable: string,
+  port: number,
+  host: string | undefined,
+  promise: Promise<T>,
+): Promise<T> {
+  return promise.catch((error: unknown) => {
+    const where = `port ${port} on ${host ?? 'every interface'}`;
+    const code = errnoOf(error);
+    if (code === 'EADDRINUSE')
+      throw new StartupError(
+        `${variable}: ${where} is already in use by another process; stop it, or set ${variable} to a free port`,
+      );
+    if (code === 'EACCES')
+      throw new StartupError(
+        `${variable}: ${where} needs privileges to listen on; set ${variable} to a port above 1023`,
+      );
+    if (code === 'EADDRNOTAVAIL')
+      throw new StartupError(
+        `${variable}: ${where}: this machine has no such address; check the matching HOST variable`,
+      );
+    throw error;
+  });
+}
+
+/** The errno code of a listen failure, also when a library wrapped it (Bolt) or only kept it in the message. */
+function errnoOf(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current; depth++) {
+    const { code, message } = current as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && code.startsWith('E')) return code;
+    const inMessage =
+      typeof message === 'string' ? /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(message) : null;
+    if (inMessage) return inMessage[1];
+    current =
+      (current as { cause?: unknown; original?: unknown }).cause ??
+      (current as { original?: unknown }).original;
+  }
+  return undefined;
+}

@@ -11,6 +11,7 @@ import { homeRenderer } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
+import { listening } from './checks.ts';
 import type { Core } from './core.ts';
 import { startMcp } from './mcp.ts';
 
@@ -83,7 +84,9 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
     socketMode
       ? 'the Socket Mode connection to Slack (apps.connections.open at SLACK_API_URL)'
       : 'the Slack app listening on PORT',
-    app.start(socketMode ? 0 : env.PORT, env.HOST),
+    socketMode
+      ? app.start(0, env.HOST)
+      : listening('PORT', env.PORT, env.HOST, app.start(env.PORT, env.HOST)),
   );
   const groups = userGroupsOf(policy);
   if (groups.length > 0 && env.SLACK_BOT_TOKEN) {

@@ -320,9 +320,11 @@ describe('cloudops doctor', () => {
       status: 'fail',
       summary: expect.stringContaining('bad-policy.yml:'),
     });
+    // Neither Slack mode set: asked for Socket Mode's token, as the manifest ships, with HTTP mode named as the other way.
     expect(one(list, 'environment')).toMatchObject({
       status: 'fail',
-      summary: expect.stringContaining('SLACK_SIGNING_SECRET'),
+      summary: 'environment (ROLE all): missing SLACK_APP_TOKEN',
+      fix: expect.stringContaining('for HTTP mode set SLACK_SIGNING_SECRET instead'),
     });
   });
 });

@@ -133,14 +133,26 @@ describe.concurrent('a start-up that cannot finish exits 1 within 10 s with one 
     );
   });
 
-  it('the HTTP port already taken, in the web role', async () => {
+  // A port in use names its variable (docs/troubleshooting.md#port-in-use): PORT and METRICS_PORT are told apart.
+  it.each([
+    ['PORT', 'the HTTP port (Bolt), in the web role', 'web'],
+    ['PORT', 'the health port, in the worker role', 'worker'],
+    ['METRICS_PORT', 'the metrics port', 'worker'],
+  ])('the line names %s when %s is taken', async (variable, _what, role) => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     try {
       const address = taken.address();
       const port = String(typeof address === 'object' && address ? address.port : 0);
-      const line = await failsFast(botEnv('web', { PORT: port }));
-      expect(line).toMatch(/^cloudops: could not start: .*EADDRINUSE/);
+      const line = await failsFast(
+        botEnv(role, {
+          [variable]: port,
+          ...(variable === 'METRICS_PORT' ? { METRICS_HOST: '127.0.0.1' } : {}),
+        }),
+      );
+      expect(line).toBe(
+        `cloudops: could not start: ${variable}: port ${port} on 127.0.0.1 is already in use by another process; stop it, or set ${variable} to a free port`,
+      );
     } finally {
       await new Promise<void>((resolve) => taken.close(() => resolve()));
     }

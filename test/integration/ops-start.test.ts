@@ -57,16 +57,35 @@ afterAll(async () => {
 
 // Each start loads the whole bot (~1.5 s idle, ~10 s on a loaded CI box): the cases run side by side.
 describe.concurrent('npm start without a working configuration', { timeout: 60_000 }, () => {
-  it('with an empty environment: one line listing what is missing and pointing to npm run demo, exit 1', async () => {
+  it('with an empty environment: one line listing what is missing for Socket Mode (as the manifest ships) and pointing to npm run demo, exit 1', async () => {
     const run = await start({});
     expect(run.code).toBe(1);
     expect(lines(run.stderr)).toHaveLength(1);
     const [line] = lines(run.stderr);
-    for (const name of ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'CLOUD_API_URL', 'CLOUD_API_KEY']) {
-      expect(line).toContain(name);
-    }
+    expect(line).toMatch(
+      /^cloudops: missing SLACK_BOT_TOKEN, SLACK_APP_TOKEN, CLOUD_API_URL, CLOUD_API_KEY\. Socket Mode \(as manifest\.yml sets the app up\) needs SLACK_APP_TOKEN, an app-level token \(xapp-…\); for HTTP mode set SLACK_SIGNING_SECRET instead\./,
+    );
     expect(line).toContain('npm run demo');
     expect(run.stdout).toBe('');
+  });
+
+  it.each([
+    [
+      'HTTP mode (SLACK_SIGNING_SECRET set)',
+      { SLACK_SIGNING_SECRET: 'a-signing-secret' },
+      'HTTP mode needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET',
+    ],
+    [
+      'Socket Mode (SLACK_APP_TOKEN set)',
+      { SLACK_APP_TOKEN: 'xapp-1-abc' },
+      'Socket Mode needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN',
+    ],
+  ])('%s without the bot token: the line says what that mode needs', async (_mode, env, needs) => {
+    const run = await start({ ...env, CLOUD_API_URL: 'http://127.0.0.1:9/', CLOUD_API_KEY: 'k-123456' });
+    expect(run.code).toBe(1);
+    const [line] = lines(run.stderr);
+    expect(line).toMatch(/^cloudops: missing SLACK_BOT_TOKEN\. /);
+    expect(line).toContain(needs);
   });
 
   // The other variables' messages are unit-tested with loadEnv; here the path through `npm start` is proven.

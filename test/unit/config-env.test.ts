@@ -209,8 +209,9 @@ describe('Redis Cluster', () => {
 describe('missingForRole', () => {
   const base = { SLACK_BOT_TOKEN: 'xoxb-1', CLOUD_API_URL: 'http://127.0.0.1:1', CLOUD_API_KEY: 'k' };
 
-  it('needs the signing secret only for a web role in HTTP mode', () => {
-    expect(missingForRole(loadEnv(base))).toEqual(['SLACK_SIGNING_SECRET']);
+  it('a web role with neither Slack mode set is asked for Socket Mode (as the manifest ships); a worker for neither', () => {
+    expect(missingForRole(loadEnv(base))).toEqual(['SLACK_APP_TOKEN']);
+    expect(missingForRole(loadEnv({ ...base, SLACK_SIGNING_SECRET: 's' }))).toEqual([]);
     expect(missingForRole(loadEnv({ ...base, SLACK_APP_TOKEN: 'xapp-1' }))).toEqual([]);
     expect(missingForRole(loadEnv({ ...base, ROLE: 'worker' }))).toEqual([]);
   });
