@@ -16,9 +16,9 @@ export function redisRefusal(error: Error, target: RedisTarget): string | undefi
   // The credentials come from REDIS_URL, with or without Sentinels.
   const { where } = describeRedis(target);
   if (error.message.startsWith('NOAUTH'))
-    return `REDIS_URL: Redis | Cluster at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
+    return `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
   if (error.message.startsWith('WRONGPASS'))
-    return `REDIS_URL: Redis | Cluster at ${where} refused the user name or password (WRONGPASS)`;
+    return `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`;
   return undefined;
 }
 
