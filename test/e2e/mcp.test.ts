@@ -32,6 +32,7 @@ const TOKENS = {
   limited: newAgentToken(),
   night: newAgentToken(),
   stdio: newAgentToken(),
+  thrifty: newAgentToken(),
 };
 
 /**
@@ -85,6 +86,12 @@ agents:
     on_behalf_of: ${USERS.dev2}
     projects: [shop-prod]
     unattended: true
+  - name: thrifty-agent
+    token_sha256: ${tokenHash(TOKENS.thrifty)}
+    on_behalf_of: ${USERS.dev2}
+    projects: [shop-prod]
+    may: [resize_up, lease]
+    max_monthly_delta: 5
   - name: stdio-agent
     token_sha256: ${tokenHash(TOKENS.stdio)}
     on_behalf_of: ${USERS.dev}
@@ -357,6 +364,46 @@ describe('MCP over Streamable HTTP: requests', () => {
     expect(rules.isError).toBe(true);
     expect(textOf(rules)).toMatch(/disk/i);
     expect((await h.requests(CHANNELS.prod)).length).toBe(before);
+  });
+
+  it('max_monthly_delta refuses a larger increase before anything exists; a restore is asked like a resize', async () => {
+    const before = (await h.requests(CHANNELS.prod)).length;
+    const thrifty = await connect(TOKENS.thrifty);
+    const costly = await call(thrifty, 'request_resize', resize({ vm_id: 101, cores: 8 }));
+    expect(costly.isError).toBe(true);
+    expect(textOf(costly)).toMatch(
+      /^Not requested: this change adds \d+\.\d\d EUR a month, and agent thrifty-agent may add at most 5\.$/,
+    );
+    const lease = await call(thrifty, 'plan_resize', {
+      project: 'shop-prod',
+      vm_id: 101,
+      cores: 3,
+      for_hours: 48,
+    });
+    expect(lease.structuredContent).toMatchObject({ allowed: true, created: false });
+    expect((await h.requests(CHANNELS.prod)).length).toBe(before);
+
+    const client = await connect(TOKENS.deploy);
+    const restore = await call(client, 'request_restore', {
+      project: 'shop-prod',
+      vm_id: 102,
+      backup: 'daily-1',
+      vm_stopped: true,
+      reason: 'agent-typed reason: bad migration',
+    });
+    expect(restore.isError, textOf(restore)).toBeFalsy();
+    const asked = requestOf(restore);
+    expect(asked).toMatchObject({ state: 'pending', agent: 'deploy-agent', approvals: { needed: 1 } });
+    const ha = await call(client, 'request_restore', {
+      project: 'shop-prod',
+      vm_id: 101,
+      backup: 'daily-1',
+      autostart: true,
+      vm_stopped: true,
+      reason: 'agent-typed reason',
+    });
+    expect(textOf(ha)).toContain('Autostart is not allowed for VM 101');
+    await call(client, 'cancel_request', { request_id: asked.request_id });
   });
 
   it('past its hourly limit an agent is told when it may ask again', async () => {
