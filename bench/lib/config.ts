@@ -33,6 +33,15 @@ export interface BenchConfig {
   fairness: { requests: number; vms: number; latencyMs: number; timeoutMs: number };
   digest: { channels: number; perChannelPerSecond: number; clusters: number; timeoutMs: number };
   footprint: { pipelineRequests: number; settleMs: number; readyTimeoutMs: number };
+  /** `flows` whole resizes per run at `perSecond`; each step waits `stepTimeoutMs`, all replies `replyTimeoutMs`. */
+  steady: {
+    flows: number;
+    perSecond: number;
+    settleMs: number;
+    stepTimeoutMs: number;
+    replyTimeoutMs: number;
+    readyTimeoutMs: number;
+  };
   logLevel: string;
   redisUrl: string;
   /** Start a redis-server of the bench's own instead of using REDIS_URL (no other load on it). */
@@ -51,6 +60,7 @@ export const SCENARIOS = [
   'footprint',
   'tracing',
   'mcp',
+  'steady',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -74,6 +84,8 @@ const USAGE = () => `npm run bench -- [options]
   --concurrency N        the bot's execute concurrency, for the bare BullMQ baseline and the fairness ideal (default 4)
   --fairness N --vms N --latency MS   fairness requests, VMs, simulator latency per resize (1000, 10, 20)
   --digest N             channels due at the same second (default 500)   --digest-clusters N (default 40)
+  --steady N             whole resizes per steady-load run (command → modal → submit → approve → reply; default
+                         500, at 11/s); memory is read after 0, 100, 300 and N
   --log-level LEVEL      bot log level (default info; logs go to a temp file)
   --own-redis            start a private redis-server instead of REDIS_URL
 Environment: REDIS_URL (default redis://127.0.0.1:6379; a redis-server is started when none answers),
@@ -168,6 +180,15 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       settleMs: quick ? 1000 : 3000,
       readyTimeoutMs: 60_000,
     },
+    steady: {
+      flows: int(values.steady, '--steady') ?? (quick ? 120 : 500),
+      // About what the issue's measurement sent: one resize after another, 11 a second.
+      perSecond: 11,
+      settleMs: quick ? 1000 : 3000,
+      stepTimeoutMs: 15_000,
+      replyTimeoutMs: quick ? 60_000 : 120_000,
+      readyTimeoutMs: 60_000,
+    },
     logLevel: values['log-level'] ?? 'info',
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     ownRedis: values['own-redis'] === true,
@@ -205,6 +226,7 @@ function parse(argv: string[]) {
       latency: { type: 'string' },
       digest: { type: 'string' },
       'digest-clusters': { type: 'string' },
+      steady: { type: 'string' },
       'log-level': { type: 'string' },
       'own-redis': { type: 'boolean' },
     },

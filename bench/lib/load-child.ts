@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import type { LoadJob, LoadResult } from './load-protocol.ts';
-import { buttonClick, type SignedRequest, slashCommand } from './slack-request.ts';
+import { buttonClick, type SignedRequest, sign, slashCommand } from './slack-request.ts';
 
 /**
  * The load generator's own process (forked by load-generator.ts), so the bot's event loop in the bench process
@@ -20,6 +20,12 @@ function poolFor(url: URL, connections: number): Pool {
 
 function build(job: LoadJob, index: number): SignedRequest {
   if (job.kind.type === 'command') return slashCommand(job.secret, job.who, job.kind.text);
+  if (job.kind.type === 'form') {
+    const body = job.kind.bodies[index];
+    if (body === undefined)
+      throw new Error(`load job ${job.id}: only ${job.kind.bodies.length} bodies for request ${index + 1}`);
+    return sign(job.secret, body);
+  }
   const value = job.kind.values[index];
   if (value === undefined)
     throw new Error(

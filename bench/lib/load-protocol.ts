@@ -5,10 +5,14 @@ export type LoadShape =
   | { type: 'rate'; perSecond: number; durationMs: number }
   | { type: 'burst'; count: number };
 
-/** What to send: signed `/cloud <text>` commands, or clicks on `actionId` carrying one of `values` each. */
+/**
+ * What to send: signed `/cloud <text>` commands, clicks on `actionId` carrying one of `values` each, or ready form
+ * bodies (one per request, signed as they are sent).
+ */
 export type LoadRequestKind =
   | { type: 'command'; text: string }
-  | { type: 'action'; actionId: string; values: string[] };
+  | { type: 'action'; actionId: string; values: string[] }
+  | { type: 'form'; bodies: string[] };
 
 /** One load run, sent from the bench to the load child over IPC. */
 export interface LoadJob {

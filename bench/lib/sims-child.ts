@@ -1,5 +1,12 @@
 import { serveProc } from './proc.ts';
-import type { CallTimes, CloudSummary, SimsOp, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import type {
+  CallTimes,
+  CloudSummary,
+  PostedMessage,
+  SimsOp,
+  SimsStarted,
+  SlackSummary,
+} from './sims-protocol.ts';
 
 /**
  * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
@@ -50,6 +57,14 @@ async function perform(message: SimsOp): Promise<unknown> {
       return need(slack, 'the Slack stand-in').threadReplyCount();
     case 'cloudSummary':
       return cloudSummary(need(cloud, 'the cloud simulator'));
+    case 'openedView': {
+      const standIn = need(slack, 'the Slack stand-in');
+      return standIn.waitFor(() => flowIndex(standIn).views.get(message.triggerId), message.timeoutMs);
+    }
+    case 'requestMessage': {
+      const standIn = need(slack, 'the Slack stand-in');
+      return standIn.waitFor(() => flowIndex(standIn).messages.get(message.vmid), message.timeoutMs);
+    }
     case 'callTimes':
       return callTimes(
         need(cloud, 'the cloud simulator'),
@@ -57,6 +72,34 @@ async function perform(message: SimsOp): Promise<unknown> {
         message.sinceMs,
       );
   }
+}
+
+/** Views by trigger_id and request messages by VM id, indexed as calls arrive (each call read once, not per wait). */
+const flows = {
+  calls: 0,
+  views: new Map<string, Record<string, unknown>>(),
+  messages: new Map<number, PostedMessage>(),
+};
+
+function flowIndex(standIn: StandIn): typeof flows {
+  for (; flows.calls < standIn.calls.length; flows.calls++) {
+    const call = standIn.calls[flows.calls];
+    if (!call || call.response.ok !== true) continue;
+    if (call.method === 'views.open' && typeof call.args.trigger_id === 'string') {
+      flows.views.set(call.args.trigger_id, call.response.view as Record<string, unknown>);
+    } else if (call.method === 'chat.postMessage' && call.args.thread_ts === undefined) {
+      const text = typeof call.args.text === 'string' ? call.args.text : '';
+      const vmid = Number(/\bVM (\d+)\b/.exec(text)?.[1]);
+      if (Number.isInteger(vmid))
+        flows.messages.set(vmid, {
+          channel: String(call.response.channel ?? call.args.channel),
+          ts: String(call.response.ts),
+          text,
+          blocks: Array.isArray(call.args.blocks) ? call.args.blocks : [],
+        });
+    }
+  }
+  return flows;
 }
 
 function slackSummary(standIn: StandIn, channelPrefix?: string): SlackSummary {

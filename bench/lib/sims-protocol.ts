@@ -13,7 +13,17 @@ export type SimsOp =
   | { op: 'slackSummary'; channelPrefix?: string }
   | { op: 'threadReplies' }
   | { op: 'cloudSummary' }
-  | { op: 'callTimes'; sinceMs: number };
+  | { op: 'callTimes'; sinceMs: number }
+  | { op: 'openedView'; triggerId: string; timeoutMs: number }
+  | { op: 'requestMessage'; vmid: number; timeoutMs: number };
+
+/** A top-level message the bot posted about one VM's request, as the steady-load flow reads it to click Approve. */
+export interface PostedMessage {
+  channel: string;
+  ts: string;
+  text: string;
+  blocks: unknown[];
+}
 
 /** The simulators' addresses once started. */
 export interface SimsStarted {

@@ -1,5 +1,12 @@
 import { forkProc } from './proc.ts';
-import type { CallTimes, CloudSummary, SimsOp, SimsStarted, SlackSummary } from './sims-protocol.ts';
+import type {
+  CallTimes,
+  CloudSummary,
+  PostedMessage,
+  SimsOp,
+  SimsStarted,
+  SlackSummary,
+} from './sims-protocol.ts';
 
 /** The simulators' process, driven over IPC. */
 export interface Sims extends SimsStarted {
@@ -12,6 +19,10 @@ export interface Sims extends SimsStarted {
   cloudSummary(): Promise<CloudSummary>;
   /** Resize calls and thread replies received since `sinceMs` (epoch ms). */
   callTimes(sinceMs: number): Promise<CallTimes>;
+  /** The view views.open set for `triggerId`, once it came (rejects after `timeoutMs`). */
+  openedView(triggerId: string, timeoutMs: number): Promise<Record<string, unknown>>;
+  /** The last top-level message posted about VM `vmid` (its text says `VM <vmid>`), once it came. */
+  requestMessage(vmid: number, timeoutMs: number): Promise<PostedMessage>;
   close(): Promise<void>;
 }
 
@@ -48,6 +59,9 @@ export async function startSims(options: {
     threadReplies: () => call<number>({ op: 'threadReplies' }),
     cloudSummary: () => call<CloudSummary>({ op: 'cloudSummary' }),
     callTimes: (sinceMs) => call<CallTimes>({ op: 'callTimes', sinceMs }),
+    openedView: (triggerId, timeoutMs) =>
+      call<Record<string, unknown>>({ op: 'openedView', triggerId, timeoutMs }),
+    requestMessage: (vmid, timeoutMs) => call<PostedMessage>({ op: 'requestMessage', vmid, timeoutMs }),
     close: () => proc.close(5000),
   };
 }

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { type InputValue, viewState, viewSubmissionPayload } from '../../test/helpers/slack-request.ts';
 
 /** A body ready to POST to `/slack/events`, with Slack's v0 signature headers. */
 export interface SignedRequest {
@@ -37,7 +38,12 @@ const triggerId = () => `${Date.now()}.${randomBytes(6).toString('hex')}`;
 
 /** A signed `/cloud <text>` slash command, form-encoded like Slack's. */
 export function slashCommand(secret: string, who: SlackIdentity, text: string): SignedRequest {
-  const body = new URLSearchParams({
+  return sign(secret, commandBody(who, text, triggerId()));
+}
+
+/** The form body of a `/cloud <text>` slash command carrying `trigger`, unsigned (signed when sent). */
+export function commandBody(who: SlackIdentity, text: string, trigger: string): string {
+  return new URLSearchParams({
     token: 'bench-verification-token',
     team_id: who.teamId,
     team_domain: 'bench',
@@ -49,10 +55,12 @@ export function slashCommand(secret: string, who: SlackIdentity, text: string): 
     text,
     api_app_id: 'A0BENCH',
     response_url: who.responseUrl,
-    trigger_id: triggerId(),
+    trigger_id: trigger,
   }).toString();
-  return sign(secret, body);
 }
+
+/** A fresh trigger_id, for a command whose modal the bench then looks up by it. */
+export const newTriggerId = (): string => triggerId();
 
 /** A signed block_actions click on a button (`actionId`, `value`) of a bot message in `who.channelId`. */
 export function buttonClick(
@@ -61,7 +69,12 @@ export function buttonClick(
   actionId: string,
   value: string,
 ): SignedRequest {
-  const ts = `${Math.floor(Date.now() / 1000)}.000100`;
+  return sign(secret, clickBody(who, actionId, value));
+}
+
+/** The form body of a block_actions click on the message `messageTs` (a made-up one when absent), unsigned. */
+export function clickBody(who: SlackIdentity, actionId: string, value: string, messageTs?: string): string {
+  const ts = messageTs ?? `${Math.floor(Date.now() / 1000)}.000100`;
   const payload = {
     type: 'block_actions',
     team: { id: who.teamId, domain: 'bench' },
@@ -84,5 +97,23 @@ export function buttonClick(
       },
     ],
   };
-  return sign(secret, new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
+  return new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+}
+
+/**
+ * The form body of a view_submission of `view` (as views.open set it, private_metadata included), unsigned: every
+ * input keeps its initial value except those in `values` (by block_id), as test/helpers/slack-request.ts builds it.
+ */
+export function submissionBody(
+  who: SlackIdentity,
+  view: Record<string, unknown>,
+  values: Record<string, InputValue>,
+): string {
+  const payload = viewSubmissionPayload(
+    { user: who.userId, channel: who.channelId, teamId: who.teamId },
+    view,
+    viewState(view, values),
+    triggerId(),
+  );
+  return new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BareBolt, startBareBolt } from '../../bench/lib/bare-bolt.ts';
 import { type LoadGenerator, startLoadGenerator } from '../../bench/lib/load-generator.ts';
-import type { SlackIdentity } from '../../bench/lib/slack-request.ts';
+import { clickBody, commandBody, newTriggerId, type SlackIdentity } from '../../bench/lib/slack-request.ts';
 
 const SECRET = 'bench-test-signing-secret';
 const who: SlackIdentity = {
@@ -82,5 +82,32 @@ describe('bench load generator against a bare Bolt receiver', () => {
     });
     expect(result.errors).toBeGreaterThan(0);
     expect(result.firstError).toMatch(/only 1 action values/);
+  });
+
+  it('signs ready form bodies as it sends them (the steady flow: command, submission, click), one each', async () => {
+    const bodies = [
+      commandBody(who, 'resize bench 101 cores=4', newTriggerId()),
+      clickBody(who, 'approve', 'R1', '1700000000.000100'),
+    ];
+    const result = await load.run({
+      url: bolt.url,
+      secret: SECRET,
+      who,
+      kind: { type: 'form', bodies },
+      shape: { type: 'burst', count: 2 },
+      connections: 2,
+      timeoutMs: 5000,
+    });
+    expect(result.statuses).toEqual({ 200: 2 });
+    const short = await load.run({
+      url: bolt.url,
+      secret: SECRET,
+      who,
+      kind: { type: 'form', bodies },
+      shape: { type: 'burst', count: 3 },
+      connections: 3,
+      timeoutMs: 5000,
+    });
+    expect(short.firstError).toMatch(/only 2 bodies/);
   });
 });
