@@ -11,5 +11,8 @@ export const BOT_SCOPES: Readonly<Record<string, string>> = {
   'files:write': 'the price chart in each digest and in /cloud cluster (the text goes out without it)',
 };
 
+/** Scopes whose absence only turns a feature off (no price charts): doctor warns instead of failing. */
+export const OPTIONAL_SCOPES: ReadonlySet<string> = new Set(['files:write']);
+
 /** Scopes that let the bot look at a channel (conversations.info): public, private. */
 export const CHANNEL_READ_SCOPES = { public: 'channels:read', private: 'groups:read' } as const;

@@ -7,7 +7,7 @@ import type { SlackApi } from '../slack-api/client.ts';
 import { SlackPlatformError } from '../slack-api/errors.ts';
 import { TOKEN_REFUSED } from '../startup/checks.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
-import { BOT_SCOPES, CHANNEL_READ_SCOPES } from './scopes.ts';
+import { BOT_SCOPES, CHANNEL_READ_SCOPES, OPTIONAL_SCOPES } from './scopes.ts';
 
 /** Each Slack call's limit. */
 export const SLACK_CHECK_MS = 5_000;
@@ -115,18 +115,17 @@ export async function checkBotToken(
   }
   const granted = new Set(answer.scopes);
   const missing = Object.keys(BOT_SCOPES).filter((scope) => !granted.has(scope));
+  const named = missing.map((scope) => `${scope} (${BOT_SCOPES[scope]})`).join(', ');
+  const fix =
+    "add them under the app's OAuth & Permissions → Bot Token Scopes (or update the app from manifest.yml), then reinstall it to the workspace";
   if (missing.length === 0)
     results.push(
       ok('slack.scopes', `bot scopes: all ${Object.keys(BOT_SCOPES).length} that manifest.yml asks`),
     );
-  else
-    results.push(
-      fail(
-        'slack.scopes',
-        `bot scopes missing: ${missing.map((scope) => `${scope} (${BOT_SCOPES[scope]})`).join(', ')}`,
-        "add them under the app's OAuth & Permissions → Bot Token Scopes (or update the app from manifest.yml), then reinstall it to the workspace",
-      ),
-    );
+  // Only optional scopes missing: the bot works, without what they give.
+  else if (missing.every((scope) => OPTIONAL_SCOPES.has(scope)))
+    results.push(warn('slack.scopes', `bot scopes missing: ${named}`, fix));
+  else results.push(fail('slack.scopes', `bot scopes missing: ${named}`, fix));
   return { results, granted, date };
 }
 

@@ -8,6 +8,7 @@ import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts'
 import { UploadScope } from '../../src/charts/upload-scope.ts';
 import { CloudApiClient, FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { parsePolicy } from '../../src/config/policy.ts';
+import { checkBotToken } from '../../src/doctor/slack.ts';
 import { DigestScheduler } from '../../src/jobs/digest-scheduler.ts';
 import { createDigestJobs } from '../../src/jobs/digests.ts';
 import { CHANNEL_POINTS, CLUSTER_POINTS, PriceHistory } from '../../src/pricing/price-history.ts';
@@ -261,6 +262,29 @@ describe('without files:write the digest goes out without its picture', () => {
     expect(scope.usable).toBe(false);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('files:write');
+  });
+});
+
+describe('cloudops doctor and files:write', () => {
+  it('warns (does not fail) when only files:write is missing, naming what stops', async () => {
+    await standIn.close();
+    standIn = await startSlackStandIn({
+      scopes: ['commands', 'chat:write', 'usergroups:read', 'channels:history', 'groups:history'],
+    });
+    const { results } = await checkBotToken(standIn.apiUrl, standIn.botToken, 3000);
+    const scopes = results.find((r) => r.id === 'slack.scopes');
+    expect(scopes?.status).toBe('warn');
+    expect(scopes?.summary).toMatch(/^bot scopes missing: files:write \(the price chart/);
+  });
+
+  it('still fails when a scope the bot needs is missing too', async () => {
+    await standIn.close();
+    standIn = await startSlackStandIn({ scopes: ['commands', 'usergroups:read'] });
+    const { results } = await checkBotToken(standIn.apiUrl, standIn.botToken, 3000);
+    const scopes = results.find((r) => r.id === 'slack.scopes');
+    expect(scopes?.status).toBe('fail');
+    expect(scopes?.summary).toContain('chat:write');
+    expect(scopes?.summary).toContain('files:write');
   });
 });
 
