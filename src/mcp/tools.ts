@@ -6,6 +6,7 @@ import type { CloudApi, Cluster } from '../cloud/types.ts';
 import type { AgentMay, AgentPolicy } from '../config/agents.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import {
   AgentLimitError,
   ApprovalUnreachableError,
@@ -39,6 +40,7 @@ export interface McpDeps {
   changes: RequestChanges;
   now: () => Date;
   logger: Logger;
+  metrics: Metrics;
 }
 
 /** The tool names, a closed set (they alone reach logs as labels). */
@@ -118,6 +120,7 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
       (async (args: ToolArgs<typeof name>, extra: { signal: AbortSignal }) => {
         const started = performance.now();
         let result: CallToolResult;
+        let failed = false;
         try {
           result = (await deps.controls.isDisabled(agent.name))
             ? refusal(
@@ -126,16 +129,19 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
             : await handler(args, extra.signal);
         } catch (error) {
           deps.logger.error({ err: error, agent: agent.name, tool: name }, 'an MCP tool failed');
+          failed = true;
           result = refusal(
             'cloudops could not answer just now (its database or the API); nothing was done. Try again.',
           );
         }
         // Only names from the policy and the closed set of tools: nothing the agent typed.
+        const outcome = failed ? 'error' : result.isError ? 'refused' : 'ok';
+        deps.metrics.mcpToolCalls.inc({ agent: agent.name, tool: name, outcome });
         deps.logger.info(
           {
             agent: agent.name,
             tool: name,
-            outcome: result.isError ? 'refused' : 'ok',
+            outcome,
             ms: Math.round(performance.now() - started),
           },
           'mcp tool call',

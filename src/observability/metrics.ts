@@ -76,6 +76,8 @@ export interface Metrics {
   traceSpansDropped: Counter<'reason'>;
   /** 1 when the last check of the cloud API passed (reachable, key accepted), else 0 (src/startup/cloud-check.ts). */
   cloudApiUp: Gauge;
+  /** MCP tool calls by agent (a name from the policy), tool (the closed set of tools) and outcome (ok, refused, error). */
+  mcpToolCalls: Counter<'agent' | 'tool' | 'outcome'>;
 }
 
 /** Creates the metrics in a fresh registry, with Node's default process metrics. */
@@ -137,6 +139,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     cloudApiUp: new Gauge({
       name: 'cloudops_cloud_api_up',
       help: 'Whether the last check of the cloud API passed: reachable and the API key accepted (1) or not (0)',
+      registers: [registry],
+    }),
+    mcpToolCalls: new Counter({
+      name: 'cloudops_mcp_tool_calls_total',
+      help: 'MCP tool calls, by agent of the policy, tool and outcome (ok, refused, error)',
+      labelNames: ['agent', 'tool', 'outcome'],
       registers: [registry],
     }),
   };

@@ -68,6 +68,7 @@ export async function startMcp(core: Core): Promise<number | undefined> {
     changes,
     now: core.now,
     logger,
+    metrics: core.metrics,
   };
   const server: Server = await core.deadline.step(
     'the MCP server on MCP_PORT',
@@ -166,6 +167,7 @@ export async function serveMcpStdio(
       policy,
       env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
     );
+    const metrics = createMetrics({ defaultMetrics: false });
     const requests = new RequestLifecycle({
       policy,
       store,
@@ -174,7 +176,7 @@ export async function serveMcpStdio(
       prices,
       now,
       logger,
-      metrics: createMetrics(),
+      metrics,
       vmFacts,
       secrets,
     });
@@ -189,6 +191,7 @@ export async function serveMcpStdio(
       changes,
       now,
       logger,
+      metrics,
     };
     const server = createAgentServer(deps, agent, packageVersion());
     const transport = new StdioServerTransport(

@@ -319,7 +319,16 @@ describe('MCP over Streamable HTTP: requests', () => {
       `mcp: get_request answered ${Math.round(answeredMs)} ms after the approval click; states ${[moved, ...states].map((s) => s.state).join(' → ')}`,
     );
     console.info(`mcp: the request message reads:\n${message.text}\n${shown.slice(0, 1500)}`);
-    console.info(`mcp: request_resize answered:\n${textOf(asked)}`);
+    console.info(
+      `mcp: request_resize answered:\n${textOf(asked)}\n${JSON.stringify(asked.structuredContent, null, 1)}`,
+    );
+    console.info(`mcp: get_request answered at the end:\n${JSON.stringify(last, null, 1)}`);
+    // Tool calls are counted by agent, tool and outcome: names from the policy and the tool list only.
+    const scraped = await (await fetch(`http://127.0.0.1:${h.bot.metricsPort}/metrics`)).text();
+    expect(scraped).toMatch(
+      /cloudops_mcp_tool_calls_total\{agent="deploy-agent",tool="request_resize",outcome="ok"\} [1-9]/,
+    );
+    expect(scraped).not.toContain('agent-typed');
   });
 
   it('a change the rules let run without approval still waits for a person, unless the agent is unattended', async () => {
