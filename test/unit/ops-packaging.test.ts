@@ -149,6 +149,13 @@ describe('docker-compose.yml', () => {
     expect(Number(grace?.[1])).toBeLessThanOrEqual(30);
   });
 
+  it('gives CLOUD_API_URL no fallback: a .env that forgets it stops the bot instead of pointing it at the simulator', () => {
+    for (const name of ['bot', 'worker', 'scheduler']) {
+      expect(compose.services[name]!.environment ?? {}, name).not.toHaveProperty('CLOUD_API_URL');
+    }
+    expect(read('docker-compose.yml')).not.toMatch(/CLOUD_API_URL:-/);
+  });
+
   it('says it needs Compose 2.24+ (env_file with required: false), as the README does', () => {
     expect(compose.services.bot!.env_file?.[0]?.required).toBe(false);
     expect(read('docker-compose.yml')).toMatch(/Compose 2\.24 or later/);
@@ -180,16 +187,13 @@ describe('docker-compose.yml', () => {
     expect(test.join(' ')).not.toMatch(/curl|wget/);
   });
 
-  it('has a sim profile with the cloud simulator, which the bot points CLOUD_API_URL at by default', () => {
+  it('has a sim profile with the cloud simulator, which .env names to use it', () => {
     const sim = compose.services['cloud-sim']!;
     expect(sim.profiles).toEqual(['sim']);
     const command = (sim.command ?? []).join(' ');
     // The image has dist/ and no tsx: the compiled simulator.
     expect(command).toMatch(/^node dist\/sim\/cloud\/main\.js --port 8080\b/);
-    // Compose interpolation: the shell's or .env's CLOUD_API_URL, else the simulator on its port.
-    expect(compose.services.bot!.environment?.CLOUD_API_URL).toMatch(
-      /^\$\{CLOUD_API_URL:-http:\/\/cloud-sim:8080\}$/,
-    );
+    expect(read('docker-compose.yml')).toMatch(/CLOUD_API_URL=http:\/\/cloud-sim:8080 in \.env/);
   });
 });
 
