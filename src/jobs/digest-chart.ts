@@ -10,7 +10,7 @@ import {
 import { HOURS_PER_MONTH } from '../rules/cost.ts';
 import type { PriceLike, ReferenceVm } from '../rules/types.ts';
 import type { SlackApi } from '../slack-api/client.ts';
-import { SlackApiError, SlackPlatformError } from '../slack-api/errors.ts';
+import { SlackApiError, SlackPlatformError, SlackRateLimitedError } from '../slack-api/errors.ts';
 
 /** One chart's whole upload (three requests) must be done within this: the digest's text is already out. */
 export const CHART_UPLOAD_TIMEOUT_MS = 8_000;
@@ -26,7 +26,9 @@ export const CHART_LANE_MAX_WAITING = 2_000;
  */
 export class ChartLane {
   private running = 0;
-  private readonly waiting: { task: () => Promise<unknown>; since: number }[] = [];
+  private readonly waiting: { task: () => Promise<unknown>; since: number; attempts: number }[] = [];
+  /** Set by a 429: no chart starts before this (Slack's file methods are limited per workspace). */
+  private pausedUntil = 0;
   private readonly idle: (() => void)[] = [];
   private retry?: NodeJS.Timeout;
   private pumping = false;
@@ -45,7 +47,7 @@ export class ChartLane {
       this.logger.warn({ waiting: this.waiting.length }, 'chart: too many waiting, one dropped');
       return false;
     }
-    this.waiting.push({ task, since: Date.now() });
+    this.waiting.push({ task, since: Date.now(), attempts: 0 });
     this.next();
     return true;
   }
@@ -61,22 +63,33 @@ export class ChartLane {
     try {
       while (this.running < this.concurrency && this.waiting.length > 0) {
         const oldest = this.waiting[0];
+        const paused = this.pausedUntil - Date.now();
+        if (paused > 0) {
+          this.wake(paused);
+          return;
+        }
         if (
           oldest &&
           Date.now() - oldest.since < CHART_MAX_DEFER_MS &&
           (await this.busy().catch(() => false))
         ) {
-          this.retry ??= setTimeout(() => {
-            this.retry = undefined;
-            this.next();
-          }, CHART_BUSY_RECHECK_MS);
+          this.wake(CHART_BUSY_RECHECK_MS);
           return;
         }
-        const task = this.waiting.shift()?.task;
-        if (!task) break;
+        const item = this.waiting.shift();
+        if (!item) break;
         this.running++;
-        void task()
-          .catch((error: unknown) => this.logger.warn({ err: error }, 'chart: not posted'))
+        void item
+          .task()
+          .catch((error: unknown) => {
+            if (error instanceof ChartRateLimited && item.attempts + 1 < CHART_ATTEMPTS) {
+              // Slack's limit is per workspace: every chart waits, this one goes first again.
+              this.pausedUntil = Math.max(this.pausedUntil, Date.now() + error.retryAfterMs);
+              this.waiting.unshift({ ...item, attempts: item.attempts + 1 });
+              return;
+            }
+            this.logger.warn({ err: error }, 'chart: not posted');
+          })
           .finally(() => {
             this.running--;
             this.next();
@@ -86,6 +99,13 @@ export class ChartLane {
     } finally {
       this.pumping = false;
     }
+  }
+
+  private wake(ms: number): void {
+    this.retry ??= setTimeout(() => {
+      this.retry = undefined;
+      this.next();
+    }, ms);
   }
 
   /** Resolves when nothing runs or waits, or after `timeoutMs` (what is left is dropped). */
@@ -104,6 +124,17 @@ export class ChartLane {
     this.waiting.length = 0;
   }
 }
+
+/** Thrown by a chart Slack rate-limited: the lane pauses for `retryAfterMs` and tries it again. */
+export class ChartRateLimited extends Error {
+  override readonly name = 'ChartRateLimited';
+  constructor(readonly retryAfterMs: number) {
+    super(`chart upload rate limited, retry after ${retryAfterMs} ms`);
+  }
+}
+
+/** A chart Slack rate-limits is tried this many times in all. */
+export const CHART_ATTEMPTS = 3;
 
 /** Charts wait while digests are being sent, but never longer than this. */
 export const CHART_MAX_DEFER_MS = 30_000;
@@ -137,6 +168,8 @@ export async function uploadChart(
     filename: string;
     title: string;
     comment: (alt: string) => string;
+    /** In the lane a 429 is thrown as {@link ChartRateLimited}, to be tried again later; elsewhere it is a failure. */
+    onRateLimit?: 'throw';
   },
 ): Promise<ChartOutcome> {
   if (!deps.scope.usable) return 'no-scope';
@@ -162,6 +195,8 @@ export async function uploadChart(
       deps.scope.missing('upload');
       return 'no-scope';
     }
+    if (error instanceof SlackRateLimitedError && where.onRateLimit === 'throw')
+      throw new ChartRateLimited(error.retryAfterMs);
     const label = error instanceof SlackApiError ? error.code : (error as Error).name;
     deps.logger.warn({ channel: where.channel, error: label }, 'chart: not posted');
     return 'failed';
@@ -248,6 +283,7 @@ export async function postDigestChart(
     {
       channel,
       threadTs,
+      onRateLimit: 'throw',
       filename: `price-history-${last.at.slice(0, 10)}.png`,
       title: `Reference VM cost per cluster, ${day(last.at)}`,
       comment: () =>

@@ -303,6 +303,27 @@ describe('a failed upload never loses or delays the digest', () => {
     expect(digestsIn('C0FAIL')).toHaveLength(2);
   });
 
+  it('a 429 on the upload: the chart waits Retry-After and is posted then, the digest was out before', async () => {
+    const { scheduler } = await startDigests();
+    standIn.failNext('files.getUploadURLExternal', { status: 429, retryAfter: 1 });
+    await digestNow(scheduler, 'C0LIMIT', false);
+    const limitedAt = await standIn.waitFor(
+      () =>
+        standIn
+          .callsOf('files.getUploadURLExternal')
+          .find((c) => c.status === 429)
+          ?.at.getTime(),
+      10_000,
+    );
+    await standIn.waitFor(() => filesIn('C0LIMIT').length === 1, 10_000);
+    const retriedAt = standIn
+      .callsOf('files.getUploadURLExternal')
+      .find((c) => c.status === 200)
+      ?.at.getTime();
+    expect((retriedAt ?? 0) - limitedAt).toBeGreaterThanOrEqual(900);
+    expect(standIn.problems).toEqual([]);
+  });
+
   it('an upload URL that does not answer: the upload gives up at its deadline, the text was out before', async () => {
     const { scheduler } = await startDigests({ chartTimeoutMs: 300 });
     standIn.holdAnswer('files.getUploadURLExternal', 3000);

@@ -1,6 +1,11 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CHART_MAX_DEFER_MS, ChartLane } from '../../src/jobs/digest-chart.ts';
+import {
+  CHART_ATTEMPTS,
+  CHART_MAX_DEFER_MS,
+  ChartLane,
+  ChartRateLimited,
+} from '../../src/jobs/digest-chart.ts';
 
 const logger = pino({ level: 'silent' });
 
@@ -76,5 +81,29 @@ describe('the chart lane: digests first, charts after', () => {
     });
     await next.drain(1000);
     expect(ran).toBe(true);
+  });
+
+  it('after a 429 every chart waits Retry-After, and the limited one is tried again first (at most CHART_ATTEMPTS times)', async () => {
+    vi.useFakeTimers();
+    const lane = new ChartLane(logger, 1);
+    const order: string[] = [];
+    let limited = 0;
+    lane.push(async () => {
+      order.push('a');
+      limited++;
+      throw new ChartRateLimited(5000);
+    });
+    lane.push(async () => {
+      order.push('b');
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(order).toEqual(['a']);
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(order).toEqual(['a']);
+    await vi.advanceTimersByTimeAsync(1100);
+    expect(order).toEqual(['a', 'a']);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(limited).toBe(CHART_ATTEMPTS);
+    expect(order).toEqual([...Array(CHART_ATTEMPTS).fill('a'), 'b']);
   });
 });
