@@ -115,7 +115,7 @@ export async function checkBotToken(
   }
   const granted = new Set(answer.scopes);
   const missing = Object.keys(BOT_SCOPES).filter((scope) => !granted.has(scope));
-  const named = missing.map((scope) => `${scope} (${BOT_SCOPES[scope]})`).join(', ');
+  const named = missing.map((scope) => `${scope}, for ${BOT_SCOPES[scope]}`).join('; ');
   const fix =
     "add them under the app's OAuth & Permissions → Bot Token Scopes (or update the app from manifest.yml), then reinstall it to the workspace";
   if (missing.length === 0)

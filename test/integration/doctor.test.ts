@@ -203,7 +203,7 @@ describe('cloudops doctor', () => {
       expect(code).toBe(1);
       const scopes = one(list, 'slack.scopes');
       expect(scopes.status).toBe('fail');
-      expect(scopes.summary).toMatch(/chat:write \(.*\), usergroups:read \(.*\)/);
+      expect(scopes.summary).toMatch(/^bot scopes missing: chat:write, for .*; usergroups:read, for /);
       expect(scopes.fix).toMatch(/reinstall/);
       const groups = one(list, 'slack.user-groups');
       expect(groups).toMatchObject({ status: 'fail' });
