@@ -295,7 +295,8 @@ describe('cloudops doctor', () => {
       const { checks: list } = await checks();
       const check = one(list, 'clock');
       expect(check.status).toBe('fail');
-      expect(check.summary).toMatch(/this machine is 60\d s behind Slack/);
+      // Date has whole seconds, and half the round trip is not known: a second or two either way.
+      expect(check.summary).toMatch(/this machine is (59\d|60\d) s behind Slack/);
     } finally {
       slack.skewDate(0);
     }
@@ -304,8 +305,8 @@ describe('cloudops doctor', () => {
       const { code, checks: list } = await checks();
       const check = one(list, 'clock');
       expect(check.status).toBe('warn');
-      expect(check.summary).toMatch(/this machine is (89|9\d) s ahead of the cloud API/);
-      expect(code).toBe(0);
+      expect(check.summary).toMatch(/this machine is (8\d|9\d) s ahead of the cloud API/);
+      expect(code, JSON.stringify(list)).toBe(0);
     } finally {
       cloud.skewDate(0);
     }
