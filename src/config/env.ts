@@ -193,7 +193,7 @@ export function missingForRole(env: Env): string[] {
 }
 
 /**
- * The one line for missing variables: which, what the Slack mode in use needs (docs/configuration.md#what-each-mode-needs),
+ * The one line for missing variables: which, what the Slack mode in use needs (docs/configuration.md#slack-modes),
  * and where to set them.
  */
 export function missingLine(env: Env, missing: string[]): string {
