@@ -508,6 +508,35 @@ describe('MCP over Streamable HTTP: requests', () => {
   });
 });
 
+describe('MCP at shutdown', () => {
+  it('a stop answers the agents waiting in get_request with the state as it is, and ends well within its deadline', async () => {
+    const own = await startHarness({ role: 'web', policyYaml, env: () => ({ MCP_PORT: '0' }) });
+    let stopped = false;
+    try {
+      const client = new Client({ name: 'waiting-agent', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${own.bot.mcpPort}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${TOKENS.deploy}` } },
+        }) as Transport,
+      );
+      const asked = requestOf(await call(client, 'request_resize', resize({ cores: 16 })));
+      const waiting = call(client, 'get_request', { request_id: asked.request_id, wait_seconds: 60 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const at = performance.now();
+      const stopping = own.bot.stop();
+      const answered = requestOf(await waiting);
+      expect(answered.state).toBe('pending');
+      await stopping;
+      stopped = true;
+      expect(performance.now() - at).toBeLessThan(10_000);
+      await client.close().catch(() => undefined);
+    } finally {
+      if (!stopped) await own.bot.stop();
+      await own.close().catch(() => undefined);
+    }
+  });
+});
+
 describe('MCP over stdio: cloudops mcp', () => {
   const stdioEnv = (token?: string) => ({
     PATH: process.env.PATH ?? '',
