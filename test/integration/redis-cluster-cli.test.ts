@@ -1,0 +1,127 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalCluster, startLocalCluster } from '../../sim/local-cluster.ts';
+import { freePort } from '../../sim/local-redis.ts';
+import { clusterHealth } from '../../src/config/cluster-health.ts';
+import { loadEnv } from '../../src/config/env.ts';
+import {
+  createRedis,
+  type RedisClient,
+  redisKeyPrefix,
+  redisTarget,
+} from '../../src/config/redis-connection.ts';
+import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
+import { RequestStore } from '../../src/requests/store.ts';
+import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
+import { resizeRequest } from '../fixtures/requests.ts';
+
+// The operator's side of a Redis Cluster: `cloudops doctor` and `cloudops audit` (the shipped binary, dist/ built by
+// the global setup) against 3 masters and 3 replicas of this file's own; the one line when a node is gone; the
+// start-up line when no node answers.
+const BIN = join(fileURLToPath(new URL('../../', import.meta.url)), 'bin', 'cloudops.mjs');
+
+let cluster: LocalCluster;
+let env: Record<string, string>;
+const clients: RedisClient[] = [];
+beforeAll(async () => {
+  cluster = await startLocalCluster({ masters: 3, replicas: 1 });
+  env = {
+    REDIS_URL: 'redis://unused.invalid:1',
+    REDIS_CLUSTER_NODES: cluster.nodesEnv,
+    REDIS_PREFIX: 'ops-eu',
+  };
+}, 60_000);
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await cluster?.stop();
+});
+
+function client(): RedisClient {
+  const redis = createRedis(redisTarget(loadEnv(env)), QUEUE_REDIS_OPTIONS);
+  redis.on('error', () => undefined);
+  clients.push(redis);
+  return redis;
+}
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the operator CLI on a Redis Cluster', () => {
+  it('cloudops audit reads the audit log under the hash tag', async () => {
+    const store = new RequestStore(client(), { prefix: redisKeyPrefix(loadEnv(env)) });
+    const request = await store.create(resizeRequest(), 'U0DEV');
+    const run = await cli(['audit', '--since', '1h', '--json']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const entries = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { requestId: string; state: string });
+    expect(entries.filter((e) => e.requestId === request.id).map((e) => e.state)).toEqual([
+      'created',
+      'pending',
+    ]);
+  });
+
+  it('cloudops doctor gives the cluster in one line and checks every master', async () => {
+    const run = await cli(['doctor', '--json']);
+    const checks = (JSON.parse(run.stdout) as { checks: { id: string; status: string; summary: string }[] })
+      .checks;
+    const byId = (id: string) => checks.find((c) => c.id === id);
+    expect(byId('redis')?.summary).toBe(`Redis answers at the Redis Cluster at ${cluster.nodesEnv}`);
+    expect(byId('redis.cluster')).toEqual({
+      id: 'redis.cluster',
+      status: 'ok',
+      summary: 'Redis Cluster: 6 of 6 nodes answering, 16384 of 16384 slots covered (3 masters, state ok)',
+    });
+    expect(byId('redis.maxmemory-policy')?.status).toBe('ok');
+    // The local nodes keep nothing on disk: the worst master says so.
+    expect(byId('redis.persistence')?.status).toBe('warn');
+  });
+
+  it('says how many nodes answer when one is gone', async () => {
+    const redis = client();
+    await waitForRedis(redis, redisTarget(loadEnv(env)), 10_000);
+    expect(redis).toBeInstanceOf(Cluster);
+    const masters = new Set((redis as Cluster).nodes('master').map((n) => n.options.port));
+    // A replica: the slots stay covered, one node fewer answers.
+    const replica = cluster.nodes.find((n) => !masters.has(n.port));
+    expect(replica).toBeDefined();
+    await replica!.kill();
+    const health = await clusterHealth(redis as Cluster, 500);
+    expect(health.line).toMatch(/^Redis Cluster: 5 of 6 nodes answering, 16384 of 16384 slots covered/);
+    expect(health.answering).toBe(5);
+  });
+
+  it('start-up names REDIS_CLUSTER_NODES when no node answers', async () => {
+    const nobody = await freePort();
+    const target = redisTarget(loadEnv({ REDIS_CLUSTER_NODES: `127.0.0.1:${nobody}` }));
+    const redis = createRedis(target, { lazyConnect: false });
+    redis.on('error', () => undefined);
+    clients.push(redis);
+    const failed = await waitForRedis(redis, target, 500).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(StartupError);
+    expect((failed as Error).message).toBe(
+      `REDIS_CLUSTER_NODES: no Redis answered at the Redis Cluster at 127.0.0.1:${nobody} within 0.5 s`,
+    );
+  });
+});
