@@ -350,7 +350,6 @@ describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
     expect(chain.map((s) => s.name)).toEqual([
       'process execute',
       'add execute.execute',
-      'cloudops.request.queueApproved',
       'cloudops.request.approve',
       'slack block_actions approve',
     ]);
