@@ -29,6 +29,7 @@ describe('policy.example.yml', () => {
     expect(Object.keys(raw).sort()).toEqual(Object.keys(policy).sort());
     expect(Object.keys(raw).sort()).toEqual(
       [
+        'agents',
         'approval_ttl_hours',
         'approvals',
         'approvers',
