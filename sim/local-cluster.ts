@@ -32,6 +32,8 @@ export interface LocalClusterOptions {
   nodeTimeoutMs?: number;
   /** More options for every node. */
   nodeArgs?: string[];
+  /** A password every node asks for (`requirepass`, and `masterauth` for their replication). */
+  password?: string;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -187,6 +189,12 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
       'every replica in CLUSTER SLOTS',
       20_000,
     );
+    // Set once the cluster is up: the helper's own connections stay signed in, anything new must give it.
+    if (options.password)
+      for (const node of nodes) {
+        await client(node.port).call('CONFIG', 'SET', 'masterauth', options.password);
+        await client(node.port).call('CONFIG', 'SET', 'requirepass', options.password);
+      }
   } catch (error) {
     await stop();
     throw error;

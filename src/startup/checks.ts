@@ -15,9 +15,11 @@ export class StartupError extends Error {
 export function redisRefusal(error: Error, target: RedisTarget): string | undefined {
   // The credentials come from REDIS_URL, with or without Sentinels.
   const { where } = describeRedis(target);
-  if (error.message.startsWith('NOAUTH'))
+  // A cluster client reports "Failed to refresh slots cache." and keeps the node's own answer beside it.
+  const message = (error as { lastNodeError?: Error }).lastNodeError?.message ?? error.message;
+  if (message.startsWith('NOAUTH'))
     return `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
-  if (error.message.startsWith('WRONGPASS'))
+  if (message.startsWith('WRONGPASS'))
     return `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`;
   return undefined;
 }

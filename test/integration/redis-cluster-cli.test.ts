@@ -124,4 +124,28 @@ describe('the operator CLI on a Redis Cluster', () => {
       `REDIS_CLUSTER_NODES: no Redis answered at the Redis Cluster at 127.0.0.1:${nobody} within 0.5 s`,
     );
   });
+
+  it('start-up says the cluster wants a password, or refused it, at once', async () => {
+    const guarded = await startLocalCluster({ masters: 3, replicas: 0, password: 'cluster-pw-7f3a' });
+    try {
+      for (const [url, line] of [
+        ['redis://x', /^REDIS_URL: Redis at the Redis Cluster at .* wants a password \(NOAUTH\)/],
+        [
+          'redis://:wrong-pw-1234@x',
+          /^REDIS_URL: Redis at the Redis Cluster at .* refused the user name or password/,
+        ],
+      ] as const) {
+        const target = redisTarget(loadEnv({ REDIS_URL: url, REDIS_CLUSTER_NODES: guarded.nodesEnv }));
+        const redis = createRedis(target, { lazyConnect: false });
+        redis.on('error', () => undefined);
+        clients.push(redis);
+        const failed = await waitForRedis(redis, target, 5_000).catch((error: unknown) => error);
+        expect(failed).toBeInstanceOf(StartupError);
+        expect((failed as Error).message).toMatch(line);
+        expect((failed as Error).message).not.toContain('wrong-pw-1234');
+      }
+    } finally {
+      await guarded.stop();
+    }
+  }, 60_000);
 });
