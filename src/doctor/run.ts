@@ -43,7 +43,7 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     results.push(
       fail(
         'policy',
-        `policy: ${error.message}`,
+        `policy: ${error.summary}`,
         `fix the file (cloudops policy check shows every error), or set POLICY_FILE`,
       ),
     );

@@ -312,15 +312,16 @@ describe('cloudops doctor', () => {
     }
   });
 
-  it('a policy with an error and a missing variable: ✗ for each', async () => {
+  it('a policy with errors and a missing variable: ✗ for each, the policy problems counted in one line', async () => {
     const bad = join(dir, 'bad-policy.yml');
-    await writeFile(bad, 'currency: CHF\nprojects: nope\n');
+    await writeFile(bad, 'currency: CHF\nprojects: nope\nretention_days: soon\n');
     const { code, checks: list } = await checks({ POLICY_FILE: bad, SLACK_APP_TOKEN: '' });
     expect(code).toBe(1);
     expect(one(list, 'policy')).toMatchObject({
       status: 'fail',
-      summary: expect.stringContaining('bad-policy.yml:'),
+      summary: expect.stringMatching(/^policy: .*bad-policy\.yml: 2 problems, the first: .*bad-policy\.yml:\d+: /),
     });
+    expect(one(list, 'policy')?.summary).not.toContain('\n');
     // Neither Slack mode set: asked for Socket Mode's token, as the manifest ships, with HTTP mode named as the other way.
     expect(one(list, 'environment')).toMatchObject({
       status: 'fail',
