@@ -319,7 +319,9 @@ describe('cloudops doctor', () => {
     expect(code).toBe(1);
     expect(one(list, 'policy')).toMatchObject({
       status: 'fail',
-      summary: expect.stringMatching(/^policy: .*bad-policy\.yml: 2 problems, the first: .*bad-policy\.yml:\d+: /),
+      summary: expect.stringMatching(
+        /^policy: .*bad-policy\.yml: 2 problems, the first: .*bad-policy\.yml:\d+: /,
+      ),
     });
     expect(one(list, 'policy')?.summary).not.toContain('\n');
     // Neither Slack mode set: asked for Socket Mode's token, as the manifest ships, with HTTP mode named as the other way.
