@@ -274,7 +274,7 @@ describe('cloudops doctor and files:write', () => {
     const { results } = await checkBotToken(standIn.apiUrl, standIn.botToken, 3000);
     const scopes = results.find((r) => r.id === 'slack.scopes');
     expect(scopes?.status).toBe('warn');
-    expect(scopes?.summary).toMatch(/^bot scopes missing: files:write \(the price chart/);
+    expect(scopes?.summary).toMatch(/^bot scopes missing: files:write, for the price chart/);
   });
 
   it('still fails when a scope the bot needs is missing too', async () => {
