@@ -1,15 +1,13 @@
 import { userInfo } from 'node:os';
 import { findAgent, newAgentToken, tokenHash } from '../../config/agents.ts';
-import { createRedis, describeRedis, redisKeyPrefix, redisTarget } from '../../config/redis-connection.ts';
+import { redisKeyPrefix } from '../../config/redis-connection.ts';
 import { AgentControls } from '../../mcp/agent-state.ts';
 import { policyOf } from '../cloud.ts';
 import { CliError, type CliIo, table, UsageError, write } from '../io.ts';
+import { withCliRedis } from '../redis.ts';
 
 export const AGENTS_USAGE =
   'cloudops agents token | agents list [--json] | agents disable <name> | agents enable <name>';
-
-/** How long to wait for Redis before saying it cannot be reached. */
-const REDIS_CONNECT_TIMEOUT_MS = 5_000;
 
 /** Who ran the command, for the audit: the operating-system user. */
 function operator(): string {
@@ -20,32 +18,9 @@ function operator(): string {
   }
 }
 
-/** A short-lived Redis connection for one command; says clearly when Redis cannot be reached. */
-async function withRedis<T>(io: CliIo, use: (controls: AgentControls) => Promise<T>): Promise<T> {
-  const target = redisTarget(io.env);
-  const redis = createRedis(target, {
-    lazyConnect: true,
-    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    enableOfflineQueue: false,
-  });
-  let lastError: NodeJS.ErrnoException | undefined;
-  redis.on('error', (error: NodeJS.ErrnoException) => {
-    lastError = error;
-  });
-  try {
-    try {
-      await redis.connect();
-    } catch (error) {
-      const code = lastError?.code ?? (error as NodeJS.ErrnoException).code;
-      const { variable, where } = describeRedis(target);
-      throw new CliError(`${variable}: cannot reach ${where} (${code ?? 'no answer'})`);
-    }
-    return await use(new AgentControls(redis, redisKeyPrefix(io.env), io.now));
-  } finally {
-    redis.disconnect();
-  }
+/** The agents' controls on a short-lived Redis connection for one command. */
+function withRedis<T>(io: CliIo, use: (controls: AgentControls) => Promise<T>): Promise<T> {
+  return withCliRedis(io.env, (redis) => use(new AgentControls(redis, redisKeyPrefix(io.env), io.now)));
 }
 
 /**

@@ -1,10 +1,8 @@
-import { createRedis, describeRedis, redisKeyPrefix, redisTarget } from '../../config/redis-connection.ts';
+import { redisKeyPrefix } from '../../config/redis-connection.ts';
 import { exportAudit } from '../../requests/audit.ts';
 import { parseSince, SinceError, writeAuditJsonLines } from '../../requests/audit-export.ts';
-import { CliError, type CliIo, UsageError, write } from '../io.ts';
-
-/** How long to wait for Redis before saying it cannot be reached. */
-const REDIS_CONNECT_TIMEOUT_MS = 5_000;
+import { type CliIo, UsageError, write } from '../io.ts';
+import { withCliRedis } from '../redis.ts';
 
 /**
  * `cloudops audit --since <ISO|24h> [--json]`: the audit log from REDIS_URL (or the master of REDIS_SENTINELS, or
@@ -20,28 +18,7 @@ export async function auditCommand(io: CliIo, since: string | undefined, json: b
     if (error instanceof SinceError) throw new UsageError(error.message);
     throw error;
   }
-  const target = redisTarget(io.env);
-  const redis = createRedis(target, {
-    lazyConnect: true,
-    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 0,
-    // One attempt: a CLI should say Redis is down, not wait for it.
-    retryStrategy: () => null,
-    enableOfflineQueue: false,
-  });
-  // Connection errors surface through connect(); the event would otherwise print a stack. Keep its code.
-  let lastError: NodeJS.ErrnoException | undefined;
-  redis.on('error', (error: NodeJS.ErrnoException) => {
-    lastError = error;
-  });
-  try {
-    try {
-      await redis.connect();
-    } catch (error) {
-      const code = lastError?.code ?? (error as NodeJS.ErrnoException).code;
-      const { variable, where } = describeRedis(target);
-      throw new CliError(`${variable}: cannot reach ${where} (${code ?? 'no answer'})`);
-    }
+  return withCliRedis(io.env, async (redis) => {
     if (json) {
       await writeAuditJsonLines(redis, redisKeyPrefix(io.env), from, io.stdout);
       return 0;
@@ -56,7 +33,5 @@ export async function auditCommand(io: CliIo, since: string | undefined, json: b
     }
     if (count === 0) await write(io.stdout, `No audit entries since ${from.toISOString()}.\n`);
     return 0;
-  } finally {
-    redis.disconnect();
-  }
+  });
 }
