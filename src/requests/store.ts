@@ -193,22 +193,17 @@ end
 if ARGV[10] == '1' then
   for i = people, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
 end
-if ARGV[5] ~= '' then
-  local fields = {'requestId', ARGV[4], 'state', ARGV[5], 'actor', ARGV[6], 'at', ARGV[7]}
-  if ARGV[8] ~= '' then
+local function audit_entry(label, actor, detail)
+  if label == '' then return end
+  local fields = {'requestId', ARGV[4], 'state', label, 'actor', actor, 'at', ARGV[7]}
+  if detail ~= '' then
     table.insert(fields, 'detail')
-    table.insert(fields, ARGV[8])
+    table.insert(fields, detail)
   end
   audit_append(KEYS[2], ARGV[3], fields)
 end
-if ARGV[14] ~= '' then
-  local fields = {'requestId', ARGV[4], 'state', ARGV[14], 'actor', ARGV[15], 'at', ARGV[7]}
-  if ARGV[16] ~= '' then
-    table.insert(fields, 'detail')
-    table.insert(fields, ARGV[16])
-  end
-  audit_append(KEYS[2], ARGV[3], fields)
-end
+audit_entry(ARGV[5], ARGV[6], ARGV[8])
+audit_entry(ARGV[14], ARGV[15], ARGV[16])
 return {'ok'}
 `);
 
