@@ -1,3 +1,4 @@
+import { getHeapSpaceStatistics } from 'node:v8';
 import { App, HTTPReceiver, LogLevel } from '@slack/bolt';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -41,7 +42,8 @@ const receiver = new HTTPReceiver({
       path: '/memory',
       method: ['GET'],
       handler: (_req, res) => {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(process.memoryUsage()));
+        const body = { ...process.memoryUsage(), spaces: getHeapSpaceStatistics() };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       },
     },
   ],

@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { freePort } from '../../sim/local-redis.ts';
 import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
+import { type AllocationSampling, startAllocationSampling } from '../lib/alloc-profile.ts';
 import { benchEnv } from '../lib/bot.ts';
 import { type ReadyChild, spawnReady } from '../lib/child.ts';
 import { BENCH, benchPolicyYaml } from '../lib/identity.ts';
@@ -33,9 +34,16 @@ const MARKS = [100, 300];
 interface Sample {
   requests: number;
   rssMb: number;
+  /** CPU time the process used since it started (user + system), ms: what a smaller young generation costs. */
+  cpuMs: number;
   heapUsedMb: number;
   heapTotalMb: number;
   externalMb: number;
+  /** V8's young generation as reserved (both semi-spaces): garbage of recent requests lives there. */
+  newSpaceMb: number;
+  /** The old generation: what is in use (live or garbage not yet collected) and what is reserved. */
+  oldUsedMb: number;
+  oldTotalMb: number;
 }
 
 interface Run {
@@ -52,21 +60,57 @@ interface Run {
 interface Target {
   eventsUrl: string;
   child: ReadyChild;
-  heap(): Promise<Omit<Sample, 'requests' | 'rssMb'>>;
+  heap(): Promise<Heap>;
+  /** With BENCH_ALLOC_PROFILE set, the first bot run's inspector port (allocation sampling over the run). */
+  inspectPort?: number;
 }
 
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** nodejs_heap_size_used_bytes and friends from a Prometheus text page. */
-function heapFromMetrics(text: string): Omit<Sample, 'requests' | 'rssMb'> {
-  const read = (name: string) => Number(new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1]) / MB;
+type Heap = Omit<Sample, 'requests' | 'rssMb' | 'cpuMs'>;
+
+/** User + system CPU of a process from /proc (clock ticks of 10 ms). */
+async function cpuMsOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** nodejs_heap_size_used_bytes and friends (prom-client's default metrics) from a Prometheus text page. */
+function heapFromMetrics(text: string): Heap {
+  const read = (name: string) => {
+    const line = new RegExp(`^${name.replace(/[{}]/g, '\\$&')} ([0-9.e+]+)`, 'm').exec(text);
+    return Number(line?.[1]) / MB;
+  };
   return {
     heapUsedMb: read('nodejs_heap_size_used_bytes'),
     heapTotalMb: read('nodejs_heap_size_total_bytes'),
     externalMb: read('nodejs_external_memory_bytes'),
+    newSpaceMb: read('nodejs_heap_space_size_total_bytes{space="new"}'),
+    oldUsedMb: read('nodejs_heap_space_size_used_bytes{space="old"}'),
+    oldTotalMb: read('nodejs_heap_space_size_total_bytes{space="old"}'),
   };
 }
+
+/** The same figures from the bare app's /memory (process.memoryUsage() and v8.getHeapSpaceStatistics()). */
+function heapFromBare(body: string): Heap {
+  const m = JSON.parse(body) as NodeJS.MemoryUsage & {
+    spaces: { space_name: string; space_size: number; space_used_size: number }[];
+  };
+  const space = (name: string) => m.spaces.find((s) => s.space_name === name);
+  return {
+    heapUsedMb: m.heapUsed / MB,
+    heapTotalMb: m.heapTotal / MB,
+    externalMb: m.external / MB,
+    newSpaceMb: (space('new_space')?.space_size ?? Number.NaN) / MB,
+    oldUsedMb: (space('old_space')?.space_used_size ?? Number.NaN) / MB,
+    oldTotalMb: (space('old_space')?.space_size ?? Number.NaN) / MB,
+  };
+}
+
+/** V8 flags for both sides of an experiment (BENCH_STEADY_NODE_ARGS, e.g. `--max-semi-space-size=4`). */
+const NODE_ARGS = (process.env.BENCH_STEADY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 
 async function getText(url: string): Promise<string> {
   const response = await request(url, { headersTimeout: 10_000, bodyTimeout: 10_000 });
@@ -91,6 +135,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const dir = await mkdtemp(join(tmpdir(), 'cloudops-bench-steady-'));
   const children: ReadyChild[] = [];
   const heapDir = process.env.BENCH_HEAP_BOT ? resolve(process.env.BENCH_HEAP_BOT) : undefined;
+  const allocFile = process.env.BENCH_ALLOC_PROFILE ? resolve(process.env.BENCH_ALLOC_PROFILE) : undefined;
   try {
     sims = await startSims({
       botToken: BENCH.botToken,
@@ -115,8 +160,9 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       responseUrl: await sims.responseUrl(BENCH.channel, BENCH.approver),
     };
 
-    const startBot = async (): Promise<Target> => {
+    const startBot = async (profile: boolean): Promise<Target> => {
       const port = await freePort();
+      const inspectPort = profile ? await freePort() : undefined;
       const metricsPort = await freePort();
       const env = {
         ...benchEnv(activeSims, {
@@ -132,8 +178,12 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       if (heapDir) await mkdir(heapDir, { recursive: true });
       const child = await spawnReady({
         script: 'dist/src/main.js',
-        // With BENCH_HEAP_BOT set, SIGUSR2 writes a heap snapshot there (read after the last reply).
-        nodeArgs: heapDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`] : [],
+        // BENCH_HEAP_BOT: SIGUSR2 writes a heap snapshot there; BENCH_ALLOC_PROFILE: the inspector, for sampling.
+        nodeArgs: [
+          ...NODE_ARGS,
+          ...(heapDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`] : []),
+          ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []),
+        ],
         env,
         readyUrl: `http://127.0.0.1:${port}/readyz`,
         timeoutMs: cfg.readyTimeoutMs,
@@ -145,13 +195,14 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         eventsUrl: `http://127.0.0.1:${port}/slack/events`,
         child,
         heap: async () => heapFromMetrics(await getText(`http://127.0.0.1:${metricsPort}/metrics`)),
+        inspectPort,
       };
     };
     const startBare = async (): Promise<Target> => {
       const port = await freePort();
       const child = await spawnReady({
         script: 'bench/lib/bare-flow-main.ts',
-        nodeArgs: [],
+        nodeArgs: NODE_ARGS,
         env: {
           PORT: String(port),
           REDIS_URL: ctx.redisUrl,
@@ -172,10 +223,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       return {
         eventsUrl: `http://127.0.0.1:${port}/slack/events`,
         child,
-        heap: async () => {
-          const m = JSON.parse(await getText(`http://127.0.0.1:${port}/memory`)) as NodeJS.MemoryUsage;
-          return { heapUsedMb: m.heapUsed / MB, heapTotalMb: m.heapTotal / MB, externalMb: m.external / MB };
-        },
+        heap: async () => heapFromBare(await getText(`http://127.0.0.1:${port}/memory`)),
       };
     };
 
@@ -214,12 +262,17 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const sample = async (target: Target, requests: number): Promise<Sample> => ({
       requests,
       rssMb: await target.child.rssMb(),
+      cpuMs: await cpuMsOf(target.child.pid),
       ...(await target.heap()),
     });
 
     const drive = async (target: Target, firstVmid: number, snapshot: boolean): Promise<Run> => {
       await sleep(cfg.settleMs);
       const samples: Sample[] = [await sample(target, 0)];
+      // Idle and after the last reply, to compare what is live (a snapshot collects garbage first).
+      if (snapshot && heapDir) await writeHeapSnapshot(target.child, heapDir, ctx.log);
+      let allocations: AllocationSampling | undefined;
+      if (target.inspectPort) allocations = await startAllocationSampling(target.inspectPort);
       const since = performance.timeOrigin + performance.now();
       const failures: string[] = [];
       const posted = new Map<number, string>();
@@ -268,6 +321,16 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       const elapsedMs = performance.now() - start;
       samples.push(await sample(target, n));
       samples.sort((a, b) => a.requests - b.requests);
+      if (allocations && allocFile) {
+        const allocated = await allocations.stop();
+        await writeFile(allocFile, JSON.stringify(allocated, null, 2));
+        ctx.log(
+          `steady: the bot allocated ${allocated.totalMb} MB over ${n} resizes (${round(allocated.totalMb / n, 3)} MB each); by its own code: ${allocated.byOwnCode
+            .slice(0, 12)
+            .map((a) => `${a.where} ${a.mb} MB`)
+            .join('; ')} (all in ${allocFile})`,
+        );
+      }
       if (snapshot && heapDir) await writeHeapSnapshot(target.child, heapDir, ctx.log);
       return { samples, clicked, replied, elapsedMs, failures };
     };
@@ -276,13 +339,14 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const bareRuns: Run[] = [];
     let nextVmid = FIRST_VMID;
     const once = async (kind: 'bot' | 'bare') => {
-      const target = kind === 'bot' ? await startBot() : await startBare();
-      const result = await drive(target, nextVmid, kind === 'bot' && botRuns.length === 0);
+      const first = botRuns.length === 0;
+      const target = kind === 'bot' ? await startBot(first && allocFile !== undefined) : await startBare();
+      const result = await drive(target, nextVmid, kind === 'bot' && first);
       nextVmid += n;
       await target.child.stop();
       (kind === 'bot' ? botRuns : bareRuns).push(result);
       const at = (s: Sample) =>
-        `${s.requests}: ${round(s.rssMb)} MB RSS, heap ${round(s.heapUsedMb)}/${round(s.heapTotalMb)} MB`;
+        `${s.requests}: ${round(s.rssMb)} MB RSS, heap ${round(s.heapUsedMb)}/${round(s.heapTotalMb)} MB (new ${round(s.newSpaceMb)}, old ${round(s.oldUsedMb)}/${round(s.oldTotalMb)})`;
       ctx.log(`steady: ${kind} run: ${result.samples.map(at).join('; ')}; ${result.replied}/${n} replied`);
     };
     for (let r = 1; r <= pairs; r++) {
