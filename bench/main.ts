@@ -42,7 +42,11 @@ async function runScenario(name: ScenarioName, ctx: BenchContext, config: BenchC
     const mod = (await import(`./scenarios/${name}.ts`)) as { run: Scenario };
     const result = await withLimit(
       mod.run(ctx),
-      config.quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full,
+      name === 'steady'
+        ? config.steady.limitMs
+        : config.quick
+          ? SCENARIO_LIMIT_MS.quick
+          : SCENARIO_LIMIT_MS.full,
       name,
     );
     return { name, ms: performance.now() - started, result };

@@ -41,6 +41,8 @@ export interface BenchConfig {
     stepTimeoutMs: number;
     replyTimeoutMs: number;
     readyTimeoutMs: number;
+    /** The whole scenario's limit: it paces its resizes, so it takes what its size says (2 × pairs runs). */
+    limitMs: number;
   };
   logLevel: string;
   redisUrl: string;
@@ -120,10 +122,11 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   const role = values['ack-role'] ?? 'web';
   if (role !== 'web' && role !== 'all') throw new Error(`--ack-role: expected web or all\n${USAGE()}`);
   const rates = (values.rates ?? '100,400').split(',').map((r) => int(r, '--rates')!);
+  const pairs = int(values.pairs, '--pairs') ?? 5;
   return {
     quick,
     runs: int(values.runs ?? env.BENCH_RUNS, '--runs') ?? (quick ? 1 : 3),
-    pairs: int(values.pairs, '--pairs') ?? 5,
+    pairs,
     only,
     out: values.out,
     latency: {
@@ -180,18 +183,27 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       settleMs: quick ? 1000 : 3000,
       readyTimeoutMs: 60_000,
     },
-    steady: {
-      flows: int(values.steady, '--steady') ?? (quick ? 120 : 500),
-      // About what the issue's measurement sent: one resize after another, 11 a second.
-      perSecond: 11,
-      settleMs: quick ? 1000 : 3000,
-      stepTimeoutMs: 15_000,
-      replyTimeoutMs: quick ? 60_000 : 120_000,
-      readyTimeoutMs: 60_000,
-    },
+    steady: steadyConfig(int(values.steady, '--steady') ?? (quick ? 120 : 500), quick, pairs),
     logLevel: values['log-level'] ?? 'info',
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     ownRedis: values['own-redis'] === true,
+  };
+}
+
+function steadyConfig(flows: number, quick: boolean, pairs: number): BenchConfig['steady'] {
+  // About what the issue's measurement sent: one resize after another, 11 a second.
+  const perSecond = 11;
+  const settleMs = quick ? 1000 : 3000;
+  // Each run: start-up, settling, the paced resizes, the last replies, stopping (about 20 s besides the resizes).
+  const runMs = (flows / perSecond) * 1000 + settleMs + 20_000;
+  return {
+    flows,
+    perSecond,
+    settleMs,
+    stepTimeoutMs: 15_000,
+    replyTimeoutMs: quick ? 60_000 : 120_000,
+    readyTimeoutMs: 60_000,
+    limitMs: 2 * pairs * runMs + 60_000,
   };
 }
 

@@ -10,6 +10,7 @@ import { BENCH, benchPolicyYaml } from '../lib/identity.ts';
 import { runPipeline } from '../lib/pipeline.ts';
 import type { BenchContext, ScenarioResult } from '../lib/scenario.ts';
 import { type Sims, startSims } from '../lib/sims.ts';
+import { START_NODE_ARGS } from '../lib/start-args.ts';
 import { median, round } from '../lib/stats.ts';
 
 /** First VM id of the footprint pipeline's VMs in the simulator. */
@@ -38,10 +39,10 @@ const IDLE_RATIO_LIMIT = 1.15;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Footprint: the compiled bot, `node dist/src/main.js` as its own process (as `npm start` runs it) against the
+ * Footprint: the compiled bot, `node <npm start's flags> dist/src/main.js` as its own process, against the
  * simulators: spawn → GET /readyz 200, resident memory idle and after a pipeline run, and SIGTERM → exit; then each
  * role alone, idle. Baseline: a bare Bolt app plus a bare BullMQ worker in a process of their own, also run without
- * a loader (Node strips its types). Bot and baseline alternate within each run.
+ * a loader (Node strips its types) and with the same flags. Bot and baseline alternate within each run.
  */
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.footprint;
@@ -73,7 +74,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       });
       const child = await spawnReady({
         script: 'dist/src/main.js',
-        nodeArgs: [],
+        nodeArgs: START_NODE_ARGS,
         env,
         readyUrl: `http://127.0.0.1:${port}/readyz`,
         timeoutMs: cfg.readyTimeoutMs,
@@ -87,7 +88,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       const port = await freePort();
       const child = await spawnReady({
         script: 'bench/lib/bare-app-main.ts',
-        nodeArgs: [],
+        nodeArgs: START_NODE_ARGS,
         env: { PORT: String(port), REDIS_URL: ctx.redisUrl, REDIS_PREFIX: ctx.newPrefix('footprint-bare') },
         readyUrl: `http://127.0.0.1:${port}/readyz`,
         timeoutMs: cfg.readyTimeoutMs,

@@ -20,6 +20,7 @@ import {
   type SlackIdentity,
   submissionBody,
 } from '../lib/slack-request.ts';
+import { START_NODE_ARGS } from '../lib/start-args.ts';
 import { round, type Spread, showSpread, spread } from '../lib/stats.ts';
 
 /** First VM id of the steady scenario's VMs (each run resizes VMs of its own, so every resize changes something). */
@@ -109,7 +110,7 @@ function heapFromBare(body: string): Heap {
   };
 }
 
-/** V8 flags for both sides of an experiment (BENCH_STEADY_NODE_ARGS, e.g. `--max-semi-space-size=4`). */
+/** V8 flags added on both sides for an experiment (BENCH_STEADY_NODE_ARGS, e.g. `--max-semi-space-size=4`). */
 const NODE_ARGS = (process.env.BENCH_STEADY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 
 async function getText(url: string): Promise<string> {
@@ -121,10 +122,10 @@ async function getText(url: string): Promise<string> {
  * Steady load: N whole resizes one after another at a steady rate, each as a person does it (signed HTTP from the
  * load generator's process): `/cloud resize` → the modal (views.open on the Slack stand-in) → its submission →
  * the request message → an approver's Approve click → the resize POSTed to the cloud simulator → the thread reply.
- * The compiled bot runs as its own process (`node dist/src/main.js`, ROLE=all); resident memory (VmRSS) and the V8
- * heap (/metrics) are read before the first request, after 100 and 300, and after the last reply. Baseline: a bare
- * Bolt + BullMQ app (bench/lib/bare-flow-main.ts) doing the same hops, same rate and count. A fresh process per run,
- * bot and bare alternating, pairs as configured.
+ * The compiled bot runs as its own process as `npm start` runs it (`node <its flags> dist/src/main.js`, ROLE=all);
+ * resident memory (VmRSS), CPU and the V8 heap (/metrics) are read before the first request, after 100 and 300,
+ * and after the last reply. Baseline: a bare Bolt + BullMQ app (bench/lib/bare-flow-main.ts) doing the same hops,
+ * same rate and count, on the same Node flags. A fresh process per run, bot and bare alternating.
  */
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.steady;
@@ -180,6 +181,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         script: 'dist/src/main.js',
         // BENCH_HEAP_BOT: SIGUSR2 writes a heap snapshot there; BENCH_ALLOC_PROFILE: the inspector, for sampling.
         nodeArgs: [
+          ...START_NODE_ARGS,
           ...NODE_ARGS,
           ...(heapDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapDir}`] : []),
           ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []),
@@ -202,7 +204,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       const port = await freePort();
       const child = await spawnReady({
         script: 'bench/lib/bare-flow-main.ts',
-        nodeArgs: NODE_ARGS,
+        // Node as the bot runs (npm start's flags), so the ratio compares the code, not V8's settings.
+        nodeArgs: [...START_NODE_ARGS, ...NODE_ARGS],
         env: {
           PORT: String(port),
           REDIS_URL: ctx.redisUrl,
