@@ -3,8 +3,11 @@ import { readFileSync } from 'node:fs';
 /**
  * Node's arguments in `npm start` (package.json: `node <args> dist/src/main.js`), so the bench runs the compiled bot
  * as production does; the image's CMD is held to the same command by test/unit/ops-packaging.test.ts.
+ * `BENCH_NODE_DEFAULTS=1` runs bot and baselines on Node's defaults instead.
  */
 export const START_NODE_ARGS: string[] = (() => {
+  // BENCH_NODE_DEFAULTS=1: Node's defaults instead, to measure what the flags change.
+  if (process.env.BENCH_NODE_DEFAULTS === '1') return [];
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     scripts: { start: string };
   };
