@@ -60,12 +60,19 @@ describe('the bot on a Redis Cluster', () => {
   it('runs on the cluster through REDIS_CLUSTER_NODES, with one hash tag as its prefix', async () => {
     expect(h.redis).toBeInstanceOf(Cluster);
     expect(h.prefix).toMatch(/^\{cloudops-test-slack-[0-9a-f]{8}\}$/);
-    const ready = await fetch(`${h.baseUrl}/readyz`);
-    const body = (await ready.json()) as { status: string; redis: boolean; redisCluster?: string };
-    expect(ready.status).toBe(200);
-    expect(body.redisCluster).toBe(
-      'Redis Cluster: 6 of 6 nodes answering, 16384 of 16384 slots covered (3 masters, state ok)',
-    );
+    // Ready at once; the connections to the replicas open in the background, so on a loaded machine the first
+    // answers may count one node fewer (a full run saw "5 of 6" once): every node answers within seconds.
+    const all = 'Redis Cluster: 6 of 6 nodes answering, 16384 of 16384 slots covered (3 masters, state ok)';
+    const deadline = Date.now() + 15_000;
+    let line: string | undefined;
+    for (;;) {
+      const ready = await fetch(`${h.baseUrl}/readyz`);
+      expect(ready.status).toBe(200);
+      line = ((await ready.json()) as { redisCluster?: string }).redisCluster;
+      if (line === all || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(line).toBe(all);
   });
 
   it('create → approve → API call once → replies → audit, and the App Home lists what waits', async () => {
