@@ -11,7 +11,6 @@ import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
 import {
-  createRedis,
   describeRedis,
   type RedisClient,
   type RedisTarget,
@@ -23,8 +22,6 @@ import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues, type Queues } from '../jobs/queues.ts';
-import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
-import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Readiness } from '../observability/http.ts';
 import type { Logger } from '../observability/logger.ts';
 import { type Metrics, statusLabel } from '../observability/metrics.ts';
@@ -41,6 +38,7 @@ import { checkSlackToken, StartupError, waitForRedis } from './checks.ts';
 import { startCloudCheck } from './cloud-check.ts';
 import type { StartupDeadline } from './deadline.ts';
 import type { StartOptions } from './options.ts';
+import { openRedisClients } from './redis-clients.ts';
 import type { ShutdownStages } from './stages.ts';
 import { within } from './stages.ts';
 
@@ -115,23 +113,13 @@ export async function openCore(
 
   // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
   const target = redisTarget(env);
-  const fastRedis = createRedis(target, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
+  const {
+    fast: fastRedis,
+    queue: queueRedis,
+    log: redisLog,
+  } = openRedisClients(target, logger, {
     lazyConnect: false,
   });
-  // BullMQ needs maxRetriesPerRequest null.
-  const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
-  // One line when Redis goes and one when it is back, whichever client, queue or worker notices first.
-  const redisLog = redisConnectionLog(logger);
-  for (const [connection, client] of [
-    ['fast', fastRedis],
-    ['queue', queueRedis],
-  ] as const) {
-    client.on('error', (error: Error) => redisLog.failure(error, { connection }));
-    client.on('ready', () => redisLog.recovered());
-  }
   // With Sentinels, how many replicas a critical write waits for (src/jobs/replica-ack.ts).
   const replicas = target.sentinels ? watchReplicas(target) : undefined;
   stages.connections.push(async (budget) => {

@@ -12,7 +12,6 @@ import { agentForToken } from '../config/agents.ts';
 import type { Env } from '../config/env.ts';
 import type { Policy } from '../config/policy.ts';
 import {
-  createRedis,
   describeRedis,
   duplicateRedis,
   type RedisClient,
@@ -21,13 +20,11 @@ import {
 } from '../config/redis-connection.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues } from '../jobs/queues.ts';
-import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
 import { startMcpHttp } from '../mcp/http.ts';
 import { RequestChanges } from '../mcp/request-changes.ts';
 import { createAgentServer } from '../mcp/server.ts';
 import type { McpDeps } from '../mcp/tools.ts';
-import { redisConnectionLog } from '../observability/connection-log.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createApprovalPolicy } from '../requests/approvers.ts';
@@ -37,6 +34,7 @@ import { VmFactsStore } from '../requests/vm-facts.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import { SlackApi } from '../slack-api/client.ts';
 import type { Core } from './core.ts';
+import { openRedisClients } from './redis-clients.ts';
 import { portOf } from './stages.ts';
 
 /** How long a stopping MCP server lets answers in hand finish before it cuts its connections. */
@@ -130,19 +128,7 @@ export async function serveMcpStdio(
   );
   const now = () => new Date();
   const target = redisTarget(env);
-  const redis = createRedis(target, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    lazyConnect: true,
-  });
-  const queueRedis = createRedis(target, QUEUE_REDIS_OPTIONS);
-  // One line when Redis goes and one when it is back (src/observability/connection-log.ts).
-  const redisLog = redisConnectionLog(logger);
-  for (const client of [redis, queueRedis]) {
-    client.on('error', (error: Error) => redisLog.failure(error));
-    client.on('ready', () => redisLog.recovered());
-  }
+  const { fast: redis, queue: queueRedis } = openRedisClients(target, logger, { lazyConnect: true });
   const cloud = new CloudApiClient({
     baseUrl: env.CLOUD_API_URL ?? '',
     apiKey: env.CLOUD_API_KEY,

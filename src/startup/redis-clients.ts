@@ -1,0 +1,41 @@
+/**
+ * The two Redis clients a bot process opens on one target, and the one log they share: a fast client for work
+ * that must answer within a deadline (Slack's 3 s), and a waiting one for BullMQ and the workers.
+ */
+import { createRedis, type RedisClient, type RedisTarget } from '../config/redis-connection.ts';
+import { QUEUE_REDIS_OPTIONS } from '../jobs/redis-options.ts';
+import { redisConnectionLog } from '../observability/connection-log.ts';
+import type { Logger } from '../observability/logger.ts';
+
+export interface RedisClients {
+  /** Fails fast while Redis is down instead of queueing commands. */
+  fast: RedisClient;
+  /** Waits for Redis to come back: BullMQ needs maxRetriesPerRequest null. */
+  queue: RedisClient;
+  /** One line when Redis goes and one when it is back, whichever client, queue or worker notices first. */
+  log: ReturnType<typeof redisConnectionLog>;
+}
+
+/** Opens both clients (the fast one at once, or on `connect()` with `lazyConnect`), their errors on one log. */
+export function openRedisClients(
+  target: RedisTarget,
+  logger: Logger,
+  options: { lazyConnect: boolean },
+): RedisClients {
+  const fast = createRedis(target, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    lazyConnect: options.lazyConnect,
+  });
+  const queue = createRedis(target, QUEUE_REDIS_OPTIONS);
+  const log = redisConnectionLog(logger);
+  for (const [connection, client] of [
+    ['fast', fast],
+    ['queue', queue],
+  ] as const) {
+    client.on('error', (error: Error) => log.failure(error, { connection }));
+    client.on('ready', () => log.recovered());
+  }
+  return { fast, queue, log };
+}
