@@ -13,7 +13,6 @@ import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
 import { listening } from './checks.ts';
 import type { Core } from './core.ts';
-import { startMcp } from './mcp.ts';
 
 /** The Slack app started; `port` is where it listens in HTTP mode (undefined in Socket Mode). */
 export interface StartedWeb {
@@ -93,7 +92,8 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
     // Not awaited: a slow Slack must not hold the start-up; each group Slack will not resolve is warned about.
     void Promise.all(groups.map((group) => core.userGroups.problem(group))).catch(() => undefined);
   }
-  // The agents' surface, beside Slack's, over the same lifecycle.
-  const mcpPort = await startMcp(core);
+  // The agents' surface, beside Slack's, over the same lifecycle. Loaded only when MCP_PORT asks for it: the MCP
+  // SDK and what it brings (its schemas, a JSON Schema validator, an HTTP framework) hold about 5 MB in a process.
+  const mcpPort = env.MCP_PORT === undefined ? undefined : await (await import('./mcp.ts')).startMcp(core);
   return { port: started.port, app, mcpPort };
 }

@@ -10,12 +10,21 @@ import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
 // Each role loads only what it runs: the compiled bot as `npm start` runs it, one process per role, with a
-// preloaded module that writes, when the process exits, every CommonJS module it loaded (Bolt and its Socket Mode
-// client are CommonJS packages).
+// preloaded module that writes, when the process exits, every module it loaded: ES modules and CommonJS alike, through
+// the module hooks, and the CommonJS cache besides (Bolt and its Socket Mode client are CommonJS packages).
 const RECORDER = `
 import { writeFileSync } from 'node:fs';
-import { Module } from 'node:module';
-process.on('exit', () => writeFileSync(process.env.LOADED_OUT, Object.keys(Module._cache).join('\\n')));
+import { Module, registerHooks } from 'node:module';
+const loaded = new Set();
+registerHooks({
+  load(url, context, nextLoad) {
+    loaded.add(url);
+    return nextLoad(url, context);
+  },
+});
+process.on('exit', () =>
+  writeFileSync(process.env.LOADED_OUT, [...loaded, ...Object.keys(Module._cache)].join('\\n')),
+);
 `;
 
 const BOT_TOKEN = 'xoxb-0000-0000-roleloading';
@@ -40,11 +49,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The packages a bot process running `role` had loaded when it stopped. */
-async function packagesLoaded(role: string): Promise<Set<string>> {
+/** The packages a bot process running `role` (with `env` besides) had loaded when it stopped. */
+async function packagesLoaded(role: string, env: Record<string, string> = {}): Promise<Set<string>> {
   const prefix = uniquePrefix(`roles-${role}`);
   prefixes.push(prefix);
-  const out = join(dir, `${role}.loaded`);
+  const out = join(dir, `${prefix.replace(/[^\w-]/g, '_')}.loaded`);
   const bot = spawnBot(
     {
       NODE_OPTIONS: `--import ${join(dir, 'recorder.mjs')}`,
@@ -60,6 +69,7 @@ async function packagesLoaded(role: string): Promise<Set<string>> {
       ROLE: role,
       LOG_LEVEL: 'info',
       POLICY_FILE: join(dir, 'policy.yml'),
+      ...env,
     },
     dir,
   );
@@ -84,5 +94,18 @@ describe('start-up loads only what the role runs', () => {
       expect(alone.has('@slack/bolt')).toBe(false);
       expect(alone.has('@slack/socket-mode')).toBe(false);
     }
+  });
+
+  it('the MCP SDK loads only when MCP_PORT is set', async () => {
+    const [all, web, withMcp] = await Promise.all([
+      packagesLoaded('all'),
+      packagesLoaded('web'),
+      packagesLoaded('web', { MCP_PORT: '0' }),
+    ]);
+    for (const without of [all, web]) {
+      expect(without.has('@slack/bolt')).toBe(true);
+      expect(without.has('@modelcontextprotocol/sdk')).toBe(false);
+    }
+    expect(withMcp.has('@modelcontextprotocol/sdk')).toBe(true);
   });
 });
