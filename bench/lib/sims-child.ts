@@ -141,6 +141,9 @@ function slackSummary(standIn: StandIn, channelPrefix?: string): SlackSummary {
   };
 }
 
+/** How the bot's result replies begin: done, refused, outcome unknown. */
+const RESULT_REPLY = /^:(white_check_mark|x|warning):/;
+
 function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes {
   const resizes: CallTimes['resizes'] = [];
   for (const call of sim.calls) {
@@ -152,7 +155,11 @@ function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes 
   for (const call of standIn.calls) {
     if (call.method !== 'chat.postMessage' || call.atMs < sinceMs || call.response.ok !== true) continue;
     if (typeof call.args.thread_ts === 'string')
-      replies.push({ threadTs: call.args.thread_ts, atMs: call.atMs });
+      replies.push({
+        threadTs: call.args.thread_ts,
+        atMs: call.atMs,
+        result: typeof call.args.text === 'string' && RESULT_REPLY.test(call.args.text),
+      });
   }
   return { resizes, replies };
 }

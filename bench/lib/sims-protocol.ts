@@ -64,6 +64,9 @@ export interface CloudSummary {
 export interface CallTimes {
   /** Resize calls to the cloud simulator: the VM and when the call arrived. */
   resizes: { vmid: number; atMs: number }[];
-  /** Thread replies (chat.postMessage with thread_ts) on the Slack stand-in: the parent ts and when answered. */
-  replies: { threadTs: string; atMs: number }[];
+  /**
+   * Thread replies (chat.postMessage with thread_ts) on the Slack stand-in: the parent ts, when answered, and whether
+   * the reply is a run's result (done, refused or unknown) rather than a notice such as "Approved by …".
+   */
+  replies: { threadTs: string; atMs: number; result: boolean }[];
 }

@@ -98,8 +98,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       });
       if (result.errors > 0)
         throw new Error(`latency: ${result.errors} clicks failed (${result.firstError})`);
-      // The reply that counts is the first thread reply after the request's API call (the result), not the
-      // approval's own; wait until every request has one.
+      // The reply that counts is the run's result, not the approval's own notice (which may be posted after the API
+      // call, since both are in flight at once); wait until every request has one.
       const deadline = performance.now() + cfg.timeoutMs;
       let toApi: number[] = [];
       let toReply: number[] = [];
@@ -114,7 +114,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
           const api = apiAt.get(request.vmid);
           if (sent === undefined || api === undefined) return;
           toApi.push(api - sent);
-          const reply = times.replies.find((r) => r.threadTs === request.messageTs && r.atMs > api);
+          const reply = times.replies.find((r) => r.result && r.threadTs === request.messageTs);
           if (reply) toReply.push(reply.atMs - sent);
         });
         if (toReply.length >= clicks || performance.now() > deadline) break;

@@ -138,7 +138,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
           const api = apiAt.get(request.vmid);
           if (sent === undefined || api === undefined) return;
           toApi.push(api - sent);
-          if (times.replies.some((r) => r.threadTs === request.messageTs && r.atMs > api)) complete += 1;
+          if (times.replies.some((r) => r.result && r.threadTs === request.messageTs)) complete += 1;
         });
         if (complete >= clicks || performance.now() > deadline) break;
         await new Promise((resolve) => setTimeout(resolve, 200));
