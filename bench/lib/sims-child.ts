@@ -61,6 +61,10 @@ async function perform(message: SimsOp): Promise<unknown> {
       const standIn = need(slack, 'the Slack stand-in');
       return standIn.waitFor(() => flowIndex(standIn).views.get(message.triggerId), message.timeoutMs);
     }
+    case 'sentView': {
+      const standIn = need(slack, 'the Slack stand-in');
+      return standIn.waitFor(() => flowIndex(standIn).sent.get(message.triggerId), message.timeoutMs);
+    }
     case 'requestMessage': {
       const standIn = need(slack, 'the Slack stand-in');
       return standIn.waitFor(() => flowIndex(standIn).messages.get(message.vmid), message.timeoutMs);
@@ -78,6 +82,8 @@ async function perform(message: SimsOp): Promise<unknown> {
 const flows = {
   calls: 0,
   views: new Map<string, Record<string, unknown>>(),
+  /** The views as the bot sent them to views.open (what the stand-in answered is in `views`). */
+  sent: new Map<string, unknown>(),
   messages: new Map<number, PostedMessage>(),
 };
 
@@ -87,6 +93,7 @@ function flowIndex(standIn: StandIn): typeof flows {
     if (!call || call.response.ok !== true) continue;
     if (call.method === 'views.open' && typeof call.args.trigger_id === 'string') {
       flows.views.set(call.args.trigger_id, call.response.view as Record<string, unknown>);
+      flows.sent.set(call.args.trigger_id, call.args.view);
     } else if (call.method === 'chat.postMessage' && call.args.thread_ts === undefined) {
       const text = typeof call.args.text === 'string' ? call.args.text : '';
       const vmid = Number(/\bVM (\d+)\b/.exec(text)?.[1]);

@@ -15,6 +15,7 @@ export type SimsOp =
   | { op: 'cloudSummary' }
   | { op: 'callTimes'; sinceMs: number }
   | { op: 'openedView'; triggerId: string; timeoutMs: number }
+  | { op: 'sentView'; triggerId: string; timeoutMs: number }
   | { op: 'requestMessage'; vmid: number; timeoutMs: number };
 
 /** A top-level message the bot posted about one VM's request, as the steady-load flow reads it to click Approve. */

@@ -21,6 +21,8 @@ export interface Sims extends SimsStarted {
   callTimes(sinceMs: number): Promise<CallTimes>;
   /** The view views.open set for `triggerId`, once it came (rejects after `timeoutMs`). */
   openedView(triggerId: string, timeoutMs: number): Promise<Record<string, unknown>>;
+  /** The view the bot sent to views.open for that trigger, as it sent it. */
+  sentView(triggerId: string, timeoutMs: number): Promise<unknown>;
   /** The last top-level message posted about VM `vmid` (its text says `VM <vmid>`), once it came. */
   requestMessage(vmid: number, timeoutMs: number): Promise<PostedMessage>;
   close(): Promise<void>;
@@ -61,6 +63,7 @@ export async function startSims(options: {
     callTimes: (sinceMs) => call<CallTimes>({ op: 'callTimes', sinceMs }),
     openedView: (triggerId, timeoutMs) =>
       call<Record<string, unknown>>({ op: 'openedView', triggerId, timeoutMs }),
+    sentView: (triggerId, timeoutMs) => call<unknown>({ op: 'sentView', triggerId, timeoutMs }),
     requestMessage: (vmid, timeoutMs) => call<PostedMessage>({ op: 'requestMessage', vmid, timeoutMs }),
     close: () => proc.close(5000),
   };
