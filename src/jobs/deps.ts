@@ -15,8 +15,15 @@ import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
 
 /** What the execution needs; `src/main.ts` wires it, tests pass fast policies. */
 export interface ExecutionDeps {
-  /** ioredis with `maxRetriesPerRequest: null`: waits for Redis to come back instead of failing jobs. */
+  /** BullMQ's connection, ioredis with `maxRetriesPerRequest: null`: waits for Redis to come back instead of failing jobs. */
   connection: Redis | Cluster;
+  /**
+   * Where the workers' own keys are written (VM locks, send markers, reply records; `store` should be on it too): a
+   * connection that waits like `connection` but carries none of BullMQ's scripts. ioredis copies every script defined
+   * on a connection onto each auto-pipelined batch, about 65 of them on BullMQ's, which cost the workers' own round
+   * trips more CPU than the commands themselves. Default: `connection`.
+   */
+  records?: Redis | Cluster;
   prefix: string;
   store: RequestStore;
   /** The request lifecycle on this connection: the expire job expires through it, as a click would. */
@@ -39,7 +46,7 @@ export interface ExecutionDeps {
   /** What else follows a change of a request, once its report is handled (App Homes, workflow steps). */
   followUps?: FollowUps;
   /**
-   * With Sentinels: waits for a replica to hold the writes a POST or a Slack reply depends on (on `connection`, the
+   * With Sentinels: waits for a replica to hold the writes a POST or a Slack reply depends on (on `records`, the
    * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
    */
   replicaAck?: ReplicaAck;

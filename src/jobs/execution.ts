@@ -51,9 +51,9 @@ export function createExecution(deps: ExecutionDeps): Execution {
   const abandon = new AbortController();
   const execute = new ExecuteProcessor(
     deps,
-    new VmLock(deps.connection, deps.prefix, lockPolicy),
+    new VmLock(deps.records ?? deps.connection, deps.prefix, lockPolicy),
     lockPolicy,
-    new SendMarkers(deps.connection, deps.prefix),
+    new SendMarkers(deps.records ?? deps.connection, deps.prefix),
     abandon.signal,
   );
   const notify = new NotifyProcessor(deps);

@@ -78,6 +78,11 @@ export class NotifyProcessor {
     return `${this.deps.prefix}:reply-sending:${replyKey}`;
   }
 
+  /** The connection of the reply records (see {@link ExecutionDeps.records}). */
+  private get records() {
+    return this.deps.records ?? this.deps.connection;
+  }
+
   /** Set when Slack refused a request's message for good: its reports then go to the requester directly. */
   private refusedKey(requestId: string): string {
     return `${this.deps.prefix}:message-refused:${requestId}`;
@@ -90,7 +95,7 @@ export class NotifyProcessor {
     const [request, replied] = await Promise.all([
       this.deps.store.get(data.requestId),
       data.type === 'report' || data.type === 'thread-reply'
-        ? this.deps.connection.exists(this.repliedKey(replyId(data)))
+        ? this.records.exists(this.repliedKey(replyId(data)))
         : 0,
     ]);
     if (!request) return 'missing';
@@ -193,8 +198,8 @@ export class NotifyProcessor {
    * direct message. The request's later reports go there too.
    */
   private async messageRefused(request: CloudRequest, error: string): Promise<NotifyOutcome> {
-    const { store, queues, connection, slack, logger, metrics } = this.deps;
-    await connection.set(this.refusedKey(request.id), error, 'EX', REPLIED_TTL_S);
+    const { store, queues, slack, logger, metrics } = this.deps;
+    await this.records.set(this.refusedKey(request.id), error, 'EX', REPLIED_TTL_S);
     const cancelled = await store.transition(
       request.id,
       {
@@ -234,8 +239,7 @@ export class NotifyProcessor {
     reply: { requestId: string; event: ReplyEvent; step?: number },
     alreadyReplied: boolean,
   ): Promise<NotifyOutcome> {
-    if (!(await this.deps.connection.exists(this.refusedKey(request.id))))
-      return this.waitForMessage(request);
+    if (!(await this.records.exists(this.refusedKey(request.id)))) return this.waitForMessage(request);
     return this.threadReply(request, { channel: request.requester }, reply, alreadyReplied);
   }
 
@@ -285,13 +289,13 @@ export class NotifyProcessor {
     const key = this.repliedKey(id);
     // Kept until a replica has it: after a failover the record lands on the new master, so no retry posts again.
     const record = (ts: string) => {
-      const write = () => this.deps.connection.set(key, ts, 'EX', REPLIED_TTL_S);
+      const write = () => this.records.set(key, ts, 'EX', REPLIED_TTL_S);
       return this.deps.replicaAck?.durably(write) ?? write();
     };
     // With Sentinels: post only from a master whose replica has this job's state (no record yet), never from an old
     // master that a failover left behind, whose writes are about to be dropped.
     await this.deps.replicaAck?.confirm();
-    const first = await this.deps.connection.set(this.sendingKey(id), '1', 'EX', REPLIED_TTL_S, 'NX');
+    const first = await this.records.set(this.sendingKey(id), '1', 'EX', REPLIED_TTL_S, 'NX');
     if (first !== 'OK' && where.thread_ts) {
       const found = await this.findReply(request, where.channel, where.thread_ts, id);
       if (found) {

@@ -68,11 +68,13 @@ export interface Core {
   replicas: ReturnType<typeof watchReplicas> | undefined;
   /** Fails fast while Redis is down: the web handlers must answer Slack within 3 s. */
   fastRedis: RedisClient;
-  /** Waits for Redis to come back: BullMQ's queues and workers, and the workers' lifecycle. */
+  /** Waits for Redis to come back: BullMQ's queues and workers. */
   queueRedis: RedisClient;
+  /** Waits too, without BullMQ's scripts: the workers' requests, locks, markers and records (the queue's elsewhere). */
+  recordsRedis: RedisClient;
   cloud: CloudApiClient;
   prices: PriceSource;
-  /** The request store on the fast connection (web) and on the waiting one (workers). */
+  /** The request store on the fast connection (web) and on the waiting records one (workers). */
   store: RequestStore;
   workerStore: RequestStore;
   vmFacts: VmFactsStore;
@@ -116,9 +118,11 @@ export async function openCore(
   const {
     fast: fastRedis,
     queue: queueRedis,
+    records: recordsRedis,
     log: redisLog,
   } = openRedisClients(target, logger, {
     lazyConnect: false,
+    records: runs('worker'),
   });
   // With Sentinels, how many replicas a critical write waits for (src/jobs/replica-ack.ts).
   const replicas = target.sentinels ? watchReplicas(target) : undefined;
@@ -126,8 +130,13 @@ export async function openCore(
     replicas?.close();
     fastRedis.disconnect();
     // QUIT lets BullMQ's last writes land; a Redis that does not answer is simply dropped.
-    await within(queueRedis.quit(), budget).catch(() => undefined);
+    await Promise.all(
+      [queueRedis, recordsRedis].map(
+        (client) => client && within(client.quit(), budget).catch(() => undefined),
+      ),
+    );
     queueRedis.disconnect();
+    recordsRedis?.disconnect();
   });
   deadline.waitingFor = `Redis (${describeRedis(target).variable})`;
   // Within what is left of the start-up, so the line names Redis rather than the deadline.
@@ -182,7 +191,7 @@ export async function openCore(
   stages.connections.push((budget) => within(cloud.close(), budget));
   const retentionDays = policy.retention_days;
   const store = new RequestStore(fastRedis, { prefix, now, retentionDays });
-  const workerStore = new RequestStore(queueRedis, { prefix, now, retentionDays });
+  const workerStore = new RequestStore(recordsRedis ?? queueRedis, { prefix, now, retentionDays });
   const vmFacts = new VmFactsStore(fastRedis, { prefix });
   const queues = createQueues(queueRedis, prefix);
   stages.connections.push(() => queues.close());
@@ -263,6 +272,7 @@ export async function openCore(
     replicas,
     fastRedis,
     queueRedis,
+    recordsRedis: recordsRedis ?? queueRedis,
     cloud,
     prices,
     store,

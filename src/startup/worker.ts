@@ -16,7 +16,16 @@ import type { Core } from './core.ts';
 
 /** Starts the workers over the core; each registers its stop with the shutdown stages. */
 export function startWorker(core: Core): void {
-  const { queueRedis: connection, prefix, workerStore: store, now, logger, options, stages } = core;
+  const {
+    queueRedis: connection,
+    recordsRedis: records,
+    prefix,
+    workerStore: store,
+    now,
+    logger,
+    options,
+    stages,
+  } = core;
   const homes = startHomeRefresh({
     connection,
     prefix,
@@ -40,7 +49,8 @@ export function startWorker(core: Core): void {
     prefix,
     store,
     requests: core.workerRequests,
-    vmFacts: new VmFactsStore(connection, { prefix }),
+    records,
+    vmFacts: new VmFactsStore(records, { prefix }),
     cloud: core.cloud,
     policy: core.policy,
     queues: core.queues,
@@ -57,7 +67,7 @@ export function startWorker(core: Core): void {
     concurrency: options.concurrency,
     vmLock: options.vmLock,
     // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
-    replicaAck: new ReplicaAck(connection, core.replicas?.current),
+    replicaAck: new ReplicaAck(records, core.replicas?.current),
   });
   // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
   const sweeper = startStrandedSweeper(

@@ -1,6 +1,8 @@
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { requestKeys } from '../../src/requests/store.ts';
+import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
+import { RequestStore, requestKeys } from '../../src/requests/store.ts';
+import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { PROJECT } from '../fixtures/requests.ts';
 import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 
@@ -82,5 +84,57 @@ describe('an execute job, counted', () => {
     ]);
     expect((await env.store.get(request.id))?.state).toBe('succeeded');
     expect(await env.vmFacts.get(PROJECT.uuid, 102)).toMatchObject({ wanMode: 'ipv6' });
+  });
+});
+
+describe("the workers' own connection", () => {
+  it("carries their requests, VM locks, send markers and reply records, and none of BullMQ's scripts", async () => {
+    // As the worker role wires it: BullMQ on one connection, the workers' own keys on another.
+    const records = new Redis(env.redisUrl, QUEUE_REDIS_OPTIONS);
+    records.on('error', () => undefined);
+    try {
+      const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+      const ours = [
+        requestKeys(env.prefix).request(request.id),
+        `${env.prefix}:vmlock:`,
+        `${env.prefix}:sending:`,
+        `${env.prefix}:replied:`,
+        `${env.prefix}:reply-sending:`,
+      ];
+      const touchesOurs = (c: { args: string[] }) =>
+        c.args.some((a) => ours.some((key) => a.startsWith(key)));
+      const onQueue = recordCommands(env.redis);
+      const onRecords = recordCommands(records);
+      env.startWorkers({
+        records,
+        store: new RequestStore(records, { prefix: env.prefix }),
+        vmFacts: new VmFactsStore(records, { prefix: env.prefix }),
+      });
+      // Watched on a connection of its own, so the test's polling is on neither of the two.
+      const watcher = new Redis(env.redisUrl);
+      try {
+        const replied = `${env.prefix}:replied:*`;
+        for (let tries = 0; (await watcher.keys(replied)).length === 0; tries++) {
+          if (tries > 400) throw new Error('no reply was recorded in 10 s');
+          await new Promise((r) => setTimeout(r, 25));
+        }
+        expect((await new RequestStore(watcher, { prefix: env.prefix }).get(request.id))?.state).toBe(
+          'succeeded',
+        );
+      } finally {
+        watcher.disconnect();
+      }
+
+      expect(onQueue.filter(touchesOurs)).toEqual([]);
+      const names = (prefix: string) => onRecords.filter((c) => c.args.some((a) => a.startsWith(prefix)));
+      expect(names(`${env.prefix}:vmlock:`).length).toBeGreaterThan(0);
+      expect(names(`${env.prefix}:sending:`).length).toBeGreaterThan(0);
+      expect(names(`${env.prefix}:replied:`).length).toBeGreaterThan(0);
+      // ioredis copies each script defined on a connection onto every auto-pipelined batch of it: none here.
+      expect(Object.keys(records.scriptsSet)).toEqual([]);
+      expect(Object.keys(env.redis.scriptsSet).length).toBeGreaterThan(20);
+    } finally {
+      records.disconnect();
+    }
   });
 });
