@@ -15,7 +15,10 @@ import type { LockPolicy, RetryPolicy } from './retry-policy.ts';
 
 /** What the execution needs; `src/main.ts` wires it, tests pass fast policies. */
 export interface ExecutionDeps {
-  /** BullMQ's connection, ioredis with `maxRetriesPerRequest: null`: waits for Redis to come back instead of failing jobs. */
+  /**
+   * The connection the execute and notify workers run on, ioredis with `maxRetriesPerRequest: null`: waits for Redis
+   * to come back instead of failing jobs (the queues they add to are `queues`, on a connection of their own).
+   */
   connection: Redis | Cluster;
   /**
    * Where the workers' own keys are written (VM locks, send markers, reply records; `store` should be on it too): a

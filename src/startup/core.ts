@@ -68,9 +68,11 @@ export interface Core {
   replicas: ReturnType<typeof watchReplicas> | undefined;
   /** Fails fast while Redis is down: the web handlers must answer Slack within 3 s. */
   fastRedis: RedisClient;
-  /** Waits for Redis to come back: BullMQ's queues and workers. */
+  /** Waits for Redis to come back: BullMQ's queues (and the workers of the App Home, steps and digests). */
   queueRedis: RedisClient;
-  /** Waits too, without BullMQ's scripts: the workers' requests, locks, markers and records (the queue's elsewhere). */
+  /** Waits too, each command as it comes: BullMQ's execute and notify workers (src/jobs/redis-options.ts). */
+  jobsRedis: RedisClient;
+  /** Waits too, without BullMQ's scripts: the workers' requests, locks, markers and reply records. */
   recordsRedis: RedisClient;
   cloud: CloudApiClient;
   prices: PriceSource;
@@ -118,11 +120,12 @@ export async function openCore(
   const {
     fast: fastRedis,
     queue: queueRedis,
+    jobs: jobsRedis,
     records: recordsRedis,
     log: redisLog,
   } = openRedisClients(target, logger, {
     lazyConnect: false,
-    records: runs('worker'),
+    workers: runs('worker'),
   });
   // With Sentinels, how many replicas a critical write waits for (src/jobs/replica-ack.ts).
   const replicas = target.sentinels ? watchReplicas(target) : undefined;
@@ -131,12 +134,11 @@ export async function openCore(
     fastRedis.disconnect();
     // QUIT lets BullMQ's last writes land; a Redis that does not answer is simply dropped.
     await Promise.all(
-      [queueRedis, recordsRedis].map(
+      [queueRedis, jobsRedis, recordsRedis].map(
         (client) => client && within(client.quit(), budget).catch(() => undefined),
       ),
     );
-    queueRedis.disconnect();
-    recordsRedis?.disconnect();
+    for (const client of [queueRedis, jobsRedis, recordsRedis]) client?.disconnect();
   });
   deadline.waitingFor = `Redis (${describeRedis(target).variable})`;
   // Within what is left of the start-up, so the line names Redis rather than the deadline.
@@ -272,6 +274,7 @@ export async function openCore(
     replicas,
     fastRedis,
     queueRedis,
+    jobsRedis: jobsRedis ?? queueRedis,
     recordsRedis: recordsRedis ?? queueRedis,
     cloud,
     prices,

@@ -45,7 +45,7 @@ export function startWorker(core: Core): void {
   stages.intake.push(() => backfill.stop());
   const steps = startStepCompletion({ connection, prefix, store, slack: core.slack, logger });
   const execution = createExecution({
-    connection,
+    connection: core.jobsRedis,
     prefix,
     store,
     requests: core.workerRequests,
