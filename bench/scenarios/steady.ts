@@ -310,7 +310,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         const apiAt = new Map<number, number>();
         for (const r of times.resizes) if (!apiAt.has(r.vmid)) apiAt.set(r.vmid, r.atMs);
         const repliedTs = new Map<string, number>();
-        for (const r of times.replies.filter((reply) => reply.result))
+        // The latest reply of each thread: the bot's result comes after its approval notice; the bare app posts one.
+        for (const r of times.replies)
           repliedTs.set(r.threadTs, Math.max(repliedTs.get(r.threadTs) ?? 0, r.atMs));
         replied = 0;
         for (const [vmid, ts] of posted) {
