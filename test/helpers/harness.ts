@@ -220,10 +220,11 @@ export interface Harness {
    * that saw `queued` may look a moment too early.
    */
   waitForJob(id: string): Promise<Job>;
-  /** The request message the bot posted for `request` (needs a worker: role `all` or `worker`). */
+  /** The request message the bot posted for `request` (needs a worker: role `all` or `worker`); waits 8 s by default. */
   requestMessage(
     requestId: string,
     predicate?: (m: { text?: string; blocks?: unknown[] }) => boolean,
+    timeoutMs?: number,
   ): Promise<{ ts: string; text?: string; blocks?: unknown[] }>;
   /** A request's audit entries as "state actor detail" lines, oldest first. */
   auditOf(requestId: string): Promise<string[]>;
@@ -454,7 +455,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await new Promise((r) => setTimeout(r, 25));
       }
     },
-    async requestMessage(requestId, predicate = () => true) {
+    async requestMessage(requestId, predicate = () => true, timeoutMs = 8000) {
       const found = await slack.waitFor(
         () =>
           slack
@@ -465,7 +466,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
                 (m.text ?? '').includes(`(request ${requestId})`) &&
                 predicate(m),
             ),
-        8000,
+        timeoutMs,
       );
       return { ts: found.ts, text: found.text, blocks: found.blocks };
     },
