@@ -1,5 +1,5 @@
 import { RequestStore } from '../../src/requests/store.ts';
-import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
+import { timeApproveClicks } from '../lib/approve-clicks.ts';
 import { type BareBullmq, startBareBullmq } from '../lib/bare-bullmq.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
@@ -86,40 +86,16 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         benchResize(activeSims.projectUuid, FIRST_VMID + i),
       );
       const pending = await postRequestMessages(store, created, activeSims, { approve: false });
-      const since = performance.timeOrigin + performance.now();
-      const result = await activeLoad.run({
+      const { toApi, toReply } = await timeApproveClicks({
+        what: 'latency',
+        sims: activeSims,
+        load: activeLoad,
         url: (bot as BenchBot).eventsUrl,
-        secret: BENCH.signingSecret,
-        who: approver,
-        kind: { type: 'action', actionId: ACTIONS.approve, values: pending.map((r) => r.id) },
-        shape: { type: 'rate', perSecond: cfg.perSecond, durationMs: Math.ceil(clicks * intervalMs) },
-        connections: 10,
-        timeoutMs: 10_000,
+        approver,
+        pending,
+        perSecond: cfg.perSecond,
+        timeoutMs: cfg.timeoutMs,
       });
-      if (result.errors > 0)
-        throw new Error(`latency: ${result.errors} clicks failed (${result.firstError})`);
-      // The reply that counts is the run's result, not the approval's own notice (which may be posted after the API
-      // call, since both are in flight at once); wait until every request has one.
-      const deadline = performance.now() + cfg.timeoutMs;
-      let toApi: number[] = [];
-      let toReply: number[] = [];
-      for (;;) {
-        const times = await activeSims.callTimes(since);
-        const apiAt = new Map<number, number>();
-        for (const r of times.resizes) if (!apiAt.has(r.vmid)) apiAt.set(r.vmid, r.atMs);
-        toApi = [];
-        toReply = [];
-        pending.forEach((request, i) => {
-          const sent = result.sentAtMs[i];
-          const api = apiAt.get(request.vmid);
-          if (sent === undefined || api === undefined) return;
-          toApi.push(api - sent);
-          const reply = times.replies.find((r) => r.result && r.threadTs === request.messageTs);
-          if (reply) toReply.push(reply.atMs - sent);
-        });
-        if (toReply.length >= clicks || performance.now() > deadline) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
       return { toApi: summarize(toApi), toReply: summarize(toReply) };
     };
 

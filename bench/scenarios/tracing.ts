@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { RequestStore } from '../../src/requests/store.ts';
-import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
+import { timeApproveClicks } from '../lib/approve-clicks.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
 import { type LoadGenerator, startLoadGenerator } from '../lib/load-generator.ts';
@@ -57,7 +57,6 @@ async function startSink(): Promise<{
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.tracing;
   const n = cfg.clicks;
-  const intervalMs = 1000 / cfg.perSecond;
   let sims: Sims | undefined;
   const bots: BenchBot[] = [];
   let load: LoadGenerator | undefined;
@@ -111,38 +110,18 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         benchResize(activeSims.projectUuid, first + i),
       );
       const pending = await postRequestMessages(side.store, created, activeSims, { approve: false });
-      const since = performance.timeOrigin + performance.now();
       const cpuBefore = await side.bot.cpuMs();
-      const result = await activeLoad.run({
+      const { toApi, toReply } = await timeApproveClicks({
+        what: 'tracing',
+        sims: activeSims,
+        load: activeLoad,
         url: side.bot.eventsUrl,
-        secret: BENCH.signingSecret,
-        who: approver,
-        kind: { type: 'action', actionId: ACTIONS.approve, values: pending.map((r) => r.id) },
-        shape: { type: 'rate', perSecond: cfg.perSecond, durationMs: Math.ceil(clicks * intervalMs) },
-        connections: 10,
-        timeoutMs: 10_000,
+        approver,
+        pending,
+        perSecond: cfg.perSecond,
+        timeoutMs: cfg.timeoutMs,
       });
-      if (result.errors > 0)
-        throw new Error(`tracing: ${result.errors} clicks failed (${result.firstError})`);
-      const deadline = performance.now() + cfg.timeoutMs;
-      let toApi: number[] = [];
-      let complete = 0;
-      for (;;) {
-        const times = await activeSims.callTimes(since);
-        const apiAt = new Map<number, number>();
-        for (const r of times.resizes) if (!apiAt.has(r.vmid)) apiAt.set(r.vmid, r.atMs);
-        toApi = [];
-        complete = 0;
-        pending.forEach((request, i) => {
-          const sent = result.sentAtMs[i];
-          const api = apiAt.get(request.vmid);
-          if (sent === undefined || api === undefined) return;
-          toApi.push(api - sent);
-          if (times.replies.some((r) => r.result && r.threadTs === request.messageTs)) complete += 1;
-        });
-        if (complete >= clicks || performance.now() > deadline) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      const complete = toReply.length;
       const cpuMs = (await side.bot.cpuMs()) - cpuBefore;
       const sorted = toApi.toSorted((a, b) => a - b);
       return {
