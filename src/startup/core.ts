@@ -221,7 +221,7 @@ export async function openCore(
     secrets: parts.secrets,
   };
   const requests = new RequestLifecycle(lifecycleDeps);
-  // The workers' lifecycle waits for Redis to come back (queue connection) instead of failing a job.
+  // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
 
   const chartDeps = (redis: RedisClient): ChartPosterDeps => ({
