@@ -6,7 +6,7 @@
 import { Cluster } from 'ioredis';
 import { FILES_SCOPE, UploadScope } from '../charts/upload-scope.ts';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
-import { createPriceCache, type PriceSource } from '../cloud/price-cache.ts';
+import type { PriceSource } from '../cloud/price-cache.ts';
 import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
@@ -20,7 +20,6 @@ import {
 } from '../config/redis-connection.ts';
 import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
-import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues, type Queues } from '../jobs/queues.ts';
 import type { Readiness } from '../observability/http.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -28,9 +27,9 @@ import { type Metrics, statusLabel } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
 import { type ApprovalPolicy, createApprovalPolicy } from '../requests/approvers.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
-import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle.ts';
+import { RequestLifecycle } from '../requests/lifecycle.ts';
 import { RequestStore } from '../requests/store.ts';
-import { VmFactsStore } from '../requests/vm-facts.ts';
+import type { VmFactsStore } from '../requests/vm-facts.ts';
 import { digestRenderer } from '../slack/blocks/digest.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import { SlackApi } from '../slack-api/client.ts';
@@ -39,6 +38,7 @@ import { startCloudCheck } from './cloud-check.ts';
 import type { StartupDeadline } from './deadline.ts';
 import type { StartOptions } from './options.ts';
 import { openRedisClients } from './redis-clients.ts';
+import { openRequests } from './requests.ts';
 import type { ShutdownStages } from './stages.ts';
 import { within } from './stages.ts';
 
@@ -192,35 +192,31 @@ export async function openCore(
   });
   stages.connections.push((budget) => within(cloud.close(), budget));
   const retentionDays = policy.retention_days;
-  const store = new RequestStore(fastRedis, { prefix, now, retentionDays });
   const workerStore = new RequestStore(recordsRedis ?? queueRedis, { prefix, now, retentionDays });
-  const vmFacts = new VmFactsStore(fastRedis, { prefix });
   const queues = createQueues(queueRedis, prefix);
   stages.connections.push(() => queues.close());
   // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
   for (const queue of [queues.execute, queues.notify]) {
     queue.on('error', (error: Error) => redisLog.failure(error, { queue: queue.name }));
   }
-  const prices = createPriceCache(cloud);
   // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
   const slack = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
   stages.connections.push(() => slack.close());
   const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
   const approvals = createApprovalPolicy(policy, userGroups);
   const groupsOf = groupsOfMember(userGroups, userGroupsOf(policy));
-  const lifecycleDeps: LifecycleDeps = {
+  const { store, vmFacts, prices, lifecycleDeps, requests } = openRequests({
+    redis: fastRedis,
+    queues,
+    cloud,
     policy,
-    store,
-    outbox: createOutbox(queues, now),
-    approvals,
-    prices,
+    prefix,
     now,
     logger,
     metrics,
-    vmFacts,
     secrets: parts.secrets,
-  };
-  const requests = new RequestLifecycle(lifecycleDeps);
+    approvals,
+  });
   // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
 

@@ -7,7 +7,6 @@ import type { Server } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { packageVersion } from '../cli/version.ts';
 import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
-import { createPriceCache } from '../cloud/price-cache.ts';
 import { agentForToken } from '../config/agents.ts';
 import type { Env } from '../config/env.ts';
 import type { Policy } from '../config/policy.ts';
@@ -18,7 +17,6 @@ import {
   redisKeyPrefix,
   redisTarget,
 } from '../config/redis-connection.ts';
-import { createOutbox } from '../jobs/outbox.ts';
 import { createQueues } from '../jobs/queues.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
 import { startMcpHttp } from '../mcp/http.ts';
@@ -28,13 +26,11 @@ import type { McpDeps } from '../mcp/tools.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createApprovalPolicy } from '../requests/approvers.ts';
-import { RequestLifecycle } from '../requests/lifecycle.ts';
-import { RequestStore } from '../requests/store.ts';
-import { VmFactsStore } from '../requests/vm-facts.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import { SlackApi } from '../slack-api/client.ts';
 import type { Core } from './core.ts';
 import { openRedisClients } from './redis-clients.ts';
+import { openRequests } from './requests.ts';
 import { portOf } from './stages.ts';
 
 /** How long a stopping MCP server lets answers in hand finish before it cuts its connections. */
@@ -142,29 +138,22 @@ export async function serveMcpStdio(
       const { variable, where } = describeRedis(target);
       throw new McpStdioError(`${variable}: cannot reach ${where} (${error.code ?? error.message})`);
     });
-    const store = new RequestStore(redis, {
-      prefix: redisKeyPrefix(env),
-      now,
-      retentionDays: policy.retention_days,
-    });
-    const vmFacts = new VmFactsStore(redis, { prefix: redisKeyPrefix(env) });
-    const prices = createPriceCache(cloud);
     const approvals = createApprovalPolicy(
       policy,
       env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
     );
     const metrics = createMetrics({ defaultMetrics: false });
-    const requests = new RequestLifecycle({
+    const { store, vmFacts, prices, requests } = openRequests({
+      redis,
+      queues,
+      cloud,
       policy,
-      store,
-      outbox: createOutbox(queues, now),
-      approvals,
-      prices,
+      prefix: redisKeyPrefix(env),
       now,
       logger,
       metrics,
-      vmFacts,
       secrets,
+      approvals,
     });
     const deps: McpDeps = {
       policy,

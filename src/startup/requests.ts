@@ -1,0 +1,49 @@
+/**
+ * The request store and lifecycle on one Redis connection, built the same way wherever requests are made or
+ * decided (the bot's core, `cloudops mcp` over stdio), so a new dependency of the lifecycle reaches every surface.
+ */
+
+import { createPriceCache } from '../cloud/price-cache.ts';
+import type { CloudApi } from '../cloud/types.ts';
+import type { Policy } from '../config/policy.ts';
+import type { RedisClient } from '../config/redis-connection.ts';
+import { createOutbox } from '../jobs/outbox.ts';
+import type { Queues } from '../jobs/queues.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { ApprovalPolicy } from '../requests/approvers.ts';
+import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle.ts';
+import { RequestStore } from '../requests/store.ts';
+import { VmFactsStore } from '../requests/vm-facts.ts';
+
+export function openRequests(parts: {
+  redis: RedisClient;
+  queues: Queues;
+  cloud: CloudApi;
+  policy: Policy;
+  prefix: string;
+  now: () => Date;
+  logger: Logger;
+  metrics: Metrics;
+  /** Scrubbed from what people and agents type. */
+  secrets: string[];
+  approvals: ApprovalPolicy;
+}) {
+  const { redis, queues, policy, prefix, now } = parts;
+  const store = new RequestStore(redis, { prefix, now, retentionDays: policy.retention_days });
+  const vmFacts = new VmFactsStore(redis, { prefix });
+  const prices = createPriceCache(parts.cloud);
+  const lifecycleDeps: LifecycleDeps = {
+    policy,
+    store,
+    outbox: createOutbox(queues, now),
+    approvals: parts.approvals,
+    prices,
+    now,
+    logger: parts.logger,
+    metrics: parts.metrics,
+    vmFacts,
+    secrets: parts.secrets,
+  };
+  return { store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
+}
