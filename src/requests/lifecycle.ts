@@ -171,17 +171,9 @@ export class RequestLifecycle {
     origin: Origin,
     resize: CheckedResize,
   ): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
-    const { project, vm, check } = resize;
-    const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
+    const { project } = resize;
+    const { kind, params } = resizeRequested(resize);
     const cost = await this.resizeCost(resize);
-    const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
-    const params: ResizeParams = {
-      kind: 'resize',
-      target: resize.target,
-      steps: check.steps,
-      before,
-      confirmedStopped: resize.confirmedStopped,
-    };
     const facts = resizeFacts(params, kind, cost?.preview?.diffMonthly);
     return {
       cost: cost?.preview,
@@ -215,7 +207,7 @@ export class RequestLifecycle {
 
   async createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
     const { project, vm, check } = resize;
-    const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
+    const { kind, params } = resizeRequested(resize);
     const mode = project.approval[kind];
     const cost = await this.resizeCost(resize);
     const bound = origin.agent?.maxMonthlyDelta;
@@ -238,16 +230,6 @@ export class RequestLifecycle {
       notes.push(
         `Returns the temporary increase of request ${resize.returnOf}; its lease ends when this succeeds.`,
       );
-    const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
-    const params: ResizeParams = {
-      kind: 'resize',
-      target: resize.target,
-      steps: check.steps,
-      before,
-      confirmedStopped: resize.confirmedStopped,
-      ...(resize.lease ? { lease: resize.lease } : {}),
-      ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
-    };
     const created = await this.create(origin, project, vm, {
       params,
       mode,
@@ -749,4 +731,24 @@ export class RequestLifecycle {
 
 function reasonText(hit: FreezeHit): string {
   return hit.reason ? ` (${hit.reason})` : '';
+}
+
+/** What a checked resize asks for: up or down (which approvals apply), and the request's parameters. */
+function resizeRequested(resize: CheckedResize): {
+  kind: 'resize_up' | 'resize_down';
+  params: ResizeParams;
+} {
+  const { createdAt: _c, lastIncreaseAt: _l, ...before } = resize.vm;
+  return {
+    kind: resize.check.decreases.length > 0 ? 'resize_down' : 'resize_up',
+    params: {
+      kind: 'resize',
+      target: resize.target,
+      steps: resize.check.steps,
+      before,
+      confirmedStopped: resize.confirmedStopped,
+      ...(resize.lease ? { lease: resize.lease } : {}),
+      ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
+    },
+  };
 }
