@@ -108,8 +108,12 @@ describe('the bot on a Redis Cluster', () => {
     await h.fillAndSubmit('resize shop-prod 104 ram=4', {});
     const expiring = await h.nextRequest();
     const message = await h.requestMessage(expiring.id);
-    // Its reminder waits in the due-time set, its expiry as a delayed job.
-    expect(await h.redis.zrange(dueKey(h.prefix), 0, -1)).toContain(`remind:${expiring.id}`);
+    // Its reminder waits in the due-time set, its expiry as a delayed job. The bot writes both after queueing the
+    // message's post, so the message can be in Slack a moment before they are in Redis.
+    await until(
+      async () => (await h.redis.zrange(dueKey(h.prefix), 0, -1)).includes(`remind:${expiring.id}`),
+      'the reminder in the due-time set',
+    );
     expect(await h.queues.notify.getJob(`expire.${expiring.id}`)).toBeDefined();
     h.clock.advance(2 * 3_600_000 + 60_000);
     await h.waitForRequest(expiring.id, (r) => r.remindedAt !== undefined, 15_000);
