@@ -44,7 +44,11 @@ describe('retention in the running bot', () => {
     await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
     const cancelled = await h.nextRequest();
     const cancelMessage = await h.requestMessage(cancelled.id);
-    expect(await h.queues.notify.getJob(`expire.${cancelled.id}`)).toBeDefined();
+    // The expiry is queued right after the message's post: the message can be in Slack a moment before it.
+    await until(
+      async () => (await h.queues.notify.getJob(`expire.${cancelled.id}`)) !== undefined,
+      'the expire job queued',
+    );
     await h.click('cancel', cancelled.id, USERS.dev, CHANNELS.prod, cancelMessage);
     await h.waitForRequest(cancelled.id, (r) => r.state === 'cancelled');
     expect(await h.queues.notify.getJob(`expire.${cancelled.id}`)).toBeUndefined();
