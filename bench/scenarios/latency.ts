@@ -1,6 +1,7 @@
 import { RequestStore } from '../../src/requests/store.ts';
-import { timeApproveClicks } from '../lib/approve-clicks.ts';
+import { timeApproveClicks, timeBareFlowClicks } from '../lib/approve-clicks.ts';
 import { type BareBullmq, startBareBullmq } from '../lib/bare-bullmq.ts';
+import { type BareFlow, postBareMessages, startBareFlow } from '../lib/bare-flow.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
 import { type LoadGenerator, startLoadGenerator } from '../lib/load-generator.ts';
@@ -14,6 +15,8 @@ import { percentile, round, type Spread, showSpread, spread } from '../lib/stats
 const FIRST_VMID = 50_000;
 /** Issue 15: click → API within 2× bare add → process; click → reply within 2× two bare hops. */
 const RATIO_LIMIT = 2;
+/** How long the bare Bolt + BullMQ app may take to answer `/readyz` after it is spawned. */
+const BARE_FLOW_READY_MS = 30_000;
 
 interface Percentiles {
   p50: number;
@@ -33,6 +36,11 @@ const summarize = (values: number[]): Percentiles => {
  * process (ROLE=all). Baselines, each in its own process: bare BullMQ add (from the bench process) → processor
  * start, and add → process → add → second processor start. Interleaved; each ratio is one run's p50 over the
  * baseline run next to it.
+ *
+ * Reported beside, not a target: the same clicks on a bare Bolt + BullMQ app (bench/lib/bare-flow-main.ts) whose
+ * click only acks and adds a job, and whose worker POSTs and replies. It reads no request, decides nothing, announces
+ * nothing, takes no lock and marks nothing, so it is the floor for anything that takes the click through Bolt and
+ * the run through one BullMQ job: its ratio to the bare hops says how much of each limit that floor uses up.
  */
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.latency;
@@ -42,11 +50,13 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   let bot: BenchBot | undefined;
   let load: LoadGenerator | undefined;
   const bares: BareBullmq[] = [];
+  let flow: BareFlow | undefined;
   try {
     sims = await startSims({
       botToken: BENCH.botToken,
       teamId: BENCH.teamId,
-      seedVms: { count: n, firstVmid: FIRST_VMID },
+      // The bot's VMs, then as many for the bare app, so neither changes the other's.
+      seedVms: { count: 2 * n, firstVmid: FIRST_VMID },
     });
     const activeSims = sims;
     const prefix = ctx.newPrefix('latency');
@@ -73,6 +83,16 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       hops: 2,
     });
     bares.push(twoHops);
+    flow = await startBareFlow({
+      sims,
+      redisUrl: ctx.redisUrl,
+      prefix: ctx.newPrefix('latency-bare-flow'),
+      readyTimeoutMs: BARE_FLOW_READY_MS,
+      logFile: ctx.logFile,
+      // Node's defaults, as the bot and the bare hops here run.
+      nodeArgs: [],
+    });
+    const activeFlow = flow;
     const store = new RequestStore(ctx.redis, { prefix });
     const approver = {
       teamId: BENCH.teamId,
@@ -97,6 +117,22 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         timeoutMs: cfg.timeoutMs,
       });
       return { toApi: summarize(toApi), toReply: summarize(toReply) };
+    };
+
+    const flowRun = async (clicks: number) => {
+      const vmids = Array.from({ length: clicks }, (_, i) => FIRST_VMID + n + i);
+      const ts = await postBareMessages(activeSims, vmids);
+      const { toApi, toReply } = await timeBareFlowClicks({
+        what: 'latency (bare flow)',
+        sims: activeSims,
+        load: activeLoad,
+        url: activeFlow.eventsUrl,
+        approver,
+        messages: vmids.map((vmid, i) => ({ vmid, cores: 4, messageTs: ts[i] ?? '' })),
+        perSecond: cfg.perSecond,
+        timeoutMs: cfg.timeoutMs,
+      });
+      return { flowToApi: summarize(toApi), flowToReply: summarize(toReply) };
     };
 
     const bareRun = async (bare: BareBullmq, jobs: number) => {
@@ -127,26 +163,32 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     await botRun(Math.min(n, 50));
     await bareRun(oneHop, Math.min(n, 50));
     await bareRun(twoHops, Math.min(n, 50));
+    await flowRun(Math.min(n, 50));
 
     const runs: {
       toApi: Percentiles;
       toReply: Percentiles;
       oneHop: Percentiles;
       twoHops: Percentiles;
+      flowToApi: Percentiles;
+      flowToReply: Percentiles;
     }[] = [];
     for (let r = 1; r <= ctx.config.pairs; r++) {
       // Alternating which goes first, so a slow moment of the machine does not always fall on the same side.
       if (r % 2 === 1) {
         const clicked = await botRun(n);
-        runs.push({ ...clicked, oneHop: await bareRun(oneHop, n), twoHops: await bareRun(twoHops, n) });
-      } else {
         const one = await bareRun(oneHop, n);
         const two = await bareRun(twoHops, n);
-        runs.push({ ...(await botRun(n)), oneHop: one, twoHops: two });
+        runs.push({ ...clicked, oneHop: one, twoHops: two, ...(await flowRun(n)) });
+      } else {
+        const flowed = await flowRun(n);
+        const one = await bareRun(oneHop, n);
+        const two = await bareRun(twoHops, n);
+        runs.push({ ...(await botRun(n)), oneHop: one, twoHops: two, ...flowed });
       }
       const last = runs.at(-1);
       ctx.log(
-        `latency: pair ${r}: click→API p50 ${round(last?.toApi.p50 ?? 0, 2)} ms, click→reply p50 ${round(last?.toReply.p50 ?? 0, 2)} ms; bare 1 hop ${round(last?.oneHop.p50 ?? 0, 2)} ms, 2 hops ${round(last?.twoHops.p50 ?? 0, 2)} ms`,
+        `latency: pair ${r}: click→API p50 ${round(last?.toApi.p50 ?? 0, 2)} ms, click→reply p50 ${round(last?.toReply.p50 ?? 0, 2)} ms; bare 1 hop ${round(last?.oneHop.p50 ?? 0, 2)} ms, 2 hops ${round(last?.twoHops.p50 ?? 0, 2)} ms; bare Bolt + BullMQ app click→API ${round(last?.flowToApi.p50 ?? 0, 2)} ms, click→reply ${round(last?.flowToReply.p50 ?? 0, 2)} ms`,
       );
     }
     const s = (pick: (r: (typeof runs)[number]) => number): Spread => spread(runs.map(pick));
@@ -161,6 +203,16 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       twoHopsP99: s((r) => r.twoHops.p99),
       apiRatio: s((r) => r.toApi.p50 / r.oneHop.p50),
       replyRatio: s((r) => r.toReply.p50 / r.twoHops.p50),
+      flowToApiP50: s((r) => r.flowToApi.p50),
+      flowToApiP99: s((r) => r.flowToApi.p99),
+      flowToReplyP50: s((r) => r.flowToReply.p50),
+      flowToReplyP99: s((r) => r.flowToReply.p99),
+      /** What the floor uses up of each limit: the bare app over the bare hops. */
+      flowApiRatio: s((r) => r.flowToApi.p50 / r.oneHop.p50),
+      flowReplyRatio: s((r) => r.flowToReply.p50 / r.twoHops.p50),
+      /** The bot over the floor: what its checks, announcement, lock and marker cost on top. */
+      apiOverFlow: s((r) => r.toApi.p50 / r.flowToApi.p50),
+      replyOverFlow: s((r) => r.toReply.p50 / r.flowToReply.p50),
     };
     const label = `latency ${n} clicks at ${cfg.perSecond}/s`;
     const row = (target: string, p50: Spread, p99: Spread) => ({
@@ -168,12 +220,20 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       target,
       figures: { p50_ms: showSpread(p50, 2), p99_ms: showSpread(p99, 2) },
     });
-    const complete = runs.every((r) => r.toApi.count === n && r.toReply.count === n);
+    const complete = runs.every(
+      (r) =>
+        r.toApi.count === n && r.toReply.count === n && r.flowToApi.count === n && r.flowToReply.count === n,
+    );
     const checks: Check[] = [
       {
         name: 'latency: every click reached the API and got its thread reply',
         ok: complete,
-        detail: runs.map((r) => `${r.toApi.count}/${r.toReply.count} of ${n}`).join(', '),
+        detail: runs
+          .map(
+            (r) =>
+              `${r.toApi.count}/${r.toReply.count} of ${n} (bare app ${r.flowToApi.count}/${r.flowToReply.count})`,
+          )
+          .join(', '),
       },
     ];
     return {
@@ -182,6 +242,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         row('bare bullmq add → process', figures.oneHopP50, figures.oneHopP99),
         row('click → thread reply (cloudops)', figures.toReplyP50, figures.toReplyP99),
         row('bare bullmq two hops', figures.twoHopsP50, figures.twoHopsP99),
+        row('click → API call (bare Bolt + BullMQ app)', figures.flowToApiP50, figures.flowToApiP99),
+        row('click → thread reply (bare Bolt + BullMQ app)', figures.flowToReplyP50, figures.flowToReplyP99),
       ],
       data: { clicks: n, perSecond: cfg.perSecond, pairs: ctx.config.pairs, ...figures, runs },
       checks,
@@ -189,7 +251,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         {
           name: `click → API call p50 within ${RATIO_LIMIT}× bare BullMQ add → process`,
           ok: figures.apiRatio.median <= RATIO_LIMIT,
-          detail: `${showSpread(figures.toApiP50, 2, ' ms')} (p99 ${showSpread(figures.toApiP99, 1, ' ms')}) vs ${showSpread(figures.oneHopP50, 2, ' ms')} (p99 ${showSpread(figures.oneHopP99, 1, ' ms')}): ${showSpread(figures.apiRatio, 2, '×')}`,
+          detail: `${showSpread(figures.toApiP50, 2, ' ms')} (p99 ${showSpread(figures.toApiP99, 1, ' ms')}) vs ${showSpread(figures.oneHopP50, 2, ' ms')} (p99 ${showSpread(figures.oneHopP99, 1, ' ms')}): ${showSpread(figures.apiRatio, 2, '×')}; a bare Bolt + BullMQ app ${showSpread(figures.flowToApiP50, 2, ' ms')} = ${showSpread(figures.flowApiRatio, 2, '×')} of the limit's baseline, the bot ${showSpread(figures.apiOverFlow, 2, '×')} that app`,
           figure: figures.toApiP50,
           baseline: figures.oneHopP50,
           ratio: figures.apiRatio,
@@ -199,7 +261,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         {
           name: `click → thread reply p50 within ${RATIO_LIMIT}× two bare BullMQ hops`,
           ok: figures.replyRatio.median <= RATIO_LIMIT,
-          detail: `${showSpread(figures.toReplyP50, 2, ' ms')} (p99 ${showSpread(figures.toReplyP99, 1, ' ms')}) vs ${showSpread(figures.twoHopsP50, 2, ' ms')} (p99 ${showSpread(figures.twoHopsP99, 1, ' ms')}): ${showSpread(figures.replyRatio, 2, '×')}`,
+          detail: `${showSpread(figures.toReplyP50, 2, ' ms')} (p99 ${showSpread(figures.toReplyP99, 1, ' ms')}) vs ${showSpread(figures.twoHopsP50, 2, ' ms')} (p99 ${showSpread(figures.twoHopsP99, 1, ' ms')}): ${showSpread(figures.replyRatio, 2, '×')}; a bare Bolt + BullMQ app ${showSpread(figures.flowToReplyP50, 2, ' ms')} = ${showSpread(figures.flowReplyRatio, 2, '×')} of the limit's baseline, the bot ${showSpread(figures.replyOverFlow, 2, '×')} that app`,
           figure: figures.toReplyP50,
           baseline: figures.twoHopsP50,
           ratio: figures.replyRatio,
@@ -211,6 +273,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   } finally {
     await bot?.stop().catch((error: Error) => ctx.log(`latency: bot stop: ${error.message}`));
     for (const bare of bares) await bare.close().catch(() => undefined);
+    await flow?.child.stop().catch(() => undefined);
     await load?.close();
     await sims?.close();
   }

@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { freePort } from '../../sim/local-redis.ts';
 import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
 import { type AllocationSampling, startAllocationSampling } from '../lib/alloc-profile.ts';
+import { startBareFlow } from '../lib/bare-flow.ts';
 import { benchEnv } from '../lib/bot.ts';
 import { type ReadyChild, spawnReady } from '../lib/child.ts';
 import { BENCH, benchPolicyYaml } from '../lib/identity.ts';
@@ -201,32 +202,20 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       };
     };
     const startBare = async (): Promise<Target> => {
-      const port = await freePort();
-      const child = await spawnReady({
-        script: 'bench/lib/bare-flow-main.ts',
-        // Node as the bot runs (npm start's flags), so the ratio compares the code, not V8's settings.
-        nodeArgs: [...START_NODE_ARGS, ...NODE_ARGS],
-        env: {
-          PORT: String(port),
-          REDIS_URL: ctx.redisUrl,
-          REDIS_PREFIX: ctx.newPrefix('steady-bare'),
-          SLACK_BOT_TOKEN: BENCH.botToken,
-          SLACK_SIGNING_SECRET: BENCH.signingSecret,
-          SLACK_API_URL: activeSims.slackApiUrl,
-          CLOUD_API_URL: activeSims.cloudUrl,
-          CLOUD_API_KEY: activeSims.cloudApiKey,
-          PROJECT_UUID: activeSims.projectUuid,
-        },
-        readyUrl: `http://127.0.0.1:${port}/readyz`,
-        timeoutMs: cfg.readyTimeoutMs,
+      const bare = await startBareFlow({
+        sims: activeSims,
+        redisUrl: ctx.redisUrl,
+        prefix: ctx.newPrefix('steady-bare'),
+        readyTimeoutMs: cfg.readyTimeoutMs,
         logFile: ctx.logFile,
-        cwd: ROOT,
+        // Node as the bot runs (npm start's flags).
+        nodeArgs: [...START_NODE_ARGS, ...NODE_ARGS],
       });
-      children.push(child);
+      children.push(bare.child);
       return {
-        eventsUrl: `http://127.0.0.1:${port}/slack/events`,
-        child,
-        heap: async () => heapFromBare(await getText(`http://127.0.0.1:${port}/memory`)),
+        eventsUrl: bare.eventsUrl,
+        child: bare.child,
+        heap: async () => heapFromBare(await getText(`http://127.0.0.1:${bare.port}/memory`)),
       };
     };
 
