@@ -693,39 +693,59 @@ export class RequestLifecycle {
       `${plan.rule}: ${approvalsText(plan.count)}${origin.agent ? ` (for ${origin.user})` : ''}`,
     );
     this.deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
+    if (needsApproval) {
+      // Its expiry and due times leave in the same write as its message's post, and before it: a process dying after
+      // the write leaves nothing half done, and none can post a message whose buttons never expire.
+      await Promise.all([
+        ...this.scheduleWaiting(created, plan, now, expiresAt),
+        this.deps.outbox.postRequest(created.id),
+      ]);
+      return created;
+    }
     await this.deps.outbox.postRequest(created.id);
-    if (!needsApproval) {
-      // A freeze holds count-0 work too: one that covers a scheduled run's time, not only one that covers now.
-      const after = this.deps.approvals.afterApproval(created, expiresFrom);
-      if (after.next === 'freeze') {
-        const frozen = await this.freeze(created, 'pending', after.freeze);
-        if (frozen) {
-          await this.deps.outbox.announce(frozen, 'frozen');
-          return frozen;
-        }
-      }
-      const queued = await this.deps.store.transition(
-        created.id,
-        { from: ['pending'], to: 'queued', actor: 'cloudops', detail: 'no approval needed by the policy' },
-        created,
-      );
-      if (queued.ok) {
-        this.deps.metrics.requests.inc({ kind: created.kind, state: 'queued' });
-        await this.deps.outbox.execute(queued.request);
-        return queued.request;
+    // A freeze holds count-0 work too: one that covers a scheduled run's time, not only one that covers now.
+    const after = this.deps.approvals.afterApproval(created, expiresFrom);
+    if (after.next === 'freeze') {
+      const frozen = await this.freeze(created, 'pending', after.freeze);
+      if (frozen) {
+        await this.deps.outbox.announce(frozen, 'frozen');
+        return frozen;
       }
     }
-    await this.deps.outbox.expireAt(created);
+    const queued = await this.deps.store.transition(
+      created.id,
+      { from: ['pending'], to: 'queued', actor: 'cloudops', detail: 'no approval needed by the policy' },
+      created,
+    );
+    if (queued.ok) {
+      this.deps.metrics.requests.inc({ kind: created.kind, state: 'queued' });
+      await this.deps.outbox.execute(queued.request);
+      return queued.request;
+    }
+    // The queueing lost to a decision made meanwhile: the expiry is queued all the same and finds it decided.
+    await Promise.all(this.scheduleWaiting(created, plan, now, expiresAt));
+    return created;
+  }
+
+  /** What a request waiting for people has queued: its expiry and, when its rule has them, a reminder and an escalation. */
+  private scheduleWaiting(
+    created: CloudRequest,
+    plan: { remindAfterHours?: number; escalateTo: string[] },
+    now: Date,
+    expiresAt: Date,
+  ): Promise<void>[] {
+    const scheduled = [this.deps.outbox.expireAt(created)];
     if (plan.remindAfterHours !== undefined) {
       const remindAt = now.getTime() + plan.remindAfterHours * HOUR_MS;
       if (remindAt < expiresAt.getTime())
-        await this.deps.outbox.dueAt({ kind: 'remind', requestId: created.id }, new Date(remindAt));
+        scheduled.push(this.deps.outbox.dueAt({ kind: 'remind', requestId: created.id }, new Date(remindAt)));
     }
     if (plan.escalateTo.length > 0) {
+      const ttlMs = this.deps.policy.approval_ttl_hours * HOUR_MS;
       const escalateAt = new Date(expiresAt.getTime() - (1 - ESCALATE_AT) * ttlMs);
-      await this.deps.outbox.dueAt({ kind: 'escalate', requestId: created.id }, escalateAt);
+      scheduled.push(this.deps.outbox.dueAt({ kind: 'escalate', requestId: created.id }, escalateAt));
     }
-    return created;
+    return scheduled;
   }
 }
 

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { PriceSource } from '../../src/cloud/price-cache.ts';
 import { type Policy, type ProjectPolicy, parsePolicy } from '../../src/config/policy.ts';
+import { dueKey } from '../../src/jobs/due-times.ts';
 import { createOutbox } from '../../src/jobs/outbox.ts';
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
@@ -266,9 +267,11 @@ describe('RequestLifecycle: every transition, without Slack', () => {
 /** Counts what `connection` sends: commands, and socket writes (each write is one round trip, however many it holds). */
 async function counted(
   connection: Redis,
-): Promise<{ commands: string[]; queuesNamed: string[]; writes: () => number }> {
+): Promise<{ commands: string[]; queuesNamed: string[]; args: string[]; writes: () => number }> {
   await connection.ping();
   const commands: string[] = [];
+  // Each command's arguments as one text, in the order sent.
+  const sentArgs: string[] = [];
   // For each command, in the order sent: the bot's queue its keys name ('' for none).
   const queuesNamed: string[] = [];
   let writes = 0;
@@ -276,6 +279,7 @@ async function counted(
   connection.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
     commands.push(args[0].name);
     const keys = args[0].args.map(String).join(' ');
+    sentArgs.push(keys);
     queuesNamed.push(/:(execute|notify|due)\b/.exec(keys)?.[1] ?? '');
     return send(...args);
   };
@@ -285,7 +289,7 @@ async function counted(
     writes++;
     return write(...a);
   }) as typeof stream.write;
-  return { commands, queuesNamed, writes: () => writes };
+  return { commands, queuesNamed, args: sentArgs, writes: () => writes };
 }
 
 describe('RequestLifecycle: round trips of an approval', () => {
@@ -323,6 +327,48 @@ describe('RequestLifecycle: round trips of an approval', () => {
     expect(await notifyJobs('expire')).toHaveLength(0);
     expect((await notifyJobs('report')).map((j) => j.data.event)).toEqual(['approved']);
     expect(await executeJobs()).toBe(1);
+  });
+});
+
+describe('RequestLifecycle: round trips of a new request', () => {
+  it('its expiry, reminder and escalation leave in the same write as its message, the message last: 1 round trip after the store', async () => {
+    policy = parsePolicy(`${POLICY}approvals:\n  remind_after_hours: 2\n  escalate_to: [U0BOSS]\n`);
+    const p = project('shop-prod');
+    const vm = knownVm(p.vms[0], undefined, 101);
+    const target = { cores: 4 };
+    const check = checkResize({
+      vm,
+      target,
+      limits: { cores: 32, ramGb: 256, osDiskGb: 2000 },
+      configured: { cpuClass: false, privateNetwork: false },
+      confirmedStopped: true,
+      acceptWanTwoStep: false,
+      now: clock,
+    });
+    // As the bot runs: the store on a plain connection, the queues on the auto-pipelined one.
+    const storeRedis = testRedis();
+    const queueRedis = new Redis(testRedisUrl(), QUEUE_REDIS_OPTIONS);
+    const q = createQueues(queueRedis, prefix);
+    extra.push({ redis: storeRedis, queues: q }, { redis: queueRedis, queues: q });
+    await q.notify.add('warm-up', {}, { jobId: 'warm-up' });
+    await Promise.all([q.notify.remove('warm-up'), q.due.drop([])]);
+    const onQueues = await counted(queueRedis);
+    const created = await lifecycle(storeRedis, q).createResize(
+      { user: 'U0DEV', teamId: 'T0001', channel: 'C0PROD' },
+      { project: p, vm, target, check, confirmedStopped: true },
+    );
+    expect(created.state).toBe('pending');
+    // Before: the post, then the expiry, the reminder and the escalation, each awaited: 4 writes. A process that died
+    // after the post left a request whose buttons never expired and nobody was reminded of.
+    expect(onQueues.writes()).toBe(1);
+    expect(onQueues.commands).toHaveLength(4);
+    // The message last: Redis stores its expiry and due times first, so no message is ever posted without them.
+    expect(onQueues.args.at(-1)).toContain('post-request');
+    expect(onQueues.args.slice(0, -1).join(' ')).not.toContain('post-request');
+    expect((await notifyJobs('post-request')).map((j) => j.data.requestId)).toEqual([created.id]);
+    expect((await notifyJobs('expire')).map((j) => j.data.requestId)).toEqual([created.id]);
+    const due = await queueRedis.zrange(dueKey(prefix), 0, -1);
+    expect(due.sort()).toEqual([`escalate:${created.id}`, `remind:${created.id}`]);
   });
 });
 
