@@ -3,14 +3,15 @@ import type {
   CallTimes,
   CloudSummary,
   PostedMessage,
+  SimStarted,
   SimsOp,
-  SimsStarted,
   SlackSummary,
 } from './sims-protocol.ts';
 
 /**
- * The cloud simulator and the Slack stand-in in a process of their own (forked by sims.ts), so their work
- * (schema checks, bookkeeping) does not run on the bot's event loop and skew its figures.
+ * The cloud simulator or the Slack stand-in in a process of its own (sims.ts forks one of each), so their work
+ * (schema checks, bookkeeping) runs neither on the bot's event loop nor on the other's: the cloud API's arrival
+ * stamps do not wait behind the Slack stand-in's checks of messages posted at the same moment.
  */
 type CloudSim = Awaited<ReturnType<typeof import('../../sim/cloud/server.ts')['startCloudSim']>>;
 type StandIn = Awaited<ReturnType<typeof import('../../sim/slack/server.ts')['startSlackStandIn']>>;
@@ -26,18 +27,20 @@ function need<T>(value: T | undefined, what: string): T {
 async function perform(message: SimsOp): Promise<unknown> {
   switch (message.op) {
     case 'start': {
+      if (message.serve === 'slack') {
+        const { startSlackStandIn } = await import('../../sim/slack/server.ts');
+        slack = await startSlackStandIn({ port: 0, botToken: message.botToken, teamId: message.teamId });
+        return { slackApiUrl: slack.apiUrl } satisfies SimStarted;
+      }
       const { startCloudSim, DEFAULT_SEED } = await import('../../sim/cloud/server.ts');
-      const { startSlackStandIn } = await import('../../sim/slack/server.ts');
       const { benchSeed } = await import('./seed.ts');
       const seeded = benchSeed(DEFAULT_SEED, message.seedVms, message.extraClusters);
       cloud = await startCloudSim({ port: 0, seed: seeded.seed });
-      slack = await startSlackStandIn({ port: 0, botToken: message.botToken, teamId: message.teamId });
       return {
         cloudUrl: cloud.url,
         cloudApiKey: cloud.apiKey,
-        slackApiUrl: slack.apiUrl,
         projectUuid: seeded.projectUuid,
-      } satisfies SimsStarted;
+      } satisfies SimStarted;
     }
     case 'responseUrl':
       return need(slack, 'the Slack stand-in').responseUrl({ channel: message.channel, user: message.user });
@@ -69,12 +72,10 @@ async function perform(message: SimsOp): Promise<unknown> {
       const standIn = need(slack, 'the Slack stand-in');
       return standIn.waitFor(() => flowIndex(standIn).messages.get(message.vmid), message.timeoutMs);
     }
-    case 'callTimes':
-      return callTimes(
-        need(cloud, 'the cloud simulator'),
-        need(slack, 'the Slack stand-in'),
-        message.sinceMs,
-      );
+    case 'resizeTimes':
+      return resizeTimes(need(cloud, 'the cloud simulator'), message.sinceMs);
+    case 'replyTimes':
+      return replyTimes(need(slack, 'the Slack stand-in'), message.sinceMs);
   }
 }
 
@@ -151,13 +152,17 @@ function slackSummary(standIn: StandIn, channelPrefix?: string): SlackSummary {
 /** How the bot's result replies begin: done, refused, outcome unknown. */
 const RESULT_REPLY = /^:(white_check_mark|x|warning):/;
 
-function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes {
+function resizeTimes(sim: CloudSim, sinceMs: number): CallTimes['resizes'] {
   const resizes: CallTimes['resizes'] = [];
   for (const call of sim.calls) {
     if (call.route !== 'resize' || call.startMs < sinceMs) continue;
     const vmid = Number(/\/vm\/(\d+)\//.exec(call.path)?.[1]);
     if (Number.isInteger(vmid)) resizes.push({ vmid, atMs: call.startMs });
   }
+  return resizes;
+}
+
+function replyTimes(standIn: StandIn, sinceMs: number): CallTimes['replies'] {
   const replies: CallTimes['replies'] = [];
   for (const call of standIn.calls) {
     if (call.method !== 'chat.postMessage' || call.atMs < sinceMs || call.response.ok !== true) continue;
@@ -168,7 +173,7 @@ function callTimes(sim: CloudSim, standIn: StandIn, sinceMs: number): CallTimes 
         result: typeof call.args.text === 'string' && RESULT_REPLY.test(call.args.text),
       });
   }
-  return { resizes, replies };
+  return replies;
 }
 
 function cloudSummary(sim: CloudSim): CloudSummary {

@@ -1,7 +1,11 @@
-/** What the bench asks of the simulators' process (sims-child.ts), one operation per message. */
+/** Which simulator a sims-child.ts process serves: each runs in a process of its own. */
+export type SimServed = 'cloud' | 'slack';
+
+/** What the bench asks of a simulator's process (sims-child.ts), one operation per message. */
 export type SimsOp =
   | {
       op: 'start';
+      serve: SimServed;
       seedVms?: { count: number; firstVmid: number };
       extraClusters?: number;
       botToken: string;
@@ -13,7 +17,8 @@ export type SimsOp =
   | { op: 'slackSummary'; channelPrefix?: string }
   | { op: 'threadReplies' }
   | { op: 'cloudSummary' }
-  | { op: 'callTimes'; sinceMs: number }
+  | { op: 'resizeTimes'; sinceMs: number }
+  | { op: 'replyTimes'; sinceMs: number }
   | { op: 'openedView'; triggerId: string; timeoutMs: number }
   | { op: 'sentView'; triggerId: string; timeoutMs: number }
   | { op: 'requestMessage'; vmid: number; timeoutMs: number };
@@ -25,6 +30,9 @@ export interface PostedMessage {
   text: string;
   blocks: unknown[];
 }
+
+/** What one simulator's process says once started: its address, and the cloud's key and seeded project. */
+export type SimStarted = Partial<SimsStarted>;
 
 /** The simulators' addresses once started. */
 export interface SimsStarted {
