@@ -85,6 +85,7 @@ const project = (name: string): ProjectPolicy => {
 async function newResize(
   target: ResizeTarget = { cores: 4 },
   projectName = 'shop-prod',
+  requests = lifecycle(),
 ): Promise<CloudRequest> {
   const p = project(projectName);
   const vmid = p.vms[0]?.vmid ?? 0;
@@ -99,7 +100,7 @@ async function newResize(
     now: clock,
   });
   expect(check.violations).toEqual([]);
-  return lifecycle().createResize(
+  return requests.createResize(
     { user: 'U0DEV', teamId: 'T0001', channel: p.channels[0] ?? '' },
     { project: p, vm, target, check, confirmedStopped: true },
   );
@@ -333,18 +334,6 @@ describe('RequestLifecycle: round trips of an approval', () => {
 describe('RequestLifecycle: round trips of a new request', () => {
   it('its expiry, reminder and escalation leave in the same write as its message, the message last: 1 round trip after the store', async () => {
     policy = parsePolicy(`${POLICY}approvals:\n  remind_after_hours: 2\n  escalate_to: [U0BOSS]\n`);
-    const p = project('shop-prod');
-    const vm = knownVm(p.vms[0], undefined, 101);
-    const target = { cores: 4 };
-    const check = checkResize({
-      vm,
-      target,
-      limits: { cores: 32, ramGb: 256, osDiskGb: 2000 },
-      configured: { cpuClass: false, privateNetwork: false },
-      confirmedStopped: true,
-      acceptWanTwoStep: false,
-      now: clock,
-    });
     // As the bot runs: the store on a plain connection, the queues on the auto-pipelined one.
     const storeRedis = testRedis();
     const queueRedis = new Redis(testRedisUrl(), QUEUE_REDIS_OPTIONS);
@@ -353,10 +342,7 @@ describe('RequestLifecycle: round trips of a new request', () => {
     await q.notify.add('warm-up', {}, { jobId: 'warm-up' });
     await Promise.all([q.notify.remove('warm-up'), q.due.drop([])]);
     const onQueues = await counted(queueRedis);
-    const created = await lifecycle(storeRedis, q).createResize(
-      { user: 'U0DEV', teamId: 'T0001', channel: 'C0PROD' },
-      { project: p, vm, target, check, confirmedStopped: true },
-    );
+    const created = await newResize({ cores: 4 }, 'shop-prod', lifecycle(storeRedis, q));
     expect(created.state).toBe('pending');
     // Before: the post, then the expiry, the reminder and the escalation, each awaited: 4 writes. A process that died
     // after the post left a request whose buttons never expired and nobody was reminded of.
