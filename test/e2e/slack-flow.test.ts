@@ -46,9 +46,7 @@ describe('the whole flow', () => {
       return thread.some((m) => (m.text ?? '').startsWith(':white_check_mark: Done')) ? thread : undefined;
     }, 8000);
     expect(replies.map((m) => m.text?.split(' ')[0])).toEqual(['Approved', ':white_check_mark:']);
-    // The message is posted on the fourth try: after the 429's Retry-After of 1 s, then 2 s and 4 s of backoff (each
-    // ±20 %), up to 8.2 s; its update to Done follows at one message a second. 8 s was not always enough.
-    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'), 20_000);
+    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
     expect(buttonsOf(final.blocks)).toEqual([]);
     expect(done.approvedBy === USERS.lead || done.approvedBy === USERS.lead2).toBe(true);
     // The loser of the race heard that nothing changed.
@@ -144,7 +142,9 @@ describe('the whole flow', () => {
     await h.submitView(view, {}, USERS.dev);
     const request = await h.nextRequest(CHANNELS.staging);
     await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
-    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
+    // The message is posted on the fourth try: after the 429's Retry-After of 1 s, then 2 s and 4 s of backoff (each
+    // ±20 %), up to 8.2 s; its update to Done follows at one message a second. 8 s was not always enough.
+    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'), 20_000);
     await h.slack.waitFor(
       () =>
         h.slack
