@@ -49,11 +49,12 @@ export function createExecution(deps: ExecutionDeps): Execution {
   const concurrency = deps.concurrency ?? DEFAULT_CONCURRENCY;
   const stalledInterval = deps.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS;
   const abandon = new AbortController();
+  const records = deps.records ?? deps.connection;
   const execute = new ExecuteProcessor(
     deps,
-    new VmLock(deps.records ?? deps.connection, deps.prefix, lockPolicy),
+    new VmLock(records, deps.prefix, lockPolicy),
     lockPolicy,
-    new SendMarkers(deps.records ?? deps.connection, deps.prefix),
+    new SendMarkers(records, deps.prefix),
     abandon.signal,
   );
   const notify = new NotifyProcessor(deps);
