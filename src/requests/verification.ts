@@ -1,0 +1,37 @@
+/**
+ * Verified approvals: where the policy says `verify:`, a click on Approve counts nothing until the approver
+ * proves who they are on the web page (a passkey, or a fresh login at the company's SSO). These types are the
+ * contract between the lifecycle (which decides when an approval needs verification and counts it once it is
+ * verified) and the verify/ adapter (which issues the approver's link and runs the page).
+ */
+
+/** How an approver may prove who they are; a rule that lists both is satisfied by either. */
+export type VerifyMethod = 'passkey' | 'sso';
+
+/** Every method, in the order the page offers them. */
+export const VERIFY_METHODS: readonly VerifyMethod[] = ['passkey', 'sso'];
+
+/** How an approval was verified: shown on the request message and named in its audit entry. */
+export interface VerifiedBy {
+  method: VerifyMethod;
+  /** The IdP's subject (`sub`) for SSO; the passkey's credential id (base64url) for a passkey. */
+  subject: string;
+}
+
+/** What one verification link is bound to: one request, as it was when Approve was clicked, and one approver. */
+export interface VerifyClaims {
+  requestId: string;
+  /** The request's version when the link was issued: a request that changed since refuses the link. */
+  version: number;
+  /** The Slack user id of the approver who clicked Approve: only they can complete the link. */
+  approver: string;
+  teamId: string;
+  /** What the rule allows; either one satisfies it. */
+  methods: VerifyMethod[];
+}
+
+/** Issues the approver's single-use, ten-minute link on PUBLIC_URL (implemented in src/verify/). */
+export interface VerificationLinks {
+  /** The absolute URL the approver opens; only they are shown it (ephemeral message or DM). */
+  issue(claims: VerifyClaims): Promise<string>;
+}
