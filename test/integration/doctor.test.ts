@@ -185,6 +185,18 @@ describe('cloudops doctor', () => {
     expect(run.stdout).toMatch(/^! Redis persistence: off: .* → set appendonly yes/m);
   });
 
+  it("a password in REDIS_URL's query (?password=, which ioredis honours) is printed by neither output", async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}/0?password=query-pw-41c7&db=0`;
+    const text = await doctor([], { REDIS_URL: url });
+    const json = await doctor(['--json'], { REDIS_URL: url });
+    for (const run of [text, json]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
+      expect(run.stdout + run.stderr).not.toContain('query-pw-41c7');
+    }
+  });
+
   it('no Redis answering: ✗ naming REDIS_URL', async () => {
     const port = await freePort();
     const { code, checks: list } = await checks({ REDIS_URL: `redis://127.0.0.1:${port}` });

@@ -186,6 +186,13 @@ describe('Redis that wants a password', { timeout: 40_000 }, () => {
     );
     expect(line).not.toContain('not-the-password');
   });
+
+  it("a wrong password in the URL's query (ioredis reads ?password=): the line names Redis without it", async () => {
+    const line = await failsFast(botEnv('web', { REDIS_URL: `${own.url}/?password=query-pw-6d1f0e` }));
+    expect(line).toContain('REDIS_URL: Redis at ');
+    expect(line).toContain('refused the user name or password (WRONGPASS)');
+    expect(line).not.toContain('query-pw-6d1f0e');
+  });
 });
 
 describe.concurrent('a worker or scheduler started while Slack is down keeps running', {
