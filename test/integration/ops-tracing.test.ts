@@ -312,6 +312,40 @@ describe('tracing to an OTLP/HTTP collector', { timeout: 90_000 }, () => {
       await writeFile(process.env.CLOUDOPS_TRACE_CAPTURE, `${JSON.stringify(captured, null, 1)}\n`);
     }
   });
+
+  it('/cloud cluster spans name the route: what was typed after the command is no span name, path or attribute', async () => {
+    // Runs on the first case's bot, or on its own when picked alone.
+    bot ??= startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    const port = await bot.ready();
+    const send = sender(stage, { mode: 'http', port });
+    // A Slack-token-shaped name fits the command's [A-Za-z0-9._-]{1,64}: typed by mistake, it must not be exported.
+    const typed = `xoxp-${randomBytes(10).toString('hex')}`;
+    for (const name of [typed, 'zone-1']) {
+      const command = slashCommandBody(
+        { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
+        {
+          text: `cluster ${name}`,
+          triggerId: stage.slack.triggerId(),
+          responseUrl: stage.slack.responseUrl({ channel: OPS.channel, user: OPS.dev }),
+        },
+      );
+      expect((await send(command)).status).toBe(200);
+    }
+    // The command asks the A shape first (/api/cloud/cluster/…), then the B shape where A is not served.
+    const route = /^GET (\/api)?\/cloud\/cluster\/\{name\}\/$/;
+    const gets = await until(() => {
+      const found = receiver.spans().filter((s) => route.test(s.name));
+      return found.length >= 2 ? found : undefined;
+    }, 'a GET …/cluster/{name}/ span for each name');
+    for (const span of gets) expect(span.name).toBe(`GET ${span.attributes['url.path']}`);
+    // The cluster the API knows is named on its span; the unknown one nowhere.
+    expect(gets.map((s) => s.attributes['cloudops.cluster'])).toContain('zone-1');
+    for (const body of receiver.bodies()) expect(body.includes(typed)).toBe(false);
+  });
 });
 
 describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
