@@ -22,9 +22,14 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
   BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
   type SpanExporter,
   type SpanProcessor,
+  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { BullMQOtel } from 'bullmq-otel';
@@ -101,6 +106,7 @@ export async function createTracingBackend(
       'service.version': version,
     }),
     spanProcessors: [requestIdProcessor(), batch],
+    sampler: sampler(config.sampler),
   });
   trace.setGlobalTracerProvider(provider);
   const tracer = provider.getTracer('cloudops', version);
@@ -160,6 +166,16 @@ export async function createTracingBackend(
       diag.disable();
     },
   };
+}
+
+/** The sampler OTEL_TRACES_SAMPLER names; the parent-based ones follow an incoming trace's decision. */
+function sampler({ name, ratio }: TracingConfig['sampler']): Sampler {
+  const root: Sampler = name.endsWith('always_off')
+    ? new AlwaysOffSampler()
+    : name.endsWith('traceidratio')
+      ? new TraceIdRatioBasedSampler(ratio)
+      : new AlwaysOnSampler();
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
 }
 
 /** The exporter of the configured protocol; only that one is loaded. */

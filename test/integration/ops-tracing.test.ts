@@ -543,3 +543,60 @@ describe('without OTEL_* variables', { timeout: 90_000 }, () => {
     expect(receiver.posts()).toBe(0);
   });
 });
+
+describe('the standard samplers (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it.each([
+    [{ OTEL_TRACES_SAMPLER: 'always_off' }, 6],
+    [{ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }, 8],
+  ])(
+    '%o: an approved resize runs, and no span is exported, also when the bot stops',
+    async (sampler, cores) => {
+      const bot = startBot(stage, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        ...sampler,
+      });
+      try {
+        const port = await bot.ready();
+        const before = stage.sim.applied.length;
+        const { requestId, reply } = await approvedResize(stage, { mode: 'http', port }, cores);
+        expect(reply.text, requestId).toMatch(/resized|succeeded|done/i);
+        expect(stage.sim.applied.length).toBe(before + 1);
+        // The stop flushes whatever the batch holds: with nothing sampled, nothing reaches the collector.
+        bot.kill('SIGTERM');
+        expect((await bot.exited).code).toBe(0);
+        expect(receiver.spans()).toEqual([]);
+      } finally {
+        bot.kill('SIGKILL');
+      }
+    },
+  );
+
+  it.each([
+    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
+    [{ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG'],
+    [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, 'OTEL_TRACES_SAMPLER'],
+  ])('%o stops the start-up with one line naming %s', async (sampler, variable) => {
+    const bot = startBot(stage, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...sampler });
+    try {
+      const exit = await bot.exited;
+      expect(exit.code).toBe(1);
+      expect(bot.stderrLines()).toHaveLength(1);
+      expect(bot.stderrLines()[0]).toMatch(new RegExp(`^cloudops: ${variable}: `));
+    } finally {
+      bot.kill('SIGKILL');
+    }
+  });
+});
