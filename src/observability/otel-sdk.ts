@@ -27,13 +27,13 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   type Sampler,
-  type SpanExporter,
   type SpanProcessor,
   TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { BullMQOtel } from 'bullmq-otel';
 import type { TracingConfig } from '../config/tracing-env.ts';
+import { otlpHttpExporter } from './otlp-exporter.ts';
 import {
   REQUEST_ID_ATTRIBUTE,
   type SpanAttributes,
@@ -90,7 +90,12 @@ export async function createTracingBackend(
       propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
     }),
   );
-  const exporter = await createExporter(config);
+  const exporter = otlpHttpExporter({
+    url: config.url,
+    protocol: config.protocol,
+    headers: config.headers,
+    timeoutMs: config.exportTimeoutMs,
+  });
   const batch = new BatchSpanProcessor({
     exporter,
     maxQueueSize: config.batch.maxQueueSize,
@@ -176,17 +181,6 @@ function sampler({ name, ratio }: TracingConfig['sampler']): Sampler {
       ? new TraceIdRatioBasedSampler(ratio)
       : new AlwaysOnSampler();
   return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
-}
-
-/** The exporter of the configured protocol; only that one is loaded. */
-async function createExporter(config: TracingConfig): Promise<SpanExporter> {
-  const options = { url: config.url, headers: config.headers, timeoutMillis: config.exportTimeoutMs };
-  if (config.protocol === 'http/json') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    return new OTLPTraceExporter(options);
-  }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter(options);
 }
 
 /** Copies the request id carried in the context (baggage, also across jobs) onto every span started in it. */

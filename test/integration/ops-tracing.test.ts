@@ -499,6 +499,42 @@ describe('a collector that accepts connections and never answers', { timeout: 12
   });
 });
 
+describe('a collector that answers 200, then trickles its body a byte at a time', {
+  timeout: 120_000,
+}, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver({ trickle: true });
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('each export ends at its total deadline and closes its connection; the stop is not held up', async () => {
+    bot = startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
+    const port = await bot.ready();
+    for (const cores of [6, 8]) {
+      const { requestId, reply } = await approvedResize(stage, { mode: 'http', port }, cores);
+      expect(reply.text, requestId).toMatch(/resized|succeeded|done/i);
+    }
+    await until(() => (receiver.posts() >= 2 ? true : undefined), 'two exports', 30_000);
+    // An idle timeout that each byte resets would keep every one of them open, with its spans, forever.
+    await until(() => (receiver.open() <= 1 ? true : undefined), 'the trickling exports closed', 30_000);
+    bot.kill('SIGTERM');
+    expect((await bot.exited).code).toBe(0);
+  });
+});
+
 describe('without OTEL_* variables', { timeout: 90_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
