@@ -45,6 +45,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.SLACK_APP_TOKEN,
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
+    env.AUDIT_WEBHOOK_SECRET,
     ...tracingSecrets(env),
   ].filter((s): s is string => s !== undefined);
   const metrics = createMetrics();

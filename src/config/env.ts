@@ -92,6 +92,18 @@ const envSchema = z.object({
       message: 'expected origins such as https://agents.example.com, separated by commas',
     })
     .optional(),
+  /** Where the audit log is shipped as it is written (docs/operations.md#audit-export); unset: not shipped. */
+  AUDIT_WEBHOOK_URL: z
+    .string()
+    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
+      message: 'expected an http(s) URL such as https://logs.example.com/cloudops-audit',
+    })
+    .optional(),
+  /** Signs each audit batch: `x-cloudops-signature: sha256=<hex HMAC-SHA256 of the body>`. */
+  AUDIT_WEBHOOK_SECRET: z
+    .string()
+    .min(16, { message: 'expected at least 16 characters, e.g. from openssl rand -hex 32' })
+    .optional(),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z
@@ -170,6 +182,10 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
   if (data.REDIS_CLUSTER_NODES !== undefined && !['', '/', '/0'].includes(new URL(data.REDIS_URL).pathname))
     throw new ConfigError(
       'REDIS_URL: a Redis Cluster has database 0 only; remove the /db part when REDIS_CLUSTER_NODES is set',
+    );
+  if (data.AUDIT_WEBHOOK_SECRET !== undefined && data.AUDIT_WEBHOOK_URL === undefined)
+    throw new ConfigError(
+      'AUDIT_WEBHOOK_SECRET: set without AUDIT_WEBHOOK_URL; give the receiver the audit is shipped to, or unset both',
     );
   if (data.REDIS_TLS_CA_FILE !== undefined && !data.REDIS_URL.startsWith('rediss:'))
     throw new ConfigError(
