@@ -446,7 +446,14 @@ export async function loadPolicy(path: string): Promise<Policy> {
     text = await readFile(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new PolicyError(path, [{ message: `cannot read the policy file (${code ?? 'unknown error'})` }]);
+    // A first run has no policy yet: say how to make one.
+    const hint =
+      code === 'ENOENT'
+        ? ': it does not exist; copy policy.example.yml to it and edit it (docs/policy.md), or set POLICY_FILE to where yours is'
+        : '';
+    throw new PolicyError(path, [
+      { message: `cannot read the policy file (${code ?? 'unknown error'})${hint}` },
+    ]);
   }
   return parsePolicy(text, path);
 }

@@ -311,7 +311,9 @@ describe('loadPolicy', () => {
 
   it('says plainly when the file cannot be read', async () => {
     const missing = join(dir, 'missing.yml');
-    await expect(loadPolicy(missing)).rejects.toThrow(`${missing}: cannot read the policy file (ENOENT)`);
+    await expect(loadPolicy(missing)).rejects.toThrow(
+      `${missing}: cannot read the policy file (ENOENT): it does not exist; copy policy.example.yml to it and edit it (docs/policy.md), or set POLICY_FILE to where yours is`,
+    );
   });
 
   it('accepts an empty file as a policy with no projects', async () => {
