@@ -34,6 +34,23 @@ describe('loadEnv', () => {
     expect(error.message.split('\n')[0]).toBe('4 variables are malformed:');
   });
 
+  it('reads the audit export: an http(s) URL, a secret of 16 characters or more, never a secret alone', () => {
+    const env = loadEnv({
+      AUDIT_WEBHOOK_URL: 'https://logs.example.com/a',
+      AUDIT_WEBHOOK_SECRET: 'x'.repeat(16),
+    });
+    expect(env.AUDIT_WEBHOOK_URL).toBe('https://logs.example.com/a');
+    expect(failure({ AUDIT_WEBHOOK_URL: 'redis://logs:6379' }).message).toMatch(
+      /^AUDIT_WEBHOOK_URL: expected an http\(s\) URL/,
+    );
+    expect(
+      failure({ AUDIT_WEBHOOK_URL: 'https://l/a', AUDIT_WEBHOOK_SECRET: 'SECRETVALUE' }).message,
+    ).not.toContain('SECRETVALUE');
+    expect(failure({ AUDIT_WEBHOOK_SECRET: 'y'.repeat(20) }).message).toMatch(
+      /^AUDIT_WEBHOOK_SECRET: set without AUDIT_WEBHOOK_URL/,
+    );
+  });
+
   it('says when PORT and METRICS_PORT are the same port, rather than that another process has it', () => {
     expect(failure({ PORT: '9464', METRICS_PORT: '9464' }).message).toBe(
       'METRICS_PORT: 9464 is PORT too; /metrics needs a port of its own (default 9464), so set one of them to another port',
