@@ -364,7 +364,8 @@ function unreachableCounts(
     ...approvals.rules.map((rule, r) => ({ path: [...base, 'rules', r, 'count'], count: rule.count })),
   ];
   for (const { path, count } of counts) {
-    if (count > users) {
+    // A count that is not a number is reported by the schema; comparing it would add a second, wrong line.
+    if (typeof count === 'number' && count > users) {
       ctx.addIssue({
         code: 'custom',
         path,
