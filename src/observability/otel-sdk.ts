@@ -28,6 +28,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { BullMQOtel } from 'bullmq-otel';
+import { outboundNodeAgent } from '../config/outbound.ts';
 import type { TracingConfig } from '../config/tracing-env.ts';
 import {
   REQUEST_ID_ATTRIBUTE,
@@ -164,7 +165,14 @@ export async function createTracingBackend(
 
 /** The exporter of the configured protocol; only that one is loaded. */
 async function createExporter(config: TracingConfig): Promise<SpanExporter> {
-  const options = { url: config.url, headers: config.headers, timeoutMillis: config.exportTimeoutMs };
+  const proxy = config.proxy ?? {};
+  const options = {
+    url: config.url,
+    headers: config.headers,
+    timeoutMillis: config.exportTimeoutMs,
+    // The exporter is built on node:http; Node's own proxy support carries it through the same proxy as the rest.
+    httpAgentOptions: (protocol: string) => outboundNodeAgent(proxy, protocol),
+  };
   if (config.protocol === 'http/json') {
     const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
     return new OTLPTraceExporter(options);

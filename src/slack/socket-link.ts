@@ -1,6 +1,8 @@
 import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
 import { ErrorCode } from '@slack/web-api';
+import type { Dispatcher } from 'undici';
+import { outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import type { Logger } from '../observability/logger.ts';
 import { TOKEN_REFUSED } from '../startup/checks.ts';
 import { boltLogger } from './bolt-logger.ts';
@@ -34,6 +36,8 @@ export interface SocketLinkOptions {
   /** Base of the Web API, where apps.connections.open is asked (SLACK_API_URL). */
   apiUrl: string;
   logger: Logger;
+  /** The outbound proxy for apps.connections.open and the WebSocket (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   /** Deliveries seen before get the answer they got then and are not acted on; without a guard all are processed. */
   guard?: RedeliveryGuard;
   policy?: ReconnectPolicy;
@@ -66,10 +70,13 @@ export class SocketLink implements Receiver {
   private timer?: NodeJS.Timeout;
   private wake?: () => void;
   private running?: Promise<void>;
+  /** Only with a proxy: socket-mode's own default closes a stalled socket faster than a passed-in dispatcher can. */
+  private readonly dispatcher?: Dispatcher;
 
   constructor(private readonly options: SocketLinkOptions) {
     this.policy = options.policy ?? RECONNECT_POLICY;
     this.logger = options.logger.child({ component: 'socket-mode' });
+    if (options.proxy && proxyConfigured(options.proxy)) this.dispatcher = outboundDispatcher(options.proxy);
   }
 
   init(app: App): void {
@@ -95,6 +102,7 @@ export class SocketLink implements Receiver {
     this.client = undefined;
     this.setUp(false);
     if (client) await client.disconnect();
+    await this.dispatcher?.close().catch(() => undefined);
   }
 
   private setUp(connected: boolean): void {
@@ -141,6 +149,7 @@ export class SocketLink implements Receiver {
       // are about one attempt, which the link retries and reports itself (one line per outage): debug.
       logger: { ...quiet, debug: () => undefined, warn: quiet.debug, error: quiet.debug },
       autoReconnectEnabled: false,
+      ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       clientOptions: {
         slackApiUrl: this.options.apiUrl,
         retryConfig: { retries: 0 },

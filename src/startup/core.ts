@@ -166,6 +166,7 @@ export async function openCore(
         env.SLACK_API_URL,
         Math.max(100, Math.min(SLACK_STARTUP_MS, deadline.left() - 100)),
         deadline.signal,
+        env,
       ),
     );
     if (!slack.ok && runs('web')) throw new StartupError(slack.why);
@@ -176,7 +177,7 @@ export async function openCore(
 
   // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
   const cloudCheck = startCloudCheck(
-    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics },
+    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics, proxy: env },
     options.cloudCheck,
   );
   stages.intake.push(async () => cloudCheck.stop());
@@ -184,6 +185,7 @@ export async function openCore(
     baseUrl: env.CLOUD_API_URL ?? '',
     apiKey: env.CLOUD_API_KEY,
     timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
+    proxy: env,
     onCall: (call) =>
       metrics.apiLatency.observe(
         { operation: call.operation, status: statusLabel(call.status), outcome: call.outcome },
@@ -200,7 +202,12 @@ export async function openCore(
     queue.on('error', (error: Error) => redisLog.failure(error, { queue: queue.name }));
   }
   // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
-  const slack = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+  const slack = new SlackApi({
+    apiUrl: env.SLACK_API_URL,
+    token: env.SLACK_BOT_TOKEN ?? '',
+    logger,
+    proxy: env,
+  });
   stages.connections.push(() => slack.close());
   const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
   const approvals = createApprovalPolicy(policy, userGroups);

@@ -10,6 +10,7 @@ import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts'
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { type ForwardProxy, startForwardProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import {
   blockActionsPayload,
@@ -360,6 +361,64 @@ describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
         spans().some((s) => s.name === name && s.parentSpanId === undefined),
         name,
       ).toBe(true);
+  });
+});
+
+describe('through a forward proxy', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let proxy: ForwardProxy;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+    proxy = await startForwardProxy();
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await proxy?.close();
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('a resize over Socket Mode sends the Web API, the WebSocket, the cloud API and the OTLP export through it', async () => {
+    // Lower case for one, upper for the other: both spellings are read. Everything is on 127.0.0.1, which is only
+    // reached through the proxy because nothing here bypasses loopback by itself.
+    bot = startBot(stage, {
+      SLACK_APP_TOKEN: stage.slack.socket.appToken,
+      http_proxy: proxy.url,
+      HTTPS_PROXY: proxy.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    await bot.ready();
+    const { requestId } = await approvedResize(stage, { mode: 'socket' }, 6);
+    await until(
+      () =>
+        receiver.spans().some((s) => s.attributes['cloudops.request_id'] === requestId) ? true : undefined,
+      'the spans of the resize at the collector',
+    );
+    const seen = (kind: string, path: string) =>
+      proxy.calls.some((c) => c.kind === kind && new URL(c.target).pathname.endsWith(path));
+    const slack = new URL(stage.slack.apiUrl).pathname;
+    expect(seen('forward', `${slack}auth.test`), 'auth.test').toBe(true);
+    expect(seen('forward', `${slack}apps.connections.open`), 'apps.connections.open').toBe(true);
+    expect(seen('forward', `${slack}chat.postMessage`), 'chat.postMessage').toBe(true);
+    expect(seen('forward', `${slack}views.open`), 'views.open').toBe(true);
+    expect(
+      proxy.calls.some(
+        (c) => c.kind === 'upgrade' && new URL(c.target).port === new URL(stage.slack.apiUrl).port,
+      ),
+      'the Socket Mode WebSocket',
+    ).toBe(true);
+    expect(seen('forward', '/cloud/cluster/'), 'the start-up cloud check').toBe(true);
+    expect(seen('forward', '/vm/102/upgrade/'), 'the resize POST').toBe(true);
+    expect(seen('forward', '/v1/traces'), 'the OTLP export').toBe(true);
+    // Every call the cloud simulator answered came through the proxy: none went around it.
+    const cloudCalls = proxy.calls.filter((c) => c.kind === 'forward' && c.target.startsWith(stage.sim.url));
+    expect(stage.sim.calls.length).toBeGreaterThan(0);
+    expect(cloudCalls.length).toBeGreaterThanOrEqual(stage.sim.calls.length);
   });
 });
 
