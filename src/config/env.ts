@@ -25,6 +25,8 @@ const proxyUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse
   message: 'expected the proxy as an http(s) URL, such as http://proxy.example.com:3128',
 });
 
+const STARTUP_SECONDS = 'expected whole seconds from 5 to 600, such as 30';
+
 const envSchema = z.object({
   SLACK_BOT_TOKEN: z
     .string()
@@ -105,6 +107,13 @@ const envSchema = z.object({
     .default('info'),
   /** The standard OpenTelemetry variables (docs/tracing.md). */
   ...TRACING_ENV_SHAPE,
+  /** The start-up's deadline, counted from the process's start (docs/operations.md#start-up). */
+  STARTUP_TIMEOUT_SECONDS: z.coerce
+    .number({ message: STARTUP_SECONDS })
+    .int({ message: STARTUP_SECONDS })
+    .min(5, { message: STARTUP_SECONDS })
+    .max(600, { message: STARTUP_SECONDS })
+    .default(10),
   /** The forward proxy for outbound calls (docs/configuration.md#outbound-proxy); the lower-case names win. */
   HTTPS_PROXY: proxyUrl.optional(),
   HTTP_PROXY: proxyUrl.optional(),

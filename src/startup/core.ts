@@ -142,12 +142,7 @@ export async function openCore(
   });
   deadline.waitingFor = `Redis (${describeRedis(target).variable})`;
   // Within what is left of the start-up, so the line names Redis rather than the deadline.
-  await waitForRedis(
-    fastRedis,
-    target,
-    Math.max(100, Math.min(REDIS_STARTUP_MS, deadline.left() - 100)),
-    deadline.signal,
-  );
+  await waitForRedis(fastRedis, target, deadline.within(REDIS_STARTUP_MS), deadline.signal);
   // A cluster can be up with slots unserved: say at once what the bot found.
   if (fastRedis instanceof Cluster) {
     const health = await clusterHealth(fastRedis);
@@ -164,7 +159,7 @@ export async function openCore(
       checkSlackToken(
         env.SLACK_BOT_TOKEN,
         env.SLACK_API_URL,
-        Math.max(100, Math.min(SLACK_STARTUP_MS, deadline.left() - 100)),
+        deadline.within(SLACK_STARTUP_MS),
         deadline.signal,
         env,
       ),
