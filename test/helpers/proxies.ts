@@ -171,6 +171,8 @@ export interface ProxiedCall {
   method: string;
   /** The absolute URI asked for (`forward`, `upgrade`) or the `host:port` of the tunnel (`connect`). */
   target: string;
+  /** The `Proxy-Authorization` the client sent, if any (not passed on). */
+  proxyAuthorization?: string;
 }
 
 /** A forward proxy as companies run one: HTTP by absolute URI, WebSocket upgrades, and CONNECT tunnels. */
@@ -189,7 +191,12 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
   const sockets = new Set<Socket>();
   const server = createHttpServer((req, res) => {
     const target = new URL(req.url ?? '/');
-    calls.push({ kind: 'forward', method: req.method ?? '', target: target.href });
+    calls.push({
+      kind: 'forward',
+      method: req.method ?? '',
+      target: target.href,
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
@@ -227,7 +234,12 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
     track(client);
   });
   server.on('connect', (req, client: Socket, head: Buffer) => {
-    calls.push({ kind: 'connect', method: 'CONNECT', target: req.url ?? '' });
+    calls.push({
+      kind: 'connect',
+      method: 'CONNECT',
+      target: req.url ?? '',
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
     const [host, port] = (req.url ?? '').split(':');
     const upstream = connect(Number(port), host ?? '', () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
