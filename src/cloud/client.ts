@@ -113,6 +113,18 @@ const NOT_SENT_CODES = new Set([
   'EADDRNOTAVAIL',
 ]);
 
+/** One call's shape: its auth, response schema and body, and what its span may show. */
+interface CallSpec<S extends z.ZodType> {
+  auth: boolean;
+  schema: S;
+  body?: object;
+  signal?: AbortSignal;
+  /** The path as the span names it, typed segments as placeholders; the path itself when absent. */
+  route?: string;
+  /** Span attributes set only once the API answered 2xx: values the API has then confirmed to be real. */
+  known?: Record<string, string>;
+}
+
 /** Implements {@link CloudApi} over undici; see the module comment for the error rules. */
 export class CloudApiClient implements CloudApi {
   private readonly base: string;
@@ -160,11 +172,16 @@ export class CloudApiClient implements CloudApi {
 
   async getCluster(name: string, shape: 'A' | 'B' = 'B', options: CallOptions = {}): Promise<Cluster> {
     const segment = checkSegment('getCluster', 'cluster', name, 'a cluster name');
+    // The name is whatever was typed after `/cloud cluster`: the span names the route, and the name only once the API
+    // answered with that cluster (typed text that is no cluster, a pasted token say, is never exported).
+    const known = { 'cloudops.cluster': name };
     if (shape === 'A') {
       const got = await this.call('getCluster', 'GET', `/api/cloud/cluster/${segment}/`, {
         auth: true,
         schema: clusterASchema,
         signal: options.signal,
+        route: '/api/cloud/cluster/{name}/',
+        known,
       });
       return clusterFromA(got.value);
     }
@@ -172,6 +189,8 @@ export class CloudApiClient implements CloudApi {
       auth: true,
       schema: clusterBSchema,
       signal: options.signal,
+      route: '/cloud/cluster/{name}/',
+      known,
     });
     return clusterFromB(got.value);
   }
@@ -206,6 +225,7 @@ export class CloudApiClient implements CloudApi {
       body,
       schema: restoreResponseSchema,
       signal: options.signal,
+      route: `${base}/backups/{backup}/restore/`,
     });
     return { taskId: got.value.task_id, message: got.value.message, status: got.status };
   }
@@ -219,16 +239,18 @@ export class CloudApiClient implements CloudApi {
     operation: CloudOperation,
     method: 'GET' | 'POST',
     path: string,
-    options: { auth: boolean; schema: S; body?: object; signal?: AbortSignal },
+    options: CallSpec<S>,
   ): Promise<{ value: z.infer<S>; status: number }> {
-    // The span names the method and the path with the VM id; headers (the key) and bodies are never recorded.
+    // The span names the method and the route (the path with the VM id, other segments as placeholders); headers (the
+    // key) and bodies are never recorded.
+    const route = options.route ?? path;
     return inSpan(
-      `${method} ${path}`,
+      `${method} ${route}`,
       {
         kind: 'client',
         attributes: {
           'http.request.method': method,
-          'url.path': path,
+          'url.path': route,
           'server.address': this.host?.hostname,
           'server.port': this.host?.port,
           'cloudops.operation': operation,
@@ -242,7 +264,7 @@ export class CloudApiClient implements CloudApi {
             status = s;
           });
           this.report(operation, started, 'ok', status);
-          span.set({ 'http.response.status_code': status, 'cloudops.outcome': 'ok' });
+          span.set({ ...options.known, 'http.response.status_code': status, 'cloudops.outcome': 'ok' });
           return result;
         } catch (error) {
           const outcome = outcomeOf(error);
@@ -258,7 +280,7 @@ export class CloudApiClient implements CloudApi {
     operation: CloudOperation,
     method: 'GET' | 'POST',
     path: string,
-    options: { auth: boolean; schema: S; body?: object; signal?: AbortSignal },
+    options: CallSpec<S>,
     onStatus: (status: number) => void,
   ): Promise<{ value: z.infer<S>; status: number }> {
     if (!URL.canParse(this.base)) {

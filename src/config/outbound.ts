@@ -1,11 +1,9 @@
 /**
  * Every outbound call's way out: directly, or through the forward proxy `HTTPS_PROXY` / `HTTP_PROXY` name, except for
- * the hosts `NO_PROXY` lists (docs/configuration.md#outbound-proxy). undici's own `EnvHttpProxyAgent` carries the
- * undici clients (Slack Web API, Socket Mode's WebSocket, uploads, the cloud API, the audit export, SSO); Node's
- * own agent with `proxyEnv` carries what is built on `node:http` (the OTLP exporter). Both are given the values
- * parsed here, never `process.env` behind our back, so a test or a `.env` file decides.
+ * the hosts `NO_PROXY` lists (docs/configuration.md#outbound-proxy). undici's own `EnvHttpProxyAgent` carries every
+ * client (Slack Web API, Socket Mode's WebSocket, uploads, the cloud API, the OTLP export, the audit export, SSO),
+ * given the values parsed here, never `process.env` behind its back, so a test or a `.env` file decides.
  */
-import type { Agent as NodeHttpAgent } from 'node:http';
 import { Agent, type Dispatcher, EnvHttpProxyAgent, fetch as undiciFetch } from 'undici';
 
 /** The three variables, as parsed by the environment schema (lower-case names win over upper-case ones). */
@@ -54,24 +52,6 @@ export function fetchThrough(
     // Node's global FormData and undici's are the same class at run time but two types; only strings are sent here.
     return undiciFetch(url, { ...rest, body: body as string | undefined, dispatcher });
   };
-}
-
-/**
- * A `node:http` / `node:https` agent (for `protocol` `http:` or `https:`) that honours the same three variables,
- * through Node's built-in proxy support (`proxyEnv`, Node 24.5 and later). For libraries built on `node:http`.
- */
-export async function outboundNodeAgent(proxy: ProxyEnv, protocol: string): Promise<NodeHttpAgent> {
-  const { Agent: HttpAgent } = protocol === 'http:' ? await import('node:http') : await import('node:https');
-  if (!proxyConfigured(proxy)) return new HttpAgent({ keepAlive: true });
-  return new HttpAgent({
-    keepAlive: true,
-    proxyEnv: {
-      HTTP_PROXY: proxy.HTTP_PROXY,
-      // The same fallback as undici's: https without HTTPS_PROXY goes through HTTP_PROXY.
-      HTTPS_PROXY: proxy.HTTPS_PROXY ?? proxy.HTTP_PROXY,
-      NO_PROXY: proxy.NO_PROXY,
-    },
-  });
 }
 
 /**

@@ -215,6 +215,18 @@ describe('cloudops doctor', () => {
     expect(run.stdout).toMatch(/^! Redis persistence: off: .* → set appendonly yes/m);
   });
 
+  it("a password in REDIS_URL's query (?password=, which ioredis honours) is printed by neither output", async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}/0?password=query-pw-41c7&db=0`;
+    const text = await doctor([], { REDIS_URL: url });
+    const json = await doctor(['--json'], { REDIS_URL: url });
+    for (const run of [text, json]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
+      expect(run.stdout + run.stderr).not.toContain('query-pw-41c7');
+    }
+  });
+
   it('no Redis answering: ✗ naming REDIS_URL', async () => {
     const port = await freePort();
     const { code, checks: list } = await checks({ REDIS_URL: `redis://127.0.0.1:${port}` });
@@ -360,5 +372,20 @@ describe('cloudops doctor', () => {
       summary: 'environment (ROLE all): missing SLACK_APP_TOKEN',
       fix: expect.stringContaining('for HTTP mode set SLACK_SIGNING_SECRET instead'),
     });
+  });
+
+  it('several malformed variables: every one named, none of their values echoed, exit 1', async () => {
+    const run = await doctor([], {
+      PORT: 'SECRET-PORT',
+      LOG_LEVEL: 'loud',
+      REDIS_PREFIX: 'has space',
+      SLACK_BOT_TOKEN: 'xoxp-not-a-bot-token-SECRET',
+    });
+    expect(run.code).toBe(1);
+    const out = run.stdout + run.stderr;
+    for (const name of ['PORT', 'LOG_LEVEL', 'REDIS_PREFIX', 'SLACK_BOT_TOKEN'])
+      expect(out).toContain(`${name}: `);
+    expect(out).toContain('4 variables are malformed');
+    expect(out).not.toMatch(/SECRET/);
   });
 });
