@@ -71,12 +71,11 @@ export class SocketLink implements Receiver {
   private wake?: () => void;
   private running?: Promise<void>;
   /** Only with a proxy: socket-mode's own default closes a stalled socket faster than a passed-in dispatcher can. */
-  private readonly dispatcher?: Dispatcher;
+  private dispatcher?: Dispatcher;
 
   constructor(private readonly options: SocketLinkOptions) {
     this.policy = options.policy ?? RECONNECT_POLICY;
     this.logger = options.logger.child({ component: 'socket-mode' });
-    if (options.proxy && proxyConfigured(options.proxy)) this.dispatcher = outboundDispatcher(options.proxy);
   }
 
   init(app: App): void {
@@ -102,7 +101,9 @@ export class SocketLink implements Receiver {
     this.client = undefined;
     this.setUp(false);
     if (client) await client.disconnect();
-    await this.dispatcher?.close().catch(() => undefined);
+    const dispatcher = this.dispatcher;
+    this.dispatcher = undefined;
+    await dispatcher?.close().catch(() => undefined);
   }
 
   private setUp(connected: boolean): void {
@@ -133,6 +134,14 @@ export class SocketLink implements Receiver {
     }
   }
 
+  /** The proxy's dispatcher for the client, opened on first use (again after a stop); nothing without a proxy. */
+  private throughProxy(): { dispatcher?: Dispatcher } {
+    const proxy = this.options.proxy;
+    if (!proxy || !proxyConfigured(proxy)) return {};
+    this.dispatcher ??= outboundDispatcher(proxy);
+    return { dispatcher: this.dispatcher };
+  }
+
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       this.wake = resolve;
@@ -149,7 +158,7 @@ export class SocketLink implements Receiver {
       // are about one attempt, which the link retries and reports itself (one line per outage): debug.
       logger: { ...quiet, debug: () => undefined, warn: quiet.debug, error: quiet.debug },
       autoReconnectEnabled: false,
-      ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
+      ...this.throughProxy(),
       clientOptions: {
         slackApiUrl: this.options.apiUrl,
         retryConfig: { retries: 0 },
