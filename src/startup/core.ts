@@ -27,7 +27,7 @@ import { type Metrics, statusLabel } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
 import { type ApprovalPolicy, createApprovalPolicy } from '../requests/approvers.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
-import { RequestLifecycle } from '../requests/lifecycle.ts';
+import { RequestLifecycle } from '../requests/lifecycle/index.ts';
 import { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import { digestRenderer } from '../slack/blocks/digest.ts';

@@ -12,7 +12,7 @@ import type { Queues } from '../jobs/queues.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
-import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle.ts';
+import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle/index.ts';
 import { RequestStore } from '../requests/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
 
