@@ -2,7 +2,7 @@ import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
 import { ErrorCode } from '@slack/web-api';
 import type { Logger } from '../observability/logger.ts';
-import { TOKEN_REFUSED } from '../startup/checks.ts';
+import { TOKEN_REFUSED } from '../slack-api/errors.ts';
 import { boltLogger } from './bolt-logger.ts';
 import type { RedeliveryGuard } from './redelivery.ts';
 

@@ -4,7 +4,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import { startAuditShipper } from '../audit-export/shipper.ts';
-import { packageVersion } from '../cli/version.ts';
+import { packageVersion } from '../config/version.ts';
 import type { Core } from './core.ts';
 import { within } from './stages.ts';
 

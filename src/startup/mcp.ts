@@ -5,7 +5,6 @@
  */
 import type { Server } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { packageVersion } from '../cli/version.ts';
 import { agentForToken } from '../config/agents.ts';
 import type { Env } from '../config/env.ts';
 import type { Policy } from '../config/policy.ts';
@@ -16,6 +15,7 @@ import {
   redisKeyPrefix,
   redisTarget,
 } from '../config/redis-connection.ts';
+import { packageVersion } from '../config/version.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
 import { startMcpHttp } from '../mcp/http.ts';
 import { RequestChanges } from '../mcp/request-changes.ts';
