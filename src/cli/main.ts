@@ -9,9 +9,9 @@ import { CloudApiError } from '../cloud/errors.ts';
 import { withDotEnv } from '../config/dotenv.ts';
 import { ConfigError, loadEnv } from '../config/env.ts';
 import { PolicyError } from '../config/policy.ts';
+import { packageVersion } from '../config/version.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
 import { PLAN_USAGE } from './usage.ts';
-import { packageVersion } from './version.ts';
 
 export const USAGE = `Usage: cloudops <command> [options]
 

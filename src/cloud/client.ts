@@ -5,6 +5,7 @@
  */
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { DEFAULT_CALL_DEADLINE_MS } from '../config/env.ts';
 import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import { inSpan } from '../observability/tracing.ts';
 import {
@@ -49,9 +50,6 @@ export interface TimeoutPolicy {
    */
   totalMs: number;
 }
-
-/** A whole API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
-export const DEFAULT_CALL_DEADLINE_MS = 45_000;
 
 /** Production: generous, since a resize may take the service a while to answer. */
 export const DEFAULT_TIMEOUTS: TimeoutPolicy = Object.freeze({

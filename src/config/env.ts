@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import { DEFAULT_CALL_DEADLINE_MS } from '../cloud/client.ts';
 import { TRACING_ENV_SHAPE, TracingConfigError, tracingConfig } from './tracing-env.ts';
+
+/** A whole cloud API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
+export const DEFAULT_CALL_DEADLINE_MS = 45_000;
 
 /** Which parts of the bot a process runs (docs/operations.md#roles). */
 export const ROLES = ['all', 'web', 'worker', 'scheduler'] as const;

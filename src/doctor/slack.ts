@@ -5,8 +5,7 @@ import type { Policy } from '../config/policy.ts';
 import { createLogger } from '../observability/logger.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import type { SlackApi } from '../slack-api/client.ts';
-import { SlackPlatformError } from '../slack-api/errors.ts';
-import { TOKEN_REFUSED } from '../startup/checks.ts';
+import { SlackPlatformError, TOKEN_REFUSED } from '../slack-api/errors.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 import { BOT_SCOPES, CHANNEL_READ_SCOPES, OPTIONAL_SCOPES } from './scopes.ts';
 

@@ -3,7 +3,7 @@ import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { RequestLifecycle } from '../requests/lifecycle.ts';
+import type { RequestLifecycle } from '../requests/lifecycle/index.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';

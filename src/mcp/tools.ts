@@ -13,7 +13,7 @@ import {
   type CheckedResize,
   type Origin,
   type RequestLifecycle,
-} from '../requests/lifecycle.ts';
+} from '../requests/lifecycle/index.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
 import type { RequestStore } from '../requests/store.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/types.ts';

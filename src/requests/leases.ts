@@ -3,7 +3,7 @@ import { scrubSecrets } from '../observability/logger.ts';
 import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
 import type { VmKnown } from '../rules/types.ts';
 import { type ApprovalPolicy, isScheduledWaiting } from './approvers.ts';
-import type { Decision, Refusal } from './lifecycle.ts';
+import type { Decision, Refusal } from './decision.ts';
 import type { DueItem, Outbox } from './outbox.ts';
 import type { RequestStore } from './store.ts';
 import type { CloudRequest, Lease, RequestState } from './types.ts';

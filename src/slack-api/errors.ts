@@ -62,3 +62,14 @@ export class SlackRequestError extends SlackApiError {
     super(method, code, options);
   }
 }
+
+/** Slack's `error` codes that mean the token itself is refused: no retry or restart will help. */
+export const TOKEN_REFUSED = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+  'team_disabled',
+  'ekm_access_denied',
+]);

@@ -4,7 +4,7 @@ import type { Policy, ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
-import type { RequestLifecycle } from '../requests/lifecycle.ts';
+import type { RequestLifecycle } from '../requests/lifecycle/index.ts';
 import type { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { SlackApi } from '../slack-api/client.ts';

@@ -4,7 +4,7 @@ import { ErrorCode } from '@slack/web-api';
 import type { Dispatcher } from 'undici';
 import { outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import type { Logger } from '../observability/logger.ts';
-import { TOKEN_REFUSED } from '../startup/checks.ts';
+import { TOKEN_REFUSED } from '../slack-api/errors.ts';
 import { boltLogger } from './bolt-logger.ts';
 import type { RedeliveryGuard } from './redelivery.ts';
 

@@ -4,8 +4,8 @@
  */
 import type { Dispatcher } from 'undici';
 import { startAuditShipper } from '../audit-export/shipper.ts';
-import { packageVersion } from '../cli/version.ts';
 import { outboundDispatcher } from '../config/outbound.ts';
+import { packageVersion } from '../config/version.ts';
 import type { Core } from './core.ts';
 import { within } from './stages.ts';
 

@@ -6,6 +6,7 @@ import { ErrorCode, WebClient } from '@slack/web-api';
 import type { Cluster, Redis } from 'ioredis';
 import { fetchThrough, outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import { describeRedis, type RedisTarget, redactUrl } from '../config/redis-connection.ts';
+import { TOKEN_REFUSED } from '../slack-api/errors.ts';
 
 /** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
 export class StartupError extends Error {
@@ -116,17 +117,6 @@ function readyWithin(
     else signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-/** Slack's answers to auth.test that mean the token itself is refused: no retry or restart will help. */
-export const TOKEN_REFUSED = new Set([
-  'invalid_auth',
-  'not_authed',
-  'account_inactive',
-  'token_revoked',
-  'token_expired',
-  'team_disabled',
-  'ekm_access_denied',
-]);
 
 /** What auth.test said: the token works, or Slack could not be asked (down, slow, 5xx). */
 export type SlackCheck =

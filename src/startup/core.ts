@@ -5,45 +5,43 @@
  */
 import { Cluster } from 'ioredis';
 import { FILES_SCOPE, UploadScope } from '../charts/upload-scope.ts';
-import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
+import type { CloudApiClient } from '../cloud/client.ts';
 import type { PriceSource } from '../cloud/price-cache.ts';
 import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
 import {
-  describeRedis,
   type RedisClient,
   type RedisTarget,
   redisKeyPrefix,
   redisTarget,
-  watchReplicas,
+  type watchReplicas,
 } from '../config/redis-connection.ts';
 import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
-import { createQueues, type Queues } from '../jobs/queues.ts';
+import type { Queues } from '../jobs/queues.ts';
 import type { Readiness } from '../observability/http.ts';
 import type { Logger } from '../observability/logger.ts';
-import { type Metrics, statusLabel } from '../observability/metrics.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
-import { type ApprovalPolicy, createApprovalPolicy } from '../requests/approvers.ts';
+import type { ApprovalPolicy } from '../requests/approvers.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
-import { RequestLifecycle } from '../requests/lifecycle.ts';
+import { RequestLifecycle } from '../requests/lifecycle/index.ts';
 import { RequestStore } from '../requests/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import { digestRenderer } from '../slack/blocks/digest.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
-import { SlackApi } from '../slack-api/client.ts';
-import { checkSlackToken, StartupError, waitForRedis } from './checks.ts';
+import type { SlackApi } from '../slack-api/client.ts';
+import { checkSlackToken, StartupError } from './checks.ts';
+import { openCloudClient, openQueues, openSlackApi } from './clients.ts';
 import { startCloudCheck } from './cloud-check.ts';
 import type { StartupDeadline } from './deadline.ts';
 import type { StartOptions } from './options.ts';
-import { openRedisClients } from './redis-clients.ts';
+import { connectBotRedis } from './redis-clients.ts';
 import { openRequests } from './requests.ts';
 import type { ShutdownStages } from './stages.ts';
 import { within } from './stages.ts';
 
-/** How long start-up waits for Redis, within the start-up deadline. */
-const REDIS_STARTUP_MS = 5_000;
 /** How long start-up waits for Slack's auth.test, within the start-up deadline. */
 const SLACK_STARTUP_MS = 4_000;
 
@@ -117,58 +115,17 @@ export async function openCore(
 
   // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
   const target = redisTarget(env);
+  const { clients, replicas } = await connectBotRedis(target, logger, runs('worker'), stages, deadline);
   const {
     fast: fastRedis,
     queue: queueRedis,
     jobs: jobsRedis,
     records: recordsRedis,
     log: redisLog,
-  } = openRedisClients(target, logger, {
-    lazyConnect: false,
-    workers: runs('worker'),
-  });
-  // With Sentinels, how many replicas a critical write waits for (src/jobs/replica-ack.ts).
-  const replicas = target.sentinels ? watchReplicas(target) : undefined;
-  stages.connections.push(async (budget) => {
-    replicas?.close();
-    fastRedis.disconnect();
-    // QUIT lets BullMQ's last writes land; a Redis that does not answer is simply dropped.
-    await Promise.all(
-      [queueRedis, jobsRedis, recordsRedis].map(
-        (client) => client && within(client.quit(), budget).catch(() => undefined),
-      ),
-    );
-    for (const client of [queueRedis, jobsRedis, recordsRedis]) client?.disconnect();
-  });
-  deadline.waitingFor = `Redis (${describeRedis(target).variable})`;
-  // Within what is left of the start-up, so the line names Redis rather than the deadline.
-  await waitForRedis(fastRedis, target, deadline.within(REDIS_STARTUP_MS), deadline.signal);
-  // A cluster can be up with slots unserved: say at once what the bot found.
-  if (fastRedis instanceof Cluster) {
-    const health = await clusterHealth(fastRedis);
-    const { line, ...counts } = health;
-    if (health.ok) logger.info(counts, line);
-    else logger.warn(counts, line);
-  }
+  } = clients;
 
   const uploadScope = new UploadScope(logger);
-  // A token Slack refuses stops every role; Slack not answering stops the web role only (docs/operations.md#start-up).
-  if (env.SLACK_BOT_TOKEN) {
-    const slack = await deadline.step(
-      'Slack (auth.test at SLACK_API_URL)',
-      checkSlackToken(
-        env.SLACK_BOT_TOKEN,
-        env.SLACK_API_URL,
-        deadline.within(SLACK_STARTUP_MS),
-        deadline.signal,
-        env,
-      ),
-    );
-    if (!slack.ok && runs('web')) throw new StartupError(slack.why);
-    if (!slack.ok)
-      logger.warn({ why: slack.why }, 'Slack did not answer at start-up; replies wait until it does');
-    if (slack.ok && slack.scopes && !slack.scopes.includes(FILES_SCOPE)) uploadScope.missing('start-up');
-  }
+  await checkSlackAtStart(env, runs('web'), uploadScope, logger, deadline);
 
   // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
   const cloudCheck = startCloudCheck(
@@ -176,17 +133,7 @@ export async function openCore(
     options.cloudCheck,
   );
   stages.intake.push(async () => cloudCheck.stop());
-  const cloud = new CloudApiClient({
-    baseUrl: env.CLOUD_API_URL ?? '',
-    apiKey: env.CLOUD_API_KEY,
-    timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
-    proxy: env,
-    onCall: (call) =>
-      metrics.apiLatency.observe(
-        { operation: call.operation, status: statusLabel(call.status), outcome: call.outcome },
-        call.durationMs / 1000,
-      ),
-  });
+  const cloud = openCloudClient(env, metrics);
   stages.connections.push((budget) => within(cloud.close(), budget));
   const retentionDays = policy.retention_days;
   // With the audit export on, retention keeps what it has not shipped.
@@ -196,24 +143,13 @@ export async function openCore(
     retentionDays,
     exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
   });
-  const queues = createQueues(queueRedis, prefix);
+  const queues = openQueues(queueRedis, prefix, (error, queue) => redisLog.failure(error, { queue }));
   stages.connections.push(() => queues.close());
-  // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
-  for (const queue of [queues.execute, queues.notify]) {
-    queue.on('error', (error: Error) => redisLog.failure(error, { queue: queue.name }));
-  }
-  // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
-  const slack = new SlackApi({
-    apiUrl: env.SLACK_API_URL,
-    token: env.SLACK_BOT_TOKEN ?? '',
-    logger,
-    proxy: env,
-  });
+  const slack = openSlackApi(env, logger);
   stages.connections.push(() => slack.close());
   const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
-  const approvals = createApprovalPolicy(policy, userGroups);
   const groupsOf = groupsOfMember(userGroups, userGroupsOf(policy));
-  const { store, vmFacts, prices, lifecycleDeps, requests } = openRequests({
+  const { approvals, store, vmFacts, prices, lifecycleDeps, requests } = openRequests({
     redis: fastRedis,
     queues,
     cloud,
@@ -223,20 +159,14 @@ export async function openCore(
     logger,
     metrics,
     secrets: parts.secrets,
-    approvals,
+    userGroups,
   });
   // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
 
-  const chartDeps = (redis: RedisClient): ChartPosterDeps => ({
-    history: new PriceHistory(redis, prefix, retentionDays),
-    slack,
-    reference: policy.reference_vm,
-    currency: policy.currency,
-    scope: uploadScope,
-    logger,
-  });
-  const workerCharts = chartDeps(queueRedis);
+  const charts = (redis: RedisClient) =>
+    chartDeps(redis, { policy, prefix, slack, scope: uploadScope, logger });
+  const workerCharts = charts(queueRedis);
   const digests = createDigestJobs({
     policy,
     cloud,
@@ -250,19 +180,6 @@ export async function openCore(
     logger,
   });
   stages.connections.push(() => digests.close());
-
-  const readiness: Readiness = {
-    redisPing: async () => (await fastRedis.ping()) === 'PONG',
-    // Each node gets less than /readyz waits in all, so the line comes with the answer.
-    redisCluster: fastRedis instanceof Cluster ? () => clusterHealth(fastRedis, 800) : undefined,
-    policyLoaded: () => policy.projects !== undefined,
-    cloudUp: () => cloudCheck.up(),
-    beforeScrape: async () => {
-      for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
-        metrics.queueDepth.set({ queue: name }, await queue.count());
-      }
-    },
-  };
 
   return {
     env,
@@ -293,9 +210,75 @@ export async function openCore(
     requests,
     workerRequests,
     digests,
-    charts: chartDeps(fastRedis),
-    readiness,
+    charts: charts(fastRedis),
+    readiness: readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
     stages,
     deadline,
+  };
+}
+
+/**
+ * A token Slack refuses stops every role; Slack not answering stops the web role only (docs/operations.md#start-up).
+ * A token without the files scope is noted on `uploadScope` (charts then go without upload).
+ */
+async function checkSlackAtStart(
+  env: Env,
+  web: boolean,
+  uploadScope: UploadScope,
+  logger: Logger,
+  deadline: StartupDeadline,
+): Promise<void> {
+  if (!env.SLACK_BOT_TOKEN) return;
+  const slack = await deadline.step(
+    'Slack (auth.test at SLACK_API_URL)',
+    checkSlackToken(
+      env.SLACK_BOT_TOKEN,
+      env.SLACK_API_URL,
+      deadline.within(SLACK_STARTUP_MS),
+      deadline.signal,
+      env,
+    ),
+  );
+  if (!slack.ok && web) throw new StartupError(slack.why);
+  if (!slack.ok)
+    logger.warn({ why: slack.why }, 'Slack did not answer at start-up; replies wait until it does');
+  if (slack.ok && slack.scopes && !slack.scopes.includes(FILES_SCOPE)) uploadScope.missing('start-up');
+}
+
+/** Price charts on `redis`: the history they draw from, and how they are uploaded. */
+function chartDeps(
+  redis: RedisClient,
+  parts: { policy: Policy; prefix: string; slack: SlackApi; scope: UploadScope; logger: Logger },
+): ChartPosterDeps {
+  const { policy, prefix, slack, scope, logger } = parts;
+  return {
+    history: new PriceHistory(redis, prefix, policy.retention_days),
+    slack,
+    reference: policy.reference_vm,
+    currency: policy.currency,
+    scope,
+    logger,
+  };
+}
+
+/** What /readyz and /metrics ask of the core. */
+function readinessOf(
+  fastRedis: RedisClient,
+  policy: Policy,
+  queues: Queues,
+  metrics: Metrics,
+  cloudUp: () => boolean,
+): Readiness {
+  return {
+    redisPing: async () => (await fastRedis.ping()) === 'PONG',
+    // Each node gets less than /readyz waits in all, so the line comes with the answer.
+    redisCluster: fastRedis instanceof Cluster ? () => clusterHealth(fastRedis, 800) : undefined,
+    policyLoaded: () => policy.projects !== undefined,
+    cloudUp,
+    beforeScrape: async () => {
+      for (const [name, queue] of Object.entries({ execute: queues.execute, notify: queues.notify })) {
+        metrics.queueDepth.set({ queue: name }, await queue.count());
+      }
+    },
   };
 }

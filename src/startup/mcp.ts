@@ -5,8 +5,6 @@
  */
 import type { Server } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { packageVersion } from '../cli/version.ts';
-import { CloudApiClient, DEFAULT_TIMEOUTS } from '../cloud/client.ts';
 import { agentForToken } from '../config/agents.ts';
 import type { Env } from '../config/env.ts';
 import type { Policy } from '../config/policy.ts';
@@ -17,7 +15,7 @@ import {
   redisKeyPrefix,
   redisTarget,
 } from '../config/redis-connection.ts';
-import { createQueues } from '../jobs/queues.ts';
+import { packageVersion } from '../config/version.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
 import { startMcpHttp } from '../mcp/http.ts';
 import { RequestChanges } from '../mcp/request-changes.ts';
@@ -25,9 +23,8 @@ import { createAgentServer } from '../mcp/server.ts';
 import type { McpDeps } from '../mcp/tools.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
-import { createApprovalPolicy } from '../requests/approvers.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
-import { SlackApi } from '../slack-api/client.ts';
+import { openCloudClient, openQueues, openSlackApi } from './clients.ts';
 import type { Core } from './core.ts';
 import { openRedisClients } from './redis-clients.ts';
 import { openRequests } from './requests.ts';
@@ -125,29 +122,15 @@ export async function serveMcpStdio(
   const now = () => new Date();
   const target = redisTarget(env);
   const { fast: redis, queue: queueRedis } = openRedisClients(target, logger, { lazyConnect: true });
-  const cloud = new CloudApiClient({
-    baseUrl: env.CLOUD_API_URL ?? '',
-    apiKey: env.CLOUD_API_KEY,
-    timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
-    proxy: env,
-  });
-  const slack = new SlackApi({
-    apiUrl: env.SLACK_API_URL,
-    token: env.SLACK_BOT_TOKEN ?? '',
-    logger,
-    proxy: env,
-  });
-  const queues = createQueues(queueRedis, redisKeyPrefix(env));
+  const cloud = openCloudClient(env);
+  const slack = openSlackApi(env, logger);
+  const queues = openQueues(queueRedis, redisKeyPrefix(env));
   const changes = new RequestChanges(changesConnection(redis, logger), redisKeyPrefix(env), logger);
   try {
     await redis.connect().catch((error: NodeJS.ErrnoException) => {
       const { variable, where } = describeRedis(target);
       throw new McpStdioError(`${variable}: cannot reach ${where} (${error.code ?? error.message})`);
     });
-    const approvals = createApprovalPolicy(
-      policy,
-      env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
-    );
     const metrics = createMetrics({ defaultMetrics: false });
     const { store, vmFacts, prices, requests } = openRequests({
       redis,
@@ -159,7 +142,7 @@ export async function serveMcpStdio(
       logger,
       metrics,
       secrets,
-      approvals,
+      userGroups: env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
     });
     const deps: McpDeps = {
       policy,

@@ -1,6 +1,7 @@
 /**
- * The request store and lifecycle on one Redis connection, built the same way wherever requests are made or
- * decided (the bot's core, `cloudops mcp` over stdio), so a new dependency of the lifecycle reaches every surface.
+ * The approval policy, the request store and the lifecycle on one Redis connection, built the same way wherever
+ * requests are made or decided (the bot's core, `cloudops mcp` over stdio), so a new dependency of the lifecycle
+ * reaches every surface.
  */
 
 import { createPriceCache } from '../cloud/price-cache.ts';
@@ -11,8 +12,8 @@ import { createOutbox } from '../jobs/outbox.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { ApprovalPolicy } from '../requests/approvers.ts';
-import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle.ts';
+import { createApprovalPolicy, type UserGroups } from '../requests/approvers.ts';
+import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle/index.ts';
 import { RequestStore } from '../requests/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
 
@@ -27,17 +28,19 @@ export function openRequests(parts: {
   metrics: Metrics;
   /** Scrubbed from what people and agents type. */
   secrets: string[];
-  approvals: ApprovalPolicy;
+  /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
+  userGroups?: UserGroups;
 }) {
   const { redis, queues, policy, prefix, now } = parts;
   const store = new RequestStore(redis, { prefix, now, retentionDays: policy.retention_days });
   const vmFacts = new VmFactsStore(redis, { prefix });
   const prices = createPriceCache(parts.cloud);
+  const approvals = createApprovalPolicy(policy, parts.userGroups);
   const lifecycleDeps: LifecycleDeps = {
     policy,
     store,
     outbox: createOutbox(queues, now),
-    approvals: parts.approvals,
+    approvals,
     prices,
     now,
     logger: parts.logger,
@@ -45,5 +48,5 @@ export function openRequests(parts: {
     vmFacts,
     secrets: parts.secrets,
   };
-  return { store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
+  return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
 }

@@ -10,7 +10,7 @@ import {
   type TracingBackend,
   withRequestId,
 } from '../observability/tracing.ts';
-import type { Decision, RequestLifecycle } from '../requests/lifecycle.ts';
+import type { Decision, RequestLifecycle } from '../requests/lifecycle/index.ts';
 
 /**
  * Starts tracing when the `OTEL_*` variables ask for it (docs/tracing.md): lost spans are counted in `metrics`, the

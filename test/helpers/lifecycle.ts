@@ -6,7 +6,7 @@ import type { Queues } from '../../src/jobs/queues.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import type { Metrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy } from '../../src/requests/approvers.ts';
-import { RequestLifecycle } from '../../src/requests/lifecycle.ts';
+import { RequestLifecycle } from '../../src/requests/lifecycle/index.ts';
 import type { RequestStore } from '../../src/requests/store.ts';
 import type { VmFactsStore } from '../../src/requests/vm-facts.ts';
 

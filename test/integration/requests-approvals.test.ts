@@ -8,7 +8,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy, type UserGroups } from '../../src/requests/approvers.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
-import { RequestLifecycle } from '../../src/requests/lifecycle.ts';
+import { RequestLifecycle } from '../../src/requests/lifecycle/index.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';

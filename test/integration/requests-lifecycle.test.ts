@@ -10,7 +10,7 @@ import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy } from '../../src/requests/approvers.ts';
 import { AuditLog, exportAudit } from '../../src/requests/audit.ts';
-import { type Decision, RequestLifecycle } from '../../src/requests/lifecycle.ts';
+import { type Decision, RequestLifecycle } from '../../src/requests/lifecycle/index.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { knownVm, VmFactsStore } from '../../src/requests/vm-facts.ts';

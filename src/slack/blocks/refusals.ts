@@ -1,5 +1,5 @@
 import type { Act } from '../../requests/approvers.ts';
-import type { Refusal } from '../../requests/lifecycle.ts';
+import type { Refusal } from '../../requests/lifecycle/index.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { stateLabel } from './describe.ts';
 import { leaseClosedText } from './lease.ts';

@@ -1,6 +1,6 @@
 import type { AllMiddlewareArgs, App, SlackEventMiddlewareArgs } from '@slack/bolt';
 import { findProject, type ProjectPolicy } from '../../config/policy.ts';
-import type { Origin } from '../../requests/lifecycle.ts';
+import type { Origin } from '../../requests/lifecycle/index.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';

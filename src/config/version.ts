@@ -3,8 +3,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The version in the package's package.json, found by walking up from this file: `src/cli/` in a checkout,
- * `dist/src/cli/` in a build and in the image.
+ * The version in the package's package.json, found by walking up from this file: `src/config/` in a checkout,
+ * `dist/src/config/` in a build and in the image.
  */
 export function packageVersion(from = dirname(fileURLToPath(import.meta.url))): string {
   for (let dir = from; ; dir = dirname(dir)) {

@@ -1,0 +1,19 @@
+import type { NotAllowed } from './approvers.ts';
+import type { CloudRequest } from './types.ts';
+
+/** Why nothing changed; each surface words it for its place. */
+export type Refusal =
+  | NotAllowed
+  /** The request is no longer in a state this act applies to (someone else decided first). */
+  | { code: 'already'; request: CloudRequest }
+  /** It was pending past its expiry: it is expired now. */
+  | { code: 'expired'; request: CloudRequest }
+  /** It is not in the store any more. */
+  | { code: 'gone' }
+  /** The lease was kept or returned already. */
+  | { code: 'lease_closed'; request: CloudRequest }
+  /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */
+  | { code: 'return_under_way'; request: CloudRequest };
+
+/** What a decision on a request (the lifecycle's or a lease's) answers: the request as it is now, or why not. */
+export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };

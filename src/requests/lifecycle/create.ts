@@ -1,0 +1,265 @@
+import type { ProjectPolicy } from '../../config/policy.ts';
+import { scrubSecrets } from '../../observability/logger.ts';
+import type { VmKnown } from '../../rules/types.ts';
+import { approvalsText, type RuleFacts, resizeFacts, restoreFacts } from '../approval-rules.ts';
+import type { RequestApproval } from '../approvers.ts';
+import { costPreview } from '../cost-preview.ts';
+import {
+  agentActor,
+  type CloudRequest,
+  type CostPreview,
+  type ResizeParams,
+  type RestoreParams,
+} from '../types.ts';
+import { freeze } from './steps.ts';
+import {
+  type Acts,
+  AGENT_NEEDS_PERSON,
+  AgentLimitError,
+  ApprovalUnreachableError,
+  type CheckedResize,
+  type CheckedRestore,
+  HOUR_MS,
+  type LifecycleDeps,
+  type Origin,
+} from './types.ts';
+
+/** The escalation comes at this share of the approval TTL (docs/policy.md#approval-policies: 75 %). */
+const ESCALATE_AT = 0.75;
+
+/**
+ * What `createResize` would make of this resize, without storing anything: its cost preview and the approvals it
+ * would need (an agent's plan, for instance).
+ */
+export async function previewResize(
+  { deps }: Acts,
+  origin: Origin,
+  resize: CheckedResize,
+): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
+  const { project } = resize;
+  const { kind, params } = resizeRequested(resize);
+  const cost = await resizeCost(deps, resize);
+  const facts = resizeFacts(params, kind, cost?.preview?.diffMonthly);
+  return {
+    cost: cost?.preview,
+    costNote: cost?.note,
+    approval: approvalFor(deps, origin, project, project.approval[kind], facts),
+  };
+}
+
+/** Stores a checked resize (refused first when it is beyond what the asking agent may add) and posts it. */
+export async function createResize(acts: Acts, origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
+  const { deps } = acts;
+  const { project, vm, check } = resize;
+  const { kind, params } = resizeRequested(resize);
+  const mode = project.approval[kind];
+  const cost = await resizeCost(deps, resize);
+  const bound = origin.agent?.maxMonthlyDelta;
+  if (bound !== undefined) {
+    const delta = cost?.preview?.diffMonthly;
+    if (delta === undefined)
+      throw new AgentLimitError(
+        `Not requested: agent ${origin.agent?.name} may add at most ${bound} ${deps.policy.currency} a month, and the cost of this change is not known.`,
+      );
+    if (Number(delta) > bound)
+      throw new AgentLimitError(
+        `Not requested: this change adds ${delta} ${deps.policy.currency} a month, and agent ${origin.agent?.name} may add at most ${bound}.`,
+      );
+  }
+  const notes = [...check.notes, ...(resize.leaseNotes ?? [])];
+  if (cost?.note && !cost.preview) notes.push(cost.note);
+  if (check.needsStoppedConfirmation)
+    notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
+  if (resize.returnOf)
+    notes.push(
+      `Returns the temporary increase of request ${resize.returnOf}; its lease ends when this succeeds.`,
+    );
+  const created = await create(acts, origin, project, vm, {
+    params,
+    mode,
+    facts: resizeFacts(params, kind, cost?.preview?.diffMonthly),
+    reason: resize.reason,
+    notes,
+    cost: cost?.preview,
+    runAt: resize.runAt,
+  });
+  if (resize.returnOf) await acts.leases.returnRequested(resize.returnOf, created);
+  return created;
+}
+
+/** Stores a checked restore and posts it. */
+export async function createRestore(
+  acts: Acts,
+  origin: Origin,
+  restore: CheckedRestore,
+): Promise<CloudRequest> {
+  const notes = ['The VM must be stopped: the requester confirmed it and typed the VM id again.'];
+  if (restore.vm.ha) notes.push('High-availability VM: autostart is not allowed.');
+  return create(acts, origin, restore.project, restore.vm, {
+    params: {
+      kind: 'restore',
+      backupSlug: restore.backupSlug,
+      autostart: restore.autostart,
+      confirmedStopped: true,
+    },
+    mode: restore.project.approval.restore,
+    facts: restoreFacts(),
+    reason: restore.reason,
+    notes,
+  });
+}
+
+function resizeCost(deps: LifecycleDeps, resize: CheckedResize) {
+  return costPreview(
+    { prices: deps.prices, currency: deps.policy.currency, logger: deps.logger },
+    resize.project,
+    resize.vm,
+    resize.target,
+    resize.lease?.returnTo,
+  );
+}
+
+/** The policy's approval plan; for an agent that is not `unattended`, never fewer than one person. */
+function approvalFor(
+  deps: LifecycleDeps,
+  origin: Origin,
+  project: ProjectPolicy,
+  mode: 'required' | 'none',
+  facts: RuleFacts,
+): RequestApproval {
+  const plan = deps.approvals.planFor(project, mode, facts);
+  if (origin.agent && !origin.agent.unattended && plan.count === 0)
+    return { ...plan, count: 1, rule: AGENT_NEEDS_PERSON };
+  return plan;
+}
+
+/** Stores a checked request, has its message posted, and queues it at once when no approval is needed. */
+async function create(
+  acts: Acts,
+  origin: Origin,
+  project: ProjectPolicy,
+  vm: VmKnown,
+  fields: {
+    params: ResizeParams | RestoreParams;
+    mode: 'required' | 'none';
+    facts: RuleFacts;
+    reason?: string;
+    notes: string[];
+    cost?: CostPreview;
+    runAt?: Date;
+  },
+): Promise<CloudRequest> {
+  const { deps } = acts;
+  const plan = approvalFor(deps, origin, project, fields.mode, fields.facts);
+  const unreachable = await deps.approvals.unreachable(project, origin.user, plan.count);
+  if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
+  const needsApproval = plan.count > 0;
+  const now = deps.now();
+  const expiresFrom = fields.runAt && fields.runAt > now ? fields.runAt : now;
+  const ttlMs = deps.policy.approval_ttl_hours * HOUR_MS;
+  const expiresAt = new Date(expiresFrom.getTime() + ttlMs);
+  const created = await deps.store.create(
+    {
+      kind: fields.params.kind,
+      state: 'pending',
+      teamId: origin.teamId,
+      channel: origin.channel,
+      projectName: project.name,
+      projectUuid: project.uuid,
+      vmid: vm.vmid,
+      vmName: vm.name,
+      params: fields.params,
+      requester: origin.user,
+      reason: fields.reason === undefined ? undefined : scrubSecrets(fields.reason, deps.secrets),
+      needsApproval,
+      approvers: deps.approvals.approversFor(project),
+      requiredApprovals: plan.count,
+      approvalRule: plan.rule,
+      approvals: [],
+      escalateTo: plan.escalateTo,
+      expiresAt: expiresAt.toISOString(),
+      runAt: fields.runAt?.toISOString(),
+      notes: fields.notes,
+      cost: fields.cost,
+      workflowStep: origin.workflowStep,
+      agent: origin.agent ? { name: origin.agent.name } : undefined,
+    },
+    origin.agent ? agentActor(origin.agent.name) : origin.user,
+    `${plan.rule}: ${approvalsText(plan.count)}${origin.agent ? ` (for ${origin.user})` : ''}`,
+  );
+  deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
+  if (needsApproval) {
+    // Its expiry and due times leave in the same write as its message's post, and before it: a process dying after
+    // the write leaves nothing half done, and none can post a message whose buttons never expire.
+    await Promise.all([
+      ...scheduleWaiting(deps, created, plan, now, expiresAt),
+      deps.outbox.postRequest(created.id),
+    ]);
+    return created;
+  }
+  await deps.outbox.postRequest(created.id);
+  // A freeze holds count-0 work too: one that covers a scheduled run's time, not only one that covers now.
+  const after = deps.approvals.afterApproval(created, expiresFrom);
+  if (after.next === 'freeze') {
+    const frozen = await freeze(acts, created, 'pending', after.freeze);
+    if (frozen) {
+      await deps.outbox.announce(frozen, 'frozen');
+      return frozen;
+    }
+  }
+  const queued = await deps.store.transition(
+    created.id,
+    { from: ['pending'], to: 'queued', actor: 'cloudops', detail: 'no approval needed by the policy' },
+    created,
+  );
+  if (queued.ok) {
+    deps.metrics.requests.inc({ kind: created.kind, state: 'queued' });
+    await deps.outbox.execute(queued.request);
+    return queued.request;
+  }
+  // The queueing lost to a decision made meanwhile: the expiry is queued all the same and finds it decided.
+  await Promise.all(scheduleWaiting(deps, created, plan, now, expiresAt));
+  return created;
+}
+
+/** What a request waiting for people has queued: its expiry and, when its rule has them, a reminder and an escalation. */
+function scheduleWaiting(
+  deps: LifecycleDeps,
+  created: CloudRequest,
+  plan: { remindAfterHours?: number; escalateTo: string[] },
+  now: Date,
+  expiresAt: Date,
+): Promise<void>[] {
+  const scheduled = [deps.outbox.expireAt(created)];
+  if (plan.remindAfterHours !== undefined) {
+    const remindAt = now.getTime() + plan.remindAfterHours * HOUR_MS;
+    if (remindAt < expiresAt.getTime())
+      scheduled.push(deps.outbox.dueAt({ kind: 'remind', requestId: created.id }, new Date(remindAt)));
+  }
+  if (plan.escalateTo.length > 0) {
+    const ttlMs = deps.policy.approval_ttl_hours * HOUR_MS;
+    const escalateAt = new Date(expiresAt.getTime() - (1 - ESCALATE_AT) * ttlMs);
+    scheduled.push(deps.outbox.dueAt({ kind: 'escalate', requestId: created.id }, escalateAt));
+  }
+  return scheduled;
+}
+
+/** What a checked resize asks for: up or down (which approvals apply), and the request's parameters. */
+function resizeRequested(resize: CheckedResize): {
+  kind: 'resize_up' | 'resize_down';
+  params: ResizeParams;
+} {
+  const { createdAt: _c, lastIncreaseAt: _l, ...before } = resize.vm;
+  return {
+    kind: resize.check.decreases.length > 0 ? 'resize_down' : 'resize_up',
+    params: {
+      kind: 'resize',
+      target: resize.target,
+      steps: resize.check.steps,
+      before,
+      confirmedStopped: resize.confirmedStopped,
+      ...(resize.lease ? { lease: resize.lease } : {}),
+      ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
+    },
+  };
+}

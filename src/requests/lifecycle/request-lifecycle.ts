@@ -1,0 +1,124 @@
+import type { RequestApproval } from '../approvers.ts';
+import type { Decision } from '../decision.ts';
+import { Leases } from '../leases.ts';
+import type { CloudRequest, CostPreview } from '../types.ts';
+import * as creating from './create.ts';
+import * as deciding from './decide.ts';
+import * as running from './run.ts';
+import type { Acts, CheckedResize, CheckedRestore, LifecycleDeps, Origin } from './types.ts';
+
+/**
+ * A request's whole life, with no Slack in it: create from a checked draft, approve, reject, cancel, resolve,
+ * expire, queue. Every state change goes through the store's compare-and-set (with its audit entry), so of two
+ * people deciding at once exactly one wins; the queues are reached through the outbox. Each act lives in the file
+ * of its kind (create.ts, decide.ts, run.ts); this class is what callers hold.
+ */
+export class RequestLifecycle {
+  /** Temporary increases once they ran: offer, reminders, keep, return. */
+  readonly leases: Leases;
+  private readonly acts: Acts;
+
+  constructor(deps: LifecycleDeps) {
+    this.leases = new Leases(deps, (request, actor, detail) =>
+      deciding.cancelled(this.acts, request, actor, detail),
+    );
+    // Acts call one another through `this`, so what wraps the lifecycle's acts (tracing) sees those calls too.
+    this.acts = { deps, leases: this.leases, own: this };
+  }
+
+  /**
+   * What `createResize` would make of this resize, without storing anything: its cost preview and the approvals it
+   * would need (an agent's plan, for instance).
+   */
+  previewResize(
+    origin: Origin,
+    resize: CheckedResize,
+  ): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
+    return creating.previewResize(this.acts, origin, resize);
+  }
+
+  createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
+    return creating.createResize(this.acts, origin, resize);
+  }
+
+  createRestore(origin: Origin, restore: CheckedRestore): Promise<CloudRequest> {
+    return creating.createRestore(this.acts, origin, restore);
+  }
+
+  /** See {@link deciding.approve}. */
+  approve(request: CloudRequest, user: string): Promise<Decision> {
+    return deciding.approve(this.acts, request, user);
+  }
+
+  /** See {@link deciding.breakGlass}. */
+  breakGlass(request: CloudRequest, user: string, typed: string): Promise<Decision> {
+    return deciding.breakGlass(this.acts, request, user, typed);
+  }
+
+  /** See {@link running.endFreeze}. */
+  endFreeze(requestId: string): Promise<void> {
+    return running.endFreeze(this.acts, requestId);
+  }
+
+  /** See {@link running.remind}. */
+  remind(requestId: string): Promise<void> {
+    return running.remind(this.acts, requestId);
+  }
+
+  /** See {@link running.escalate}. */
+  escalate(requestId: string): Promise<void> {
+    return running.escalate(this.acts, requestId);
+  }
+
+  /** Whether `user` may reject now, before they are asked for a reason (an expired request expires here). */
+  mayReject(request: CloudRequest, user: string): Promise<Decision> {
+    return deciding.mayReject(this.acts, request, user);
+  }
+
+  /** Whether `user` may run frozen work now, before they are asked for a reason. */
+  mayBreakGlass(request: CloudRequest, user: string): Promise<Decision> {
+    return deciding.mayBreakGlass(this.acts, request, user);
+  }
+
+  reject(request: CloudRequest, user: string, typed?: string): Promise<Decision> {
+    return deciding.reject(this.acts, request, user, typed);
+  }
+
+  /** Cancel a request waiting for approval, or a scheduled run that has not started (its job is dropped). */
+  cancel(request: CloudRequest, user: string): Promise<Decision> {
+    return deciding.cancel(this.acts, request, user);
+  }
+
+  /** See {@link deciding.cancelByAgent}. */
+  cancelByAgent(request: CloudRequest, agent: string): Promise<Decision> {
+    return deciding.cancelByAgent(this.acts, request, agent);
+  }
+
+  /** See {@link running.resolve}. */
+  resolve(
+    request: CloudRequest,
+    user: string,
+    outcome: 'resolved_done' | 'resolved_failed',
+  ): Promise<Decision> {
+    return running.resolve(this.acts, request, user, outcome);
+  }
+
+  /** See {@link running.expireIfDue}. */
+  expireIfDue(request: CloudRequest, detail?: string): Promise<boolean> {
+    return running.expireIfDue(this.acts, request, detail);
+  }
+
+  /** pending → expired, announced in the thread; refused when someone decided first. The caller checked it is due. */
+  expire(request: CloudRequest, detail?: string): Promise<Decision> {
+    return running.expire(this.acts, request, detail);
+  }
+
+  /** See {@link running.queueApproved}. */
+  queueApproved(
+    request: CloudRequest,
+    detail?: string,
+    announced?: Promise<void>,
+  ): Promise<CloudRequest | undefined> {
+    return running.queueApproved(this.acts, request, detail, announced);
+  }
+}

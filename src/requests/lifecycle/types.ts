@@ -1,0 +1,113 @@
+import type { PriceSource } from '../../cloud/price-cache.ts';
+import type { Policy, ProjectPolicy } from '../../config/policy.ts';
+import type { Logger } from '../../observability/logger.ts';
+import type { Metrics } from '../../observability/metrics.ts';
+import type { ResizeCheck } from '../../rules/resize.ts';
+import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import type { ApprovalPolicy } from '../approvers.ts';
+import type { Decision } from '../decision.ts';
+import type { Leases } from '../leases.ts';
+import type { Outbox } from '../outbox.ts';
+import type { RequestStore } from '../store.ts';
+import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../types.ts';
+import type { VmFactsStore } from '../vm-facts.ts';
+
+/** Who asked, and where the request lives (its message, its thread). */
+export interface Origin {
+  user: string;
+  teamId: string;
+  channel: string;
+  /** Asked by a Workflow Builder step, which waits for the request's end. */
+  workflowStep?: WorkflowStepRun;
+  /** Asked by an AI agent for `user` (the person accountable for it): see {@link AgentAsking}. */
+  agent?: AgentAsking;
+}
+
+/** An agent asking through MCP, with what the policy lets it do (docs/agents.md). */
+export interface AgentAsking {
+  name: string;
+  /** Count-0 approval rules apply to it; otherwise a person always approves. */
+  unattended: boolean;
+  /** A resize costing more than this per month more is refused before any request exists. */
+  maxMonthlyDelta?: number;
+}
+
+/** A resize that passed the rules. */
+export interface CheckedResize {
+  project: ProjectPolicy;
+  vm: VmKnown;
+  target: ResizeTarget;
+  check: ResizeCheck;
+  confirmedStopped: boolean;
+  reason?: string;
+  /** A scheduled downsize: when it may run. */
+  runAt?: Date;
+  /** A temporary increase (checked with `checkLease`): how long, and what it returns to. */
+  lease?: LeaseAsked;
+  /** Notes of the lease check, e.g. that a disk increase stays. */
+  leaseNotes?: string[];
+  /** This resize returns the lease of that request. */
+  returnOf?: string;
+}
+
+/** A restore that passed the rules. */
+export interface CheckedRestore {
+  project: ProjectPolicy;
+  vm: VmKnown;
+  backupSlug: string;
+  autostart: boolean;
+  reason?: string;
+}
+
+/** A request refused when it is made: its approvals could never come together. Nothing was stored. */
+export class ApprovalUnreachableError extends Error {
+  override readonly name = 'ApprovalUnreachableError';
+  readonly code = 'APPROVAL_UNREACHABLE';
+}
+
+/** An agent asked for more than its `max_monthly_delta` allows (or a cost nobody can tell). Nothing was stored. */
+export class AgentLimitError extends Error {
+  override readonly name = 'AgentLimitError';
+  readonly code = 'AGENT_LIMIT';
+}
+
+/** The rule an agent's request names when the policy's own would let it run without a person. */
+export const AGENT_NEEDS_PERSON = 'asked by an agent: a person approves';
+
+export const HOUR_MS = 3_600_000;
+
+export interface LifecycleDeps {
+  policy: Policy;
+  store: RequestStore;
+  outbox: Outbox;
+  approvals: ApprovalPolicy;
+  prices: PriceSource;
+  now: () => Date;
+  logger: Logger;
+  metrics: Metrics;
+  /** What the bot knows of each VM: a resize resolved as applied is recorded there like a success; a lease's offer is checked against it. */
+  vmFacts: VmFactsStore;
+  /**
+   * The configured secret values (tokens, signing secret, API key): a reason someone types is stored, audited and
+   * posted to the channel without them or any Slack token or bearer credential pasted into it.
+   */
+  secrets?: readonly string[];
+}
+
+/** The lifecycle's own acts that other acts call: called through it, so what wraps its acts (tracing) sees them. */
+export interface OwnActs {
+  expireIfDue(request: CloudRequest, detail?: string): Promise<boolean>;
+  expire(request: CloudRequest, detail?: string): Promise<Decision>;
+  queueApproved(
+    request: CloudRequest,
+    detail?: string,
+    announced?: Promise<void>,
+  ): Promise<CloudRequest | undefined>;
+}
+
+/** What every act works with: the dependencies, the leases, and the lifecycle itself. */
+export interface Acts {
+  deps: LifecycleDeps;
+  leases: Leases;
+  own: OwnActs;
+}
