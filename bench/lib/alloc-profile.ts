@@ -86,7 +86,7 @@ export async function startAllocationSampling(inspectPort: number): Promise<Allo
           byOwn.set(ownHere, (byOwn.get(ownHere) ?? 0) + node.selfSize);
           const via = entryHere && entryHere !== here ? `${entryHere} ← ` : '';
           const caller = callerHere && callerHere !== ownHere ? ` ← ${callerHere}` : '';
-          const pair = `${here} ← ${via}${ownHere}${caller}`;
+          const pair = here === ownHere ? `${here}${caller}` : `${here} ← ${via}${ownHere}${caller}`;
           bySiteAndCaller.set(pair, (bySiteAndCaller.get(pair) ?? 0) + node.selfSize);
           total += node.selfSize;
         }

@@ -1,7 +1,11 @@
 import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { Pool } from 'undici';
 import { freePort } from '../../sim/local-redis.ts';
 import { type ReadyChild, spawnReady } from './child.ts';
 import { BENCH } from './identity.ts';
+import { forEachParallel } from './parallel.ts';
 import type { Sims } from './sims.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,6 +30,8 @@ export async function startBareFlow(options: {
   readyTimeoutMs: number;
   logFile: string;
   nodeArgs: string[];
+  /** More environment (such as MALLOC_ARENA_MAX), as the bot it is compared with gets. */
+  env?: Record<string, string>;
 }): Promise<BareFlow> {
   const { sims } = options;
   const port = await freePort();
@@ -42,6 +48,7 @@ export async function startBareFlow(options: {
       CLOUD_API_URL: sims.cloudUrl,
       CLOUD_API_KEY: sims.cloudApiKey,
       PROJECT_UUID: sims.projectUuid,
+      ...options.env,
     },
     readyUrl: `http://127.0.0.1:${port}/readyz`,
     timeoutMs: options.readyTimeoutMs,
@@ -73,4 +80,84 @@ export async function postBareMessages(sims: Sims, vmids: number[]): Promise<str
     out.push(answer.ts);
   }
   return out;
+}
+
+/** What `count` approved requests cost the bare app: its worker's POST and thread reply per job. */
+export interface BareFlowPipelineResult {
+  jobs: number;
+  elapsedMs: number;
+  perSecond: number;
+  /** The bare app's CPU from the first job added to the last reply, per job (ms). */
+  cpuMsPerJob: number;
+}
+
+/**
+ * The bare app's side of the pipeline: its messages are posted (setup, not measured), then `count` jobs are added to
+ * its queue as its Approve clicks would add them, and the run lasts until every thread reply reached the stand-in.
+ * CPU is the bare app's process only, read from /proc before the first add and after the last reply.
+ */
+export async function runBareFlowPipeline(options: {
+  flow: BareFlow;
+  sims: Sims;
+  redis: Redis;
+  prefix: string;
+  vmids: number[];
+  timeoutMs: number;
+}): Promise<BareFlowPipelineResult> {
+  const { sims, vmids } = options;
+  const count = vmids.length;
+  const api = new URL(sims.slackApiUrl);
+  const pool = new Pool(api.origin, { connections: 20 });
+  const ts = new Map<number, string>();
+  try {
+    await forEachParallel(vmids, 20, async (vmid) => {
+      const response = await pool.request({
+        method: 'POST',
+        path: `${api.pathname}chat.postMessage`,
+        headers: {
+          authorization: `Bearer ${BENCH.botToken}`,
+          'content-type': 'application/json; charset=utf-8',
+        },
+        body: JSON.stringify({ channel: BENCH.channel, text: `Resize bench / VM ${vmid}` }),
+      });
+      const answer = (await response.body.json()) as { ok: boolean; ts?: string; error?: string };
+      if (!answer.ok || !answer.ts) throw new Error(`bare flow setup: chat.postMessage: ${answer.error}`);
+      ts.set(vmid, answer.ts);
+    });
+  } finally {
+    await pool.close();
+  }
+  // The queue and job shape of bare-flow-main.ts's Approve handler.
+  const queue = new Queue('resize', { connection: options.redis, prefix: options.prefix });
+  try {
+    const before = await sims.threadReplies();
+    const cpuBefore = await options.flow.child.cpuMs();
+    const started = performance.now();
+    const jobs = vmids.map((vmid) => ({
+      name: 'resize',
+      data: { vmid, cores: 4, channel: BENCH.channel, ts: ts.get(vmid) ?? '' },
+    }));
+    for (let i = 0; i < jobs.length; i += 500) await queue.addBulk(jobs.slice(i, i + 500));
+    const deadline = started + options.timeoutMs;
+    let replies = 0;
+    for (;;) {
+      replies = (await sims.threadReplies()) - before;
+      if (replies >= count || performance.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const elapsedMs = performance.now() - started;
+    const cpuAfter = await options.flow.child.cpuMs();
+    if (replies < count)
+      throw new Error(
+        `bare flow pipeline: only ${replies} of ${count} thread replies within ${options.timeoutMs} ms`,
+      );
+    return {
+      jobs: count,
+      elapsedMs,
+      perSecond: (count * 1000) / elapsedMs,
+      cpuMsPerJob: (cpuAfter - cpuBefore) / count,
+    };
+  } finally {
+    await queue.close();
+  }
 }
