@@ -5,6 +5,7 @@
 // First: on a Node.js too old for the rest, one line and exit 1 before any other module runs.
 import './startup/node-guard.ts';
 import type { Server } from 'node:http';
+import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { packageVersion } from './cli/version.ts';
 import { withDotEnv } from './config/dotenv.ts';
@@ -45,6 +46,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.SLACK_APP_TOKEN,
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
+    env.AUDIT_WEBHOOK_SECRET,
     ...tracingSecrets(env),
   ].filter((s): s is string => s !== undefined);
   const metrics = createMetrics();
@@ -134,6 +136,23 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   }
 }
 
+/**
+ * A line in the log's JSON shape, for the moments the bot's logger is not at hand: a signal can arrive before the
+ * environment (and so LOG_LEVEL) is read.
+ */
+function logLine(level: 'info' | 'error', fields: Record<string, unknown>, msg: string): void {
+  const line = {
+    level,
+    time: Date.now(),
+    pid: process.pid,
+    hostname: hostname(),
+    name: 'cloudops',
+    ...fields,
+    msg,
+  };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
 /** A stop asked for by a signal while the bot was still starting: not a failure. */
 class StopRequested extends Error {
   override readonly name = 'StopRequested';
@@ -152,15 +171,15 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     signalled = true;
     // One deadline for the whole stop; the timer does not keep the process alive by itself.
     setTimeout(() => {
-      process.stderr.write(`cloudops: did not stop within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting\n`);
+      logLine('error', { signal }, `did not stop within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting`);
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS - 250).unref();
     if (!running) {
-      process.stderr.write(`cloudops: ${signal} received while starting, stopping\n`);
+      logLine('info', { signal }, `${signal} received while starting, stopping`);
       stopRequested.abort(new StopRequested(signal));
       return;
     }
-    process.stderr.write(`cloudops: ${signal} received, finishing running work\n`);
+    logLine('info', { signal }, `${signal} received, finishing running work`);
     void running.stop().then(
       () => process.exit(0),
       () => process.exit(1),

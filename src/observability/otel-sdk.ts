@@ -60,6 +60,24 @@ const PROCESSED_SPANS = 'otel.sdk.processor.span.processed';
 /** The SDK's warnings reach the log at most this often: a collector that stays down must not flood it. */
 const WARN_EVERY_MS = 60_000;
 
+/** How long a warning of the SDK may get in the log: a response body it attaches must not fill a line. */
+const MAX_WARNING_CHARS = 300;
+
+/**
+ * One sentence from a diag call. A component logger passes its name as `message` and what happened in `args`
+ * (text, an error), so the name alone would say nothing: the text and the errors' messages follow it. Other
+ * arguments (a response body, a payload) are left out.
+ */
+function diagLine(message: string, args: unknown[]): string {
+  const parts = [message];
+  for (const arg of args) {
+    if (typeof arg === 'string') parts.push(arg);
+    else if (arg instanceof Error) parts.push(`${arg.name}: ${arg.message}`);
+  }
+  const line = parts.join(': ');
+  return line.length > MAX_WARNING_CHARS ? `${line.slice(0, MAX_WARNING_CHARS)}…` : line;
+}
+
 /** Builds the provider, registers it (and the context manager and propagators) globally, and returns the backend. */
 export async function createTracingBackend(
   config: TracingConfig,
@@ -69,8 +87,8 @@ export async function createTracingBackend(
   let lastWarn = 0;
   diag.setLogger(
     {
-      error: (message) => warnSometimes(message),
-      warn: (message) => warnSometimes(message),
+      error: (message, ...args) => warnSometimes(diagLine(message, args)),
+      warn: (message, ...args) => warnSometimes(diagLine(message, args)),
       info: () => undefined,
       debug: () => undefined,
       verbose: () => undefined,

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
-import { App, type CustomRoute, HTTPReceiver, LogLevel } from '@slack/bolt';
+import { App, type CustomRoute, ErrorCode, HTTPReceiver, LogLevel } from '@slack/bolt';
 import type { Env } from '../config/env.ts';
+import { scrubSecrets } from '../observability/logger.ts';
 import { tracingOn } from '../observability/tracing.ts';
 import { register as registerApprove } from './actions/approve.ts';
 import { register as registerBreakGlass } from './actions/break-glass.ts';
@@ -66,6 +67,15 @@ function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
   });
 }
 
+/** Longest path a log line keeps: a scanner's junk URL stays one short line. */
+const MAX_LOGGED_PATH = 200;
+
+/** The path and query as typed, for the log: Slack tokens and bearer credentials scrubbed, clipped. */
+function typedPath(url: string | undefined): string {
+  const path = scrubSecrets(url ?? '/');
+  return path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path;
+}
+
 /**
  * The Bolt app with every `/cloud` surface registered. HTTP mode serves `POST /slack/events` (signatures checked by
  * Bolt: v0 HMAC, 5-minute window) plus `customRoutes`; when SLACK_APP_TOKEN is set, Socket Mode through a
@@ -98,6 +108,15 @@ export function createSlackApp(
       customRoutes,
       logger,
       logLevel: LogLevel.WARN,
+      // Bolt's own line has the path only inside its sentence; this one names method and path as fields.
+      dispatchErrorHandler: ({ error, request, response }) => {
+        const fields = { method: request.method, path: typedPath(request.url) };
+        const unknownPath = (error as { code?: unknown }).code === ErrorCode.HTTPReceiverDeferredRequestError;
+        if (unknownPath) deps.logger.info(fields, 'no such path; answered 404');
+        else deps.logger.error({ ...fields, err: error }, 'a request failed; answered 500');
+        response.writeHead(unknownPath ? 404 : 500);
+        response.end();
+      },
     });
   const app = new App({
     token: env.SLACK_BOT_TOKEN,

@@ -192,7 +192,13 @@ export async function openCore(
   });
   stages.connections.push((budget) => within(cloud.close(), budget));
   const retentionDays = policy.retention_days;
-  const workerStore = new RequestStore(recordsRedis ?? queueRedis, { prefix, now, retentionDays });
+  // With the audit export on, retention keeps what it has not shipped.
+  const workerStore = new RequestStore(recordsRedis ?? queueRedis, {
+    prefix,
+    now,
+    retentionDays,
+    exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
+  });
   const queues = createQueues(queueRedis, prefix);
   stages.connections.push(() => queues.close());
   // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.

@@ -1,5 +1,6 @@
 /** What a start is given beside the environment and the policy, and what a started bot hands back. */
 
+import type { AuditExportPolicy } from '../audit-export/shipper.ts';
 import type { DuePolicy } from '../jobs/due-times.ts';
 import type { ExecutionConcurrency } from '../jobs/execution.ts';
 import type { HomeRate } from '../jobs/home.ts';
@@ -46,6 +47,8 @@ export interface StartOptions {
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */
   retentionPolicy?: RetentionPolicy;
+  /** Batch size, polling and backoff of the audit export (default AUDIT_EXPORT_POLICY of `src/audit-export/shipper.ts`). */
+  auditExportPolicy?: AuditExportPolicy;
   /** How often the scheduler looks for due reminders, escalations and freeze ends; tests use a fast one. */
   duePolicy?: DuePolicy;
   /** How long user group members are cached, and the least time between two refreshes a click forces. */

@@ -343,4 +343,19 @@ describe('cloudops doctor', () => {
       fix: expect.stringContaining('for HTTP mode set SLACK_SIGNING_SECRET instead'),
     });
   });
+
+  it('several malformed variables: every one named, none of their values echoed, exit 1', async () => {
+    const run = await doctor([], {
+      PORT: 'SECRET-PORT',
+      LOG_LEVEL: 'loud',
+      REDIS_PREFIX: 'has space',
+      SLACK_BOT_TOKEN: 'xoxp-not-a-bot-token-SECRET',
+    });
+    expect(run.code).toBe(1);
+    const out = run.stdout + run.stderr;
+    for (const name of ['PORT', 'LOG_LEVEL', 'REDIS_PREFIX', 'SLACK_BOT_TOKEN'])
+      expect(out).toContain(`${name}: `);
+    expect(out).toContain('4 variables are malformed');
+    expect(out).not.toMatch(/SECRET/);
+  });
 });

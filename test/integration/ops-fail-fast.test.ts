@@ -195,6 +195,17 @@ describe('Redis that wants a password', { timeout: 40_000 }, () => {
   });
 });
 
+/** The JSON lines about a signal: level, signal and msg. */
+function signalLines(stdout: string): { level: string; signal: string; msg: string }[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.includes('"signal":'))
+    .map((line) => {
+      const { level, signal, msg } = JSON.parse(line) as { level: string; signal: string; msg: string };
+      return { level, signal, msg };
+    });
+}
+
 describe.concurrent('a worker or scheduler started while Slack is down keeps running', {
   timeout: 40_000,
 }, () => {
@@ -210,6 +221,11 @@ describe.concurrent('a worker or scheduler started while Slack is down keeps run
         const exit = await bot.exited;
         expect(exit.code).toBe(0);
         expect(exit.atMs - sentAt).toBeLessThan(5_000);
+        // Said as a JSON line like every other, not as plain text on stderr.
+        expect(bot.stderrLines()).toEqual([]);
+        expect(signalLines(bot.stdout())).toEqual([
+          { level: 'info', signal: 'SIGTERM', msg: 'SIGTERM received, finishing running work' },
+        ]);
       } finally {
         bot.kill('SIGKILL');
       }
@@ -231,7 +247,10 @@ describe.concurrent('SIGTERM and SIGINT before the bot is ready', { timeout: 40_
       const exit = await bot.exited;
       expect(exit.code).toBe(0);
       expect(exit.atMs - sentAt).toBeLessThan(3_000);
-      expect(bot.stderrLines()).toEqual([`cloudops: ${signal} received while starting, stopping`]);
+      expect(bot.stderrLines()).toEqual([]);
+      expect(signalLines(bot.stdout())).toEqual([
+        { level: 'info', signal, msg: `${signal} received while starting, stopping` },
+      ]);
     } finally {
       bot.kill('SIGKILL');
     }

@@ -5,6 +5,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalCluster, startLocalCluster } from '../../sim/local-cluster.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { AuditCursor } from '../../src/audit-export/cursor.ts';
 import { clusterHealth } from '../../src/config/cluster-health.ts';
 import { loadEnv } from '../../src/config/env.ts';
 import {
@@ -83,6 +84,27 @@ describe('the operator CLI on a Redis Cluster', () => {
       'created',
       'pending',
     ]);
+  });
+
+  it('the audit export keeps its cursor and lease under the hash tag: read, acknowledged, nothing left', async () => {
+    const prefix = redisKeyPrefix(loadEnv(env));
+    const redis = client();
+    const store = new RequestStore(redis, { prefix, exportsAudit: true });
+    const cursor = new AuditCursor(redis, prefix);
+    await cursor.ensureGroup();
+    expect(await cursor.hold(10_000)).toBe(true);
+    const request = await store.create(resizeRequest(), 'U0DEV');
+    let shipped: string[] = [];
+    for (;;) {
+      const batch = await cursor.take(100);
+      if (batch.ids.length === 0) break;
+      shipped = [...shipped, ...batch.entries.filter((e) => e.requestId === request.id).map((e) => e.state)];
+      await cursor.ack(batch.ids);
+    }
+    expect(shipped).toEqual(['created', 'pending']);
+    expect(await cursor.backlog()).toBe(0);
+    expect(await store.removeExpired()).toBe(0);
+    await cursor.release();
   });
 
   it('cloudops doctor gives the cluster in one line and checks every master', async () => {
