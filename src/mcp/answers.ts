@@ -125,6 +125,8 @@ export function cancelRefusalText(refusal: Refusal, request: CloudRequest): stri
       return `Nothing changed: request ${request.id} has expired; ask for a new one.`;
     case 'gone':
       return `Nothing changed: request ${request.id} is gone.`;
+    case 'agent_disabled':
+      return `Nothing changed: agent ${refusal.agent} is disabled.`;
     default:
       return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
   }

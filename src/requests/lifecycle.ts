@@ -85,6 +85,8 @@ export type Refusal =
   | { code: 'expired'; request: CloudRequest }
   /** It is not in the store any more. */
   | { code: 'gone' }
+  /** Asked by an agent an admin has disabled: nobody may approve or run it until the agent is enabled again. */
+  | { code: 'agent_disabled'; agent: string }
   /** The lease was kept or returned already. */
   | { code: 'lease_closed'; request: CloudRequest }
   /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */
@@ -127,6 +129,8 @@ export interface LifecycleDeps {
    * posted to the channel without them or any Slack token or bearer credential pasted into it.
    */
   secrets?: readonly string[];
+  /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
+  agentDisabled?: (name: string) => Promise<boolean>;
 }
 
 /** The states an act starts from: anything else is "already decided". */
@@ -611,6 +615,14 @@ export class RequestLifecycle {
     const notAllowed = await this.deps.approvals.may(request, user, act);
     if (notAllowed) return notAllowed;
     if (!startsFrom(act, request).includes(request.state)) return { code: 'already', request };
+    // What a disabled agent asked waits for no one: approving or breaking glass for it is refused, with why.
+    const agent = request.agent?.name;
+    if (
+      agent !== undefined &&
+      (act === 'approve' || act === 'break_glass') &&
+      (request.agent?.disabled || (await this.deps.agentDisabled?.(agent)))
+    )
+      return { code: 'agent_disabled', agent };
     if ((act === 'approve' || act === 'reject') && (await this.expireIfDue(request)))
       return { code: 'expired', request };
     return undefined;

@@ -9,6 +9,7 @@ import type { Policy } from '../config/policy.ts';
 import type { RedisClient } from '../config/redis-connection.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import type { Queues } from '../jobs/queues.ts';
+import { AgentControls } from '../mcp/agent-state.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
@@ -44,6 +45,7 @@ export function openRequests(parts: {
     metrics: parts.metrics,
     vmFacts,
     secrets: parts.secrets,
+    agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
   };
   return { store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
 }

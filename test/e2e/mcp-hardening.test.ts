@@ -1,3 +1,9 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -8,6 +14,10 @@ import { AgentControls } from '../../src/mcp/agent-state.ts';
 import { MAX_OPEN_PER_AGENT } from '../../src/mcp/http.ts';
 import { READS_PER_MINUTE } from '../../src/mcp/tools.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
 
 /** The agents' tokens: only their hashes are in the policy. */
 const TOKENS = {
@@ -44,6 +54,8 @@ agents:
 
 let h: Harness;
 let mcpUrl: string;
+let dir: string;
+let policyFile: string;
 const clients: Client[] = [];
 
 beforeAll(async () => {
@@ -53,12 +65,27 @@ beforeAll(async () => {
     env: () => ({ MCP_PORT: '0', MCP_ALLOWED_ORIGINS: BROWSER }),
   });
   mcpUrl = `http://127.0.0.1:${h.bot.mcpPort}/mcp`;
+  dir = await mkdtemp(join(tmpdir(), 'cloudops-mcp-hardening-'));
+  policyFile = join(dir, 'policy.yml');
+  await writeFile(policyFile, POLICY);
 });
 
 afterAll(async () => {
   await Promise.allSettled(clients.map((c) => c.close()));
   await h?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+/** `cloudops …` as an operator runs it, on the bot's Redis and policy. */
+function cli(...args: string[]) {
+  const env = {
+    PATH: process.env.PATH ?? '',
+    POLICY_FILE: policyFile,
+    REDIS_URL: testRedisUrl(),
+    REDIS_PREFIX: h.prefix,
+  };
+  return run(process.execPath, [join(repo, 'bin/cloudops.mjs'), ...args], { env });
+}
 
 /** The SDK's own client over Streamable HTTP with `token` as its bearer. */
 async function connect(token: string): Promise<Client> {
@@ -383,5 +410,42 @@ describe('asks', () => {
     expect(refused.isError).toBe(true);
     expect(textOf(refused)).not.toMatch(/[`*]|<@|<!|:[a-z_]+:/);
     expect(textOf(refused)).toContain(asked.request_id);
+  });
+
+  it('a disabled agent’s open requests say so in Slack and cannot be approved until it is enabled again', async () => {
+    const client = await connect(TOKENS.gone);
+    const asked = requestOf(
+      await call(client, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 102,
+        cores: 9,
+        reason: 'then disabled',
+      }),
+    );
+    const disabled = await cli('agents', 'disable', 'gone-agent');
+    expect(disabled.stdout).toContain('1 open request of it marked in Slack');
+    const marked = await h.requestMessage(asked.request_id, (m) =>
+      JSON.stringify(m.blocks).includes('Agent gone-agent is disabled'),
+    );
+    expect(JSON.stringify(marked.blocks)).toContain('Approve is refused until it is enabled again');
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.lead).length;
+    await h.click('approve', asked.request_id, USERS.lead);
+    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.lead).length > seen);
+    expect(h.slack.ephemerals(CHANNELS.prod, USERS.lead).at(-1)?.text).toBe(
+      `Request \`${asked.request_id}\` was asked by agent gone-agent, which an admin has disabled (\`cloudops agents disable\`): it cannot be approved until the agent is enabled again. Reject or cancel it instead.`,
+    );
+    expect((await h.store.get(asked.request_id))?.state).toBe('pending');
+    expect(await h.auditOf(asked.request_id)).toContain('agent cloudops agent gone-agent disabled');
+
+    const enabled = await cli('agents', 'enable', 'gone-agent');
+    expect(enabled.stdout).toContain('1 open request of it approvable again');
+    await h.requestMessage(
+      asked.request_id,
+      (m) =>
+        !JSON.stringify(m.blocks).includes('is disabled') &&
+        JSON.stringify(m.blocks).includes('May still approve'),
+    );
+    await h.click('approve', asked.request_id, USERS.lead);
+    await h.waitForRequest(asked.request_id, (r) => r.state !== 'pending');
   });
 });
