@@ -158,6 +158,9 @@ describe('reads', () => {
     expect(textOf(unknown)).toBe('There is no active cluster “zone-404”; list_clusters names them.');
     expect(h.sim.calls.filter((c) => c.route === 'getA' || c.route === 'getB')).toHaveLength(0);
     expect(h.sim.calls.filter((c) => c.route === 'list').length).toBeLessThanOrEqual(1);
+    console.info(
+      `mcp-hardening: 41 get_cluster calls made ${h.sim.calls.length} cloud API calls (${h.sim.calls.map((c) => c.route).join(', ') || 'none'})`,
+    );
   });
 
   it('reads are rated per agent: past READS_PER_MINUTE the agent is told when it may read again; others read on', async () => {
@@ -191,6 +194,19 @@ describe('HTTP', () => {
         expect(await got.text()).toContain('POST');
       }
       expect((await raw('DELETE', { authorization: `Bearer ${TOKENS.deploy}` })).status).toBe(405);
+      // The held-out case: 300 at once, each answered and closed.
+      const at = performance.now();
+      const many = await Promise.all(
+        Array.from({ length: 300 }, () =>
+          raw('GET', { authorization: `Bearer ${TOKENS.gone}`, accept: 'text/event-stream' }).then(
+            async (r) => [r.status, (await r.text()).length] as const,
+          ),
+        ),
+      );
+      expect(many.every(([status]) => status === 405)).toBe(true);
+      console.info(
+        `mcp-hardening: 300 concurrent GET /mcp answered 405 and closed in ${Math.round(performance.now() - at)} ms`,
+      );
     } finally {
       await controls.setDisabled('gone-agent', false, 'test');
     }
