@@ -49,6 +49,9 @@ export const TOOL_NAMES = Object.keys(INPUTS) as (keyof typeof INPUTS)[];
 export const READS_PER_MINUTE = 120;
 /** The tools rated as reads; asks have `requests_per_hour`, and get_request and cancel_request read one request. */
 const READ_TOOLS: ReadonlySet<string> = new Set(['list_clusters', 'get_cluster', 'list_vms', 'plan_resize']);
+/** How long an ask waits for an identical one being made at the same moment, to answer with its request. */
+const SAME_ASK_WAIT_MS = 5_000;
+const SAME_ASK_STEP_MS = 50;
 
 /** A tool's handler for one agent; a thrown error becomes a tool error saying nothing was done. */
 type Handler<K extends keyof typeof INPUTS> = (
@@ -284,7 +287,13 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
     key: string | undefined,
     make: () => Promise<CloudRequest>,
   ): Promise<CallToolResult> => {
-    let claim: AskClaim = await deps.controls.claimAsk(agent.name, key, fingerprint(change));
+    const print = fingerprint(change);
+    let claim: AskClaim = await deps.controls.claimAsk(agent.name, key, print);
+    // An identical ask being made right now (a retry racing its original) is awaited: it ends in a few round trips.
+    for (let waited = 0; claim.kind === 'busy' && waited < SAME_ASK_WAIT_MS; waited += SAME_ASK_STEP_MS) {
+      await new Promise((resolve) => setTimeout(resolve, SAME_ASK_STEP_MS));
+      claim = await deps.controls.claimAsk(agent.name, key, print);
+    }
     while (claim.kind === 'made') {
       const { requestId } = claim;
       if (!claim.same)
@@ -304,7 +313,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
     }
     if (claim.kind === 'busy')
       return refusal(
-        `Not requested: an identical request by agent ${agent.name} is being made right now; ask again in a few seconds for its id.`,
+        `Not requested: an identical request by agent ${agent.name} is still being made; ask again in a few seconds for its id.`,
       );
     const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
     if (!taken.ok) {
