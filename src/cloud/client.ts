@@ -3,8 +3,9 @@
  * `errors.ts`, chosen by one question: could the request have taken effect? The client never retries:
  * the job worker decides, once.
  */
-import { Agent, type Dispatcher, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import { inSpan } from '../observability/tracing.ts';
 import {
   type CloudApiError,
@@ -89,6 +90,8 @@ export interface CloudApiClientOptions {
   apiKey?: string;
   /** A keep-alive pool to use; when absent the client creates an `Agent` and closes it in `close()`. */
   dispatcher?: Dispatcher;
+  /** The outbound proxy the client's own dispatcher goes through (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   timeouts?: TimeoutPolicy;
   onCall?: (call: CallReport) => void;
   /** Clock for `Retry-After` dates. */
@@ -149,7 +152,7 @@ export class CloudApiClient implements CloudApi {
     this.ownsDispatcher = options.dispatcher === undefined;
     this.dispatcher =
       options.dispatcher ??
-      new Agent({
+      outboundDispatcher(options.proxy ?? {}, {
         connect: { timeout: this.timeouts.connectMs },
         headersTimeout: this.timeouts.headersMs,
         bodyTimeout: this.timeouts.bodyMs,

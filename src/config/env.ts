@@ -21,6 +21,12 @@ const host = z.string().regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:
   message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
 });
 
+const proxyUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
+  message: 'expected the proxy as an http(s) URL, such as http://proxy.example.com:3128',
+});
+
+const STARTUP_SECONDS = 'expected whole seconds from 5 to 600, such as 30';
+
 const envSchema = z.object({
   SLACK_BOT_TOKEN: z
     .string()
@@ -124,6 +130,17 @@ const envSchema = z.object({
     .default('info'),
   /** The standard OpenTelemetry variables (docs/tracing.md). */
   ...TRACING_ENV_SHAPE,
+  /** The start-up's deadline, counted from the process's start (docs/operations.md#start-up). */
+  STARTUP_TIMEOUT_SECONDS: z.coerce
+    .number({ message: STARTUP_SECONDS })
+    .int({ message: STARTUP_SECONDS })
+    .min(5, { message: STARTUP_SECONDS })
+    .max(600, { message: STARTUP_SECONDS })
+    .default(10),
+  /** The forward proxy for outbound calls (docs/configuration.md#outbound-proxy); the lower-case names win. */
+  HTTPS_PROXY: proxyUrl.optional(),
+  HTTP_PROXY: proxyUrl.optional(),
+  NO_PROXY: z.string().optional(),
 });
 
 /**
@@ -137,6 +154,9 @@ export function webOrigin(value: string): string | undefined {
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return undefined;
   return url.origin;
 }
+
+/** The proxy variables, read in either case as curl and undici do: the lower-case one wins when both are set. */
+const EITHER_CASE = new Set(['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY']);
 
 /** A Sentinel's address. */
 export interface SentinelAddress {
@@ -189,7 +209,7 @@ export class ConfigError extends Error {
 export function loadEnv(raw: Record<string, string | undefined>): Env {
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
-    const value = raw[key];
+    const value = EITHER_CASE.has(key) ? (raw[key.toLowerCase()] ?? raw[key]) : raw[key];
     if (value !== undefined && value.trim() !== '') cleaned[key] = value.trim();
   }
   const parsed = envSchema.safeParse(cleaned);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ProxyEnv } from './outbound.ts';
 
 /** The OpenTelemetry protocols the bot can export with: OTLP over HTTP, as protobuf (the standard's default) or JSON. */
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
@@ -89,6 +90,8 @@ export interface TracingConfig {
   /** Which traces are recorded and exported; `ratio` for the traceidratio samplers. */
   sampler: { name: SamplerName; ratio: number };
   /** The bounded queue of finished spans (OTEL_BSP_*): past `maxQueueSize` spans are dropped, never waited for. */
+  /** The outbound proxy the exporter goes through (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   batch: {
     scheduledDelayMs: number;
     exportTimeoutMs: number;

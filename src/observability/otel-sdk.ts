@@ -32,6 +32,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { BullMQOtel } from 'bullmq-otel';
+import { outboundDispatcher, proxyConfigured } from '../config/outbound.ts';
 import type { TracingConfig } from '../config/tracing-env.ts';
 import { otlpHttpExporter } from './otlp-exporter.ts';
 import {
@@ -108,11 +109,14 @@ export async function createTracingBackend(
       propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
     }),
   );
+  const proxy = config.proxy ?? {};
   const exporter = otlpHttpExporter({
     url: config.url,
     protocol: config.protocol,
     headers: config.headers,
     timeoutMs: config.exportTimeoutMs,
+    // Through the outbound proxy when one is set (docs/configuration.md#outbound-proxy); else undici's global one.
+    ...(proxyConfigured(proxy) ? { dispatcher: outboundDispatcher(proxy) } : {}),
   });
   const batch = new BatchSpanProcessor({
     exporter,

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { App, type CustomRoute, ErrorCode, HTTPReceiver, LogLevel } from '@slack/bolt';
 import type { Env } from '../config/env.ts';
+import { fetchThrough, outboundDispatcher, proxyConfigured } from '../config/outbound.ts';
 import { scrubSecrets } from '../observability/logger.ts';
 import { tracingOn } from '../observability/tracing.ts';
 import { register as registerApprove } from './actions/approve.ts';
@@ -88,15 +89,18 @@ export function createSlackApp(
   socket: SocketOptions = {},
 ): SlackApp {
   const logger = boltLogger(deps.logger);
+  // Bolt's own WebClient (auth.test at start) goes through the outbound proxy too when one is set.
   const clientOptions = {
     slackApiUrl: env.SLACK_API_URL,
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
+    ...(proxyConfigured(env) ? { fetch: fetchThrough(outboundDispatcher(env)) } : {}),
   };
   const link = env.SLACK_APP_TOKEN
     ? new SocketLink({
         appToken: env.SLACK_APP_TOKEN,
         apiUrl: env.SLACK_API_URL,
         logger: deps.logger,
+        proxy: env,
         ...socket,
       })
     : undefined;

@@ -4,6 +4,7 @@
  */
 import { ErrorCode, WebClient } from '@slack/web-api';
 import type { Cluster, Redis } from 'ioredis';
+import { fetchThrough, outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import { describeRedis, type RedisTarget, redactUrl } from '../config/redis-connection.ts';
 
 /** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
@@ -145,7 +146,9 @@ export async function checkSlackToken(
   apiUrl: string,
   timeoutMs: number,
   signal?: AbortSignal,
+  proxy: ProxyEnv = {},
 ): Promise<SlackCheck> {
+  const dispatcher = proxyConfigured(proxy) ? outboundDispatcher(proxy) : undefined;
   // A client of its own: a deadline (axios aborts the request) and no retries, and nothing left open afterwards.
   const client = new WebClient(token, {
     slackApiUrl: apiUrl,
@@ -153,6 +156,7 @@ export async function checkSlackToken(
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
     logger: silentLogger,
+    ...(dispatcher ? { fetch: fetchThrough(dispatcher) } : {}),
   });
   const where = redactUrl(apiUrl);
   const call = client.auth.test().then(

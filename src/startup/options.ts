@@ -37,6 +37,8 @@ export interface StartOptions {
    * naming what it was waiting for. Unset: no deadline beyond the Redis and Slack checks' own.
    */
   startupTimeoutMs?: number;
+  /** Milliseconds added to each start-up wait's own limit (STARTUP_TIMEOUT_SECONDS above its default); 0 unless set. */
+  startupSpareMs?: number;
   /** Test knobs for BullMQ (short stall detection). */
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */

@@ -8,6 +8,7 @@ import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
+import { startForwardProxy } from '../helpers/proxies.ts';
 
 // `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global
 // setup), against the cloud simulator, the Slack stand-in and Redis servers of this file's own.
@@ -174,6 +175,35 @@ describe('cloudops doctor', () => {
       'clock',
     ]);
     expect(list.every((c) => c.status === 'ok')).toBe(true);
+  });
+
+  it('with a proxy: each Slack and cloud check names the proxy it went through, or says NO_PROXY sent it directly', async () => {
+    const proxy = await startForwardProxy();
+    try {
+      const run = await doctor([], {
+        HTTPS_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+        HTTP_PROXY: proxy.url,
+      });
+      expect(run.code, run.stdout).toBe(0);
+      const via = `[proxy http://127.0.0.1:${proxy.port}]`;
+      for (const line of run.stdout
+        .split('\n')
+        .filter((l) => /Slack|SLACK|cloud API|user groups|the bot is in/.test(l) && !l.includes(' clock ')))
+        expect(line.endsWith(via), line).toBe(true);
+      expect(run.stdout).not.toContain('s3cret');
+      expect(proxy.calls.map((c) => new URL(c.target).pathname)).toEqual(
+        expect.arrayContaining(['/api/auth.test', '/api/apps.connections.open', '/cloud/cluster/']),
+      );
+
+      const seen = proxy.calls.length;
+      const direct = await doctor([], { http_proxy: proxy.url, NO_PROXY: '127.0.0.1' });
+      expect(direct.code, direct.stdout).toBe(0);
+      expect(direct.stdout).toMatch(/^✓ cloud API accepts CLOUD_API_KEY \[direct \(NO_PROXY\)\]$/m);
+      expect(direct.stdout).toMatch(/^✓ SLACK_BOT_TOKEN works: .*\[direct \(NO_PROXY\)\]$/m);
+      expect(proxy.calls.length).toBe(seen);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('Redis with maxmemory-policy allkeys-lru and no persistence: ✗ with what to set, ! for persistence, exit 1', async () => {

@@ -8,6 +8,7 @@ import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redi
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { SHUTDOWN_REASON } from '../../src/jobs/execute-worker.ts';
 import { spawnBot } from '../helpers/bot-process.ts';
+import { startSlowTcpProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { JOBS_POLICY_YAML, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
 
@@ -156,6 +157,44 @@ describe.concurrent('a start-up that cannot finish exits 1 within 10 s with one 
     } finally {
       await new Promise<void>((resolve) => taken.close(() => resolve()));
     }
+  });
+});
+
+describe('STARTUP_TIMEOUT_SECONDS', { timeout: 90_000 }, () => {
+  // A start-up that needs 15 s: every byte sent to Slack is held 7.5 s, and start-up makes two auth.test calls (the
+  // token check, then Bolt's own).
+  it('a start-up needing 15 s fails with the default deadline and succeeds with STARTUP_TIMEOUT_SECONDS=40', async () => {
+    const slow = await startSlowTcpProxy(slack.apiUrl, 7_500);
+    const slowSlack = `http://127.0.0.1:${slow.port}/api/`;
+    try {
+      const bot = spawnBot(botEnv('web', { SLACK_API_URL: slowSlack }), dir);
+      const exit = await bot.exited;
+      expect(exit.code, bot.stdout()).toBe(1);
+      expect(bot.stderrLines()).toEqual([
+        expect.stringMatching(
+          /^cloudops: could not start: Slack did not answer auth\.test at http:\/\/127\.0\.0\.1:\d+\/api\/ within 4 s$/,
+        ),
+      ]);
+
+      const patient = spawnBot(
+        botEnv('web', { SLACK_API_URL: slowSlack, STARTUP_TIMEOUT_SECONDS: '40' }),
+        dir,
+      );
+      try {
+        expect(await patient.ready(60_000)).toBeGreaterThan(0);
+        expect(slack.callsOf('auth.test').length).toBeGreaterThan(0);
+      } finally {
+        patient.kill('SIGKILL');
+        await patient.exited;
+      }
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('a value that is not a number of seconds stops the start-up naming the variable', async () => {
+    const line = await failsFast(botEnv('web', { STARTUP_TIMEOUT_SECONDS: '10s' }));
+    expect(line).toBe('cloudops: STARTUP_TIMEOUT_SECONDS: expected whole seconds from 5 to 600, such as 30');
   });
 });
 

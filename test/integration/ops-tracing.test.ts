@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +12,7 @@ import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts'
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { type ForwardProxy, startForwardProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import {
   blockActionsPayload,
@@ -394,6 +397,87 @@ describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
         spans().some((s) => s.name === name && s.parentSpanId === undefined),
         name,
       ).toBe(true);
+  });
+});
+
+describe('through a forward proxy', { timeout: 90_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let proxy: ForwardProxy;
+  let bot: BotProcess;
+  const closers: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+    proxy = await startForwardProxy();
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    for (const close of closers) await close();
+    await proxy?.close();
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('a resize over Socket Mode sends the Web API, the WebSocket, the cloud API, the OTLP and the audit export through it', async () => {
+    // The company's log system: it takes every audit batch.
+    const batches: string[] = [];
+    const audit = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        batches.push(body);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => audit.listen(0, '127.0.0.1', resolve));
+    const auditUrl = `http://127.0.0.1:${(audit.address() as AddressInfo).port}/audit`;
+    closers.push(() => new Promise<void>((resolve) => audit.close(() => resolve())));
+    // Lower case for one, upper for the other: both spellings are read. Everything is on 127.0.0.1, which is only
+    // reached through the proxy because nothing here bypasses loopback by itself.
+    bot = startBot(stage, {
+      SLACK_APP_TOKEN: stage.slack.socket.appToken,
+      http_proxy: proxy.url,
+      HTTPS_PROXY: proxy.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      AUDIT_WEBHOOK_URL: auditUrl,
+    });
+    await bot.ready();
+    const { requestId } = await approvedResize(stage, { mode: 'socket' }, 6);
+    await until(
+      () =>
+        receiver.spans().some((s) => s.attributes['cloudops.request_id'] === requestId) ? true : undefined,
+      'the spans of the resize at the collector',
+    );
+    await until(
+      () => (batches.some((b) => b.includes(requestId)) ? true : undefined),
+      'the resize’s audit entries',
+    );
+    const seen = (kind: string, path: string) =>
+      proxy.calls.some((c) => c.kind === kind && new URL(c.target).pathname.endsWith(path));
+    const slack = new URL(stage.slack.apiUrl).pathname;
+    expect(seen('forward', `${slack}auth.test`), 'auth.test').toBe(true);
+    expect(seen('forward', `${slack}apps.connections.open`), 'apps.connections.open').toBe(true);
+    expect(seen('forward', `${slack}chat.postMessage`), 'chat.postMessage').toBe(true);
+    expect(seen('forward', `${slack}views.open`), 'views.open').toBe(true);
+    expect(
+      proxy.calls.some(
+        (c) => c.kind === 'upgrade' && new URL(c.target).port === new URL(stage.slack.apiUrl).port,
+      ),
+      'the Socket Mode WebSocket',
+    ).toBe(true);
+    expect(seen('forward', '/cloud/cluster/'), 'the start-up cloud check').toBe(true);
+    expect(seen('forward', '/vm/102/upgrade/'), 'the resize POST').toBe(true);
+    expect(seen('forward', '/v1/traces'), 'the OTLP export').toBe(true);
+    expect(seen('forward', '/audit'), 'the audit export').toBe(true);
+    // Every call the cloud simulator answered came through the proxy: none went around it.
+    const cloudCalls = proxy.calls.filter((c) => c.kind === 'forward' && c.target.startsWith(stage.sim.url));
+    expect(stage.sim.calls.length).toBeGreaterThan(0);
+    expect(cloudCalls.length).toBeGreaterThanOrEqual(stage.sim.calls.length);
   });
 });
 
