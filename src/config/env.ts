@@ -93,11 +93,22 @@ const envSchema = z.object({
   /** Where agents reach the MCP server (web role, `/mcp`); unset: no MCP server (docs/agents.md). */
   MCP_PORT: port.optional(),
   MCP_HOST: host.default('127.0.0.1'),
-  /** Browser origins allowed to call `/mcp` (comma-separated); a request with any other `Origin` is refused. */
+  /**
+   * Browser origins allowed to call `/mcp` (comma-separated): a request with any other `Origin` is refused, and these
+   * get CORS answers. Each must be an http(s) origin with a host.
+   */
   MCP_ALLOWED_ORIGINS: z
     .string()
-    .refine((v) => v.split(',').every((o) => URL.canParse(o.trim())), {
-      message: 'expected origins such as https://agents.example.com, separated by commas',
+    .superRefine((value, ctx) => {
+      const bad = value
+        .split(',')
+        .map((o) => o.trim())
+        .find((o) => webOrigin(o) === undefined);
+      if (bad !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          message: `“${bad.slice(0, 100)}” is not a web origin: give each as scheme and host, e.g. https://agents.example.com or http://localhost:3000, separated by commas`,
+        });
     })
     .optional(),
   /** Where the audit log is shipped as it is written (docs/operations.md#audit-export); unset: not shipped. */
@@ -133,6 +144,18 @@ const envSchema = z.object({
   HTTP_PROXY: proxyUrl.optional(),
   NO_PROXY: z.string().optional(),
 });
+
+/**
+ * The origin (`scheme://host[:port]`) of an http or https URL, as a browser sends it in `Origin`; undefined for
+ * anything else: no scheme (`localhost:3000` parses as scheme `localhost:`), another scheme, or no host, all of which
+ * would parse to the origin `null` that any sandboxed page sends.
+ */
+export function webOrigin(value: string): string | undefined {
+  if (!URL.canParse(value)) return undefined;
+  const url = new URL(value);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return undefined;
+  return url.origin;
+}
 
 /** The proxy variables, read in either case as curl and undici do: the lower-case one wins when both are set. */
 const EITHER_CASE = new Set(['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY']);

@@ -1,4 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Refusal } from '../requests/decision.ts';
 import type { CloudRequest, RequestState } from '../requests/types.ts';
 import { FINAL_STATES } from '../requests/types.ts';
 
@@ -107,4 +108,26 @@ export function requestText(request: CloudRequest): string {
   const taskId = request.outcomes.findLast((o) => o.taskId !== undefined)?.taskId;
   if (taskId) parts.push(`Task id: ${taskId}.`);
   return parts.join(' ');
+}
+
+/**
+ * Why cancel_request changed nothing, in plain text: an agent reads no Slack markup (mentions, code spans, emoji
+ * names), so people are named by their ids.
+ */
+export function cancelRefusalText(refusal: Refusal, request: CloudRequest): string {
+  switch (refusal.code) {
+    case 'already': {
+      const now = refusal.request;
+      const by = now.approvedBy ?? now.rejectedBy ?? now.cancelledBy ?? now.resolvedBy;
+      return `Nothing changed: request ${now.id} is already ${STATE_WORDS[now.state]}${by ? ` (by ${by})` : ''}.`;
+    }
+    case 'expired':
+      return `Nothing changed: request ${request.id} has expired; ask for a new one.`;
+    case 'gone':
+      return `Nothing changed: request ${request.id} is gone.`;
+    case 'agent_disabled':
+      return `Nothing changed: agent ${refusal.agent} is disabled.`;
+    default:
+      return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
+  }
 }

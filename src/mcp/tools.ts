@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { cloudReason } from '../cloud/errors.ts';
 import type { PriceSource } from '../cloud/price-cache.ts';
-import type { CloudApi, Cluster } from '../cloud/types.ts';
+import type { Cluster } from '../cloud/types.ts';
 import type { AgentMay, AgentPolicy } from '../config/agents.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -22,9 +23,8 @@ import { checkLease } from '../rules/lease.ts';
 import { formatUtc } from '../rules/resize.ts';
 import { checkRestore } from '../rules/restore.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
-import { refusalText } from '../slack/blocks/refusals.ts';
-import type { AgentControls } from './agent-state.ts';
-import { answer, refusal, requestText, requestView } from './answers.ts';
+import type { AgentControls, AskClaim } from './agent-state.ts';
+import { answer, cancelRefusalText, refusal, requestText, requestView } from './answers.ts';
 import { INPUTS, type ToolArgs } from './inputs.ts';
 import type { RequestChanges } from './request-changes.ts';
 
@@ -35,7 +35,6 @@ export interface McpDeps {
   requests: RequestLifecycle;
   vmFacts: VmFactsStore;
   prices: PriceSource;
-  cloud: Pick<CloudApi, 'getCluster'>;
   controls: AgentControls;
   changes: RequestChanges;
   now: () => Date;
@@ -45,6 +44,14 @@ export interface McpDeps {
 
 /** The tool names, a closed set (they alone reach logs as labels). */
 export const TOOL_NAMES = Object.keys(INPUTS) as (keyof typeof INPUTS)[];
+
+/** How many reads (the tools that only look) one agent may make in a sliding minute, on all processes together. */
+export const READS_PER_MINUTE = 120;
+/** The tools rated as reads; asks have `requests_per_hour`, and get_request and cancel_request read one request. */
+const READ_TOOLS: ReadonlySet<string> = new Set(['list_clusters', 'get_cluster', 'list_vms', 'plan_resize']);
+/** How long an ask waits for an identical one being made at the same moment, to answer with its request. */
+const SAME_ASK_WAIT_MS = 5_000;
+const SAME_ASK_STEP_MS = 50;
 
 /** A tool's handler for one agent; a thrown error becomes a tool error saying nothing was done. */
 type Handler<K extends keyof typeof INPUTS> = (
@@ -126,7 +133,8 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
             ? refusal(
                 `Agent ${agent.name} is disabled: an admin stopped it (cloudops agents disable). Nothing was done.`,
               )
-            : await handler(args, extra.signal);
+            : ((READ_TOOLS.has(name) ? await readLimited(deps, agent) : undefined) ??
+              (await handler(args, extra.signal)));
         } catch (error) {
           deps.logger.error({ err: error, agent: agent.name, tool: name }, 'an MCP tool failed');
           failed = true;
@@ -150,6 +158,25 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
       }) as never,
     );
   }
+}
+
+/** The refusal of a read past {@link READS_PER_MINUTE}, or undefined when the read is counted. */
+async function readLimited(deps: McpDeps, agent: AgentPolicy): Promise<CallToolResult | undefined> {
+  const taken = await deps.controls.takeRead(agent.name, READS_PER_MINUTE);
+  if (taken.ok) return undefined;
+  return refusal(
+    `Not answered: agent ${agent.name} made its ${READS_PER_MINUTE} reads of the last minute; it may read again at ${taken.retryAt.toISOString()}.`,
+  );
+}
+
+/** What makes two asks the same change: everything but the reason (a retry may word it again). */
+function fingerprint(parts: Record<string, unknown>): string {
+  const sorted = Object.fromEntries(
+    Object.entries(parts)
+      .filter(([, value]) => value !== undefined)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+  return createHash('sha256').update(JSON.stringify(sorted)).digest('base64url').slice(0, 32);
 }
 
 /** The tools' handlers for `agent`. */
@@ -244,18 +271,70 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
     const project = projectFor(request.projectName);
     return typeof project === 'string' ? notFound : request;
   };
-  /** Counts a request against the agent's hourly limit; the sentence saying when it may ask again when full. */
-  const rateLimited = async (): Promise<string | undefined> => {
-    const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
-    if (taken.ok) return undefined;
-    return `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`;
-  };
   const created = (request: CloudRequest): CallToolResult =>
     answer(
       // Posting is a job of its own, retried while Slack fails: the answer cannot say it is there yet.
       `${requestText(request)} ${request.messageTs ? 'It was posted' : 'It is being posted'} in the project's Slack channel (get_request says posted: true once it is there); follow it with get_request (wait_seconds up to 60).`,
       requestView(request),
     );
+  /**
+   * Makes an ask once: an identical ask (or one with the same idempotency key) answers with the request already made;
+   * else the ask's place in the hourly limit is taken, and given back when `make` makes nothing (a refusal it
+   * throws as one of `refusals`, which becomes the answer). Agents retry: two identical asks make one request.
+   */
+  const askOnce = async (
+    change: Record<string, unknown>,
+    key: string | undefined,
+    make: () => Promise<CloudRequest>,
+  ): Promise<CallToolResult> => {
+    const print = fingerprint(change);
+    let claim: AskClaim = await deps.controls.claimAsk(agent.name, key, print);
+    // An identical ask being made right now (a retry racing its original) is awaited: it ends in a few round trips.
+    for (let waited = 0; claim.kind === 'busy' && waited < SAME_ASK_WAIT_MS; waited += SAME_ASK_STEP_MS) {
+      await new Promise((resolve) => setTimeout(resolve, SAME_ASK_STEP_MS));
+      claim = await deps.controls.claimAsk(agent.name, key, print);
+    }
+    while (claim.kind === 'made') {
+      const { requestId } = claim;
+      if (!claim.same)
+        return refusal(
+          `Not requested: idempotency key “${key}” was used for request ${requestId}, a different ask.`,
+        );
+      const existing = await deps.store.get(requestId);
+      // An identical ask made after the request ended is a new one; a key's request answers however it ended.
+      if (key !== undefined || (existing && !FINAL_STATES.includes(existing.state))) {
+        if (!existing) return refusal(`There is no request ${requestId} that agent ${agent.name} may see.`);
+        return answer(
+          `${key !== undefined ? `Already asked with idempotency key “${key}”: nothing new was made.` : `An identical request (${requestId}) is already open: nothing new was made.`} ${requestText(existing)}`,
+          requestView(existing),
+        );
+      }
+      claim = await claim.retry();
+    }
+    if (claim.kind === 'busy')
+      return refusal(
+        `Not requested: an identical request by agent ${agent.name} is still being made; ask again in a few seconds for its id.`,
+      );
+    const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
+    if (!taken.ok) {
+      await claim.dropped();
+      return refusal(
+        `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`,
+      );
+    }
+    let request: CloudRequest;
+    try {
+      request = await make();
+    } catch (error) {
+      // Only what was made counts: a refusal (or a failure before anything was stored) gives the place back.
+      await Promise.all([taken.release(), claim.dropped()]);
+      if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
+        return refusal(error.message);
+      throw error;
+    }
+    await claim.made(request.id);
+    return created(request);
+  };
 
   return {
     async list_clusters() {
@@ -263,7 +342,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       try {
         clusters = await deps.prices.clusters();
       } catch (error) {
-        return refusal(`The cluster list could not be read: ${cloudReason(error)}`);
+        return refusal(`The cluster list could not be read: ${cloudReason(error)}.`);
       }
       const lines = clusters.map(
         (c) =>
@@ -277,13 +356,17 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       );
     },
     async get_cluster(args) {
-      let cluster: Cluster;
+      const name = args.name.slice(0, 64);
+      let cluster: Cluster | undefined;
       try {
-        cluster = await deps.cloud.getCluster(args.name, 'A');
+        // From the price cache: the list holds every active cluster, so an agent's reads cost the API nothing more.
+        cluster = (await deps.prices.clusters()).find((c) => c.name === args.name);
       } catch (error) {
-        return refusal(`Cluster “${args.name.slice(0, 64)}” could not be read: ${cloudReason(error)}`);
+        return refusal(`Cluster “${name}” could not be read: ${cloudReason(error)}.`);
       }
-      const view = clusterView(cluster);
+      if (!cluster) return refusal(`There is no active cluster “${name}”; list_clusters names them.`);
+      // The API lists active clusters only.
+      const view = { ...clusterView(cluster), status: cluster.status ?? 'active' };
       return answer(
         `${cluster.name} (${cluster.location})${cluster.status ? `, ${cluster.status}` : ''}: ${JSON.stringify(view.prices)}`,
         { currency: policy.currency, cluster: view },
@@ -367,17 +450,11 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         (args.for_hours !== undefined ? mayNot('lease') : undefined);
       if (notAllowed) return refusal(notAllowed);
       if ('refused' in checked) return refusal(checked.refused.join(' '));
-      const limited = await rateLimited();
-      if (limited) return refusal(limited);
-      try {
-        return created(
-          await deps.requests.createResize(origin(project), { ...checked.resize, reason: args.reason }),
-        );
-      } catch (error) {
-        if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
-          return refusal(error.message);
-        throw error;
-      }
+      const { reason: _reason, idempotency_key: key, vm_stopped: _stopped, ...change } = args;
+      const resize = checked.resize;
+      return askOnce({ tool: 'request_resize', ...change, project: project.uuid }, key, () =>
+        deps.requests.createResize(origin(project), { ...resize, reason: args.reason }),
+      );
     },
     async request_restore(args) {
       const project = projectFor(args.project);
@@ -395,22 +472,22 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         confirmedStopped: args.vm_stopped,
       });
       if (violations.length > 0) return refusal(violations.map((v) => v.message).join(' '));
-      const limited = await rateLimited();
-      if (limited) return refusal(limited);
-      try {
-        return created(
-          await deps.requests.createRestore(origin(project), {
-            project,
-            vm,
-            backupSlug: args.backup,
-            autostart: args.autostart,
-            reason: args.reason,
-          }),
-        );
-      } catch (error) {
-        if (error instanceof ApprovalUnreachableError) return refusal(error.message);
-        throw error;
-      }
+      const change = {
+        tool: 'request_restore',
+        project: project.uuid,
+        vm_id: args.vm_id,
+        backup: args.backup,
+        autostart: args.autostart,
+      };
+      return askOnce(change, args.idempotency_key, () =>
+        deps.requests.createRestore(origin(project), {
+          project,
+          vm,
+          backupSlug: args.backup,
+          autostart: args.autostart,
+          reason: args.reason,
+        }),
+      );
     },
     async get_request(args, signal) {
       const found = await readable(args.request_id);
@@ -440,7 +517,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         const text =
           decided.refusal.code === 'not_requester'
             ? `Agent ${agent.name} may cancel only the requests it made; request ${found.id} is not one of them.`
-            : refusalText(decided.refusal, 'cancel', found);
+            : cancelRefusalText(decided.refusal, found);
         return refusal(text);
       }
       return answer(

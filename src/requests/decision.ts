@@ -10,6 +10,8 @@ export type Refusal =
   | { code: 'expired'; request: CloudRequest }
   /** It is not in the store any more. */
   | { code: 'gone' }
+  /** Asked by an agent an admin has disabled: nobody may approve or run it until the agent is enabled again. */
+  | { code: 'agent_disabled'; agent: string }
   /** The lease was kept or returned already. */
   | { code: 'lease_closed'; request: CloudRequest }
   /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */

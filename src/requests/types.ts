@@ -210,6 +210,8 @@ export interface CloudRequest {
 /** The agent that asked, as the policy names it. */
 export interface AgentRequester {
   name: string;
+  /** Set while an admin has the agent disabled (`cloudops agents disable`): the request cannot be approved. */
+  disabled?: boolean;
 }
 
 /** How an agent appears as an actor in the audit and on the request message. */

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { newAgentToken } from '../../src/config/agents.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // Whatever people type (a reason, a reject reason) reaches the store, the audit and the channel; a secret pasted
@@ -22,6 +23,8 @@ describe('a secret typed into a reason', () => {
     const pasted = [
       'xoxp-1234567890-abcdefABCDEF',
       'xwfp-W123-secretpart',
+      // An agent's token, copied from wherever it was shown: the bot knows only its hash, so it is caught by shape.
+      newAgentToken(),
       `Bearer ${'k9'.repeat(10)}`,
       h.signingSecret,
       h.sim.apiKey,

@@ -92,6 +92,8 @@ export interface LifecycleDeps {
    * posted to the channel without them or any Slack token or bearer credential pasted into it.
    */
   secrets?: readonly string[];
+  /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
+  agentDisabled?: (name: string) => Promise<boolean>;
 }
 
 /** The lifecycle's own acts that other acts call: called through it, so what wraps its acts (tracing) sees them. */

@@ -20,6 +20,8 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
       return `Request \`${request.id}\` has expired; ask for a new one.`;
     case 'gone':
       return 'This request is gone.';
+    case 'agent_disabled':
+      return `Request \`${request.id}\` was asked by agent ${refusal.agent}, which an admin has disabled (\`cloudops agents disable\`): it cannot be ${act === 'approve' ? 'approved' : 'run'} until the agent is enabled again. Reject or cancel it instead.`;
     case 'not_requester':
       return 'Only the requester can cancel this request.';
     case 'not_involved':

@@ -2,7 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
 import { approvalsText } from '../../requests/approval-rules.ts';
 import { currentApprovers } from '../../requests/approvers.ts';
-import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
+import { type CloudRequest, FINAL_STATES, type ReplyEvent } from '../../requests/types.ts';
 import { changeLines, stateLabel, stepSummary, vmLabel } from './describe.ts';
 import { leaseReply, leaseText } from './lease.ts';
 import {
@@ -97,6 +97,10 @@ function whoActed(request: CloudRequest): string[] {
   const lines = [
     `${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} ${slackDate(new Date(request.createdAt))}`,
   ];
+  if (request.agent?.disabled && !FINAL_STATES.includes(request.state))
+    lines.push(
+      `:no_entry: Agent ${escapeMrkdwn(request.agent.name)} is disabled (\`cloudops agents disable\`): Approve is refused until it is enabled again. Reject or cancel it instead.`,
+    );
   const progress = progressLine(request);
   if (progress) lines.push(progress);
   if (request.breakGlass)
