@@ -34,12 +34,13 @@ export const REDACT_PATHS = [
 ];
 
 /**
- * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh, a workflow step's), bearer
+ * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh, a workflow step's), MCP agents'
+ * tokens (`cloudops_agent_…`: only their hash is configured, so no literal value can catch them), bearer
  * credentials, and the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's
  * events).
  */
 const SECRET_IN_TEXT =
-  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
+  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+|cloudops_agent_[A-Za-z0-9_-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
 
 /** Secrets shorter than this are not scrubbed as literals: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 6;

@@ -22,6 +22,8 @@ describe('a secret typed into a reason', () => {
     const pasted = [
       'xoxp-1234567890-abcdefABCDEF',
       'xwfp-W123-secretpart',
+      // An MCP agent's token (cloudops agents add): only its hash is configured, so it is caught by its form.
+      `cloudops_agent_${'Q7-x_'.repeat(9)}`,
       `Bearer ${'k9'.repeat(10)}`,
       h.signingSecret,
       h.sim.apiKey,
