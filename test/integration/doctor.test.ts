@@ -227,6 +227,26 @@ describe('cloudops doctor', () => {
     }
   });
 
+  it("credentials in SLACK_API_URL or CLOUD_API_URL (a gateway's user:password@ or ?token=) are printed by neither output", async () => {
+    const port = await freePort();
+    const overrides = {
+      SLACK_API_URL: `http://gw-user:gw-pass-8e1f@127.0.0.1:${port}/api/?token=gw-token-77d2`,
+      CLOUD_API_URL: `http://cloud-user:cloud-pass-3a9c@127.0.0.1:${port}/?api_key=cloud-query-5b20`,
+    };
+    for (const run of [await doctor([], overrides), await doctor(['--json'], overrides)]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
+      for (const secret of [
+        'gw-user',
+        'gw-pass-8e1f',
+        'gw-token-77d2',
+        'cloud-pass-3a9c',
+        'cloud-query-5b20',
+      ])
+        expect(run.stdout + run.stderr).not.toContain(secret);
+    }
+  });
+
   it('no Redis answering: ✗ naming REDIS_URL', async () => {
     const port = await freePort();
     const { code, checks: list } = await checks({ REDIS_URL: `redis://127.0.0.1:${port}` });
