@@ -105,6 +105,19 @@ function failureCode(error: unknown): string {
   return typeof name === 'string' ? name : 'unknown';
 }
 
+/**
+ * The URL to POST to and its user:password@ as a Basic `authorization` header: undici drops a URL's user part
+ * without a word, so a receiver behind basic authentication would answer 401 forever.
+ */
+export function receiverTarget(url: string): { url: string; authorization?: string } {
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return { url };
+  const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), authorization: `Basic ${Buffer.from(credentials).toString('base64')}` };
+}
+
 /** A running export: `stop` lets a POST in flight finish within `budgetMs`, then cuts it (its batch stays unshipped). */
 export interface AuditShipper {
   stop(budgetMs?: number): Promise<void>;
@@ -117,6 +130,7 @@ export function startAuditShipper(
 ): AuditShipper {
   const cursor = new AuditCursor(deps.redis, deps.prefix);
   const receiver = new URL(deps.url).host;
+  const target = receiverTarget(deps.url);
   const log = new ReceiverLog(deps.logger, receiver);
   const redisLog = redisConnectionLog(deps.logger);
   const stopping = new AbortController();
@@ -131,8 +145,9 @@ export function startAuditShipper(
       'user-agent': deps.userAgent,
     };
     if (deps.secret) headers[SIGNATURE_HEADER] = signBody(deps.secret, body);
+    if (target.authorization) headers.authorization = target.authorization;
     try {
-      const response = await request(deps.url, {
+      const response = await request(target.url, {
         method: 'POST',
         headers,
         body,
