@@ -40,6 +40,8 @@ export interface AuditShipperDeps {
   prefix: string;
   /** AUDIT_WEBHOOK_URL. Logged by host only: a URL can carry a token. */
   url: string;
+  /** The configured secret values, scrubbed from the entries' details (as from every log line). */
+  secrets?: readonly string[];
   /** AUDIT_WEBHOOK_SECRET; unset: batches go unsigned. */
   secret?: string;
   /** Carries the POSTs (the caller's pool, or its proxy). */
@@ -139,7 +141,7 @@ export function startAuditShipper(
   let groupReady = false;
 
   const post = async (batch: AuditBatch): Promise<Failure | undefined> => {
-    const body = batchBody(batch.entries);
+    const body = batchBody(batch.entries, deps.secrets);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': deps.userAgent,

@@ -64,9 +64,17 @@ afterAll(async () => {
 });
 
 /** Writes one request's audit entries (created, pending) and starts shipping them to `url`. */
-async function ship(url: string, receivers: TestReceiver[]): Promise<void> {
+async function ship(
+  url: string,
+  receivers: TestReceiver[],
+  written: { detail?: string; secrets?: string[] } = {},
+): Promise<void> {
   prefix = uniquePrefix('audit-receivers');
-  await new RequestStore(redis, { prefix }).create(resizeRequest(), 'U0DEV', 'rule: one approver');
+  await new RequestStore(redis, { prefix }).create(
+    resizeRequest(),
+    'U0DEV',
+    written.detail ?? 'rule: one approver',
+  );
   log = [];
   const logger = createLogger(
     { level: 'debug' },
@@ -83,6 +91,7 @@ async function ship(url: string, receivers: TestReceiver[]): Promise<void> {
       redis,
       prefix,
       url,
+      secrets: written.secrets,
       dispatcher: agent,
       logger,
       metrics: createMetrics({ defaultMetrics: false }),
@@ -125,6 +134,29 @@ describe('the audit export and its receiver', { timeout: 60_000 }, () => {
     expect(logs.seen.every((s) => s.path === '/audit?team=ops')).toBe(true);
     expect(log.join('')).not.toContain('audit export failing');
     for (const secret of ['p@ss', 'p%40ss', 'w0rd-91b3']) expect(log.join('')).not.toContain(secret);
+  });
+
+  it('scrubs secrets from the entries it ships, as the logs do (history written before typed text was scrubbed)', async () => {
+    const bodies: string[] = [];
+    const logs = await receiver((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    const agentToken = `cloudops_agent_${'Zq8_-'.repeat(9)}`;
+    const apiKey = 'configured-api-key-4d1f';
+    // As an earlier version stored a reason: verbatim.
+    const detail = `urgent, ${agentToken} and xoxb-111-222-abcDEF and ${apiKey}`;
+    await ship(`${logs.url}/audit`, [logs], { detail, secrets: [apiKey] });
+    await until(async () => (await pendingCount()) === 0 && bodies.length > 0, 'shipped');
+    const shipped = bodies.join('');
+    expect(shipped).toContain('urgent, [redacted] and [redacted] and [redacted]');
+    for (const secret of [agentToken, 'xoxb-111', apiKey]) expect(shipped).not.toContain(secret);
   });
 
   it('does not follow a redirect: a 3xx is a failed post, retried at the same URL', async () => {
