@@ -35,6 +35,13 @@ export function redisRefusal(error: Error, target: RedisTarget): RedisRefusal | 
       line: `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`,
       fix: 'give the right password in REDIS_URL',
     };
+  if (target.sentinels && /unknown command 'sentinel'/i.test(message)) {
+    const list = target.sentinels.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`);
+    return {
+      line: `REDIS_SENTINELS: ${list.join(',')} is a Redis, not a Sentinel: set REDIS_URL to it instead (and leave REDIS_SENTINELS empty), or give the Sentinels' addresses (port 26379 unless changed)`,
+      fix: 'set REDIS_URL to that Redis and leave REDIS_SENTINELS empty, or name the Sentinels',
+    };
+  }
   if (target.clusterNodes && /cluster support disabled/i.test(message)) {
     const nodes = target.clusterNodes.map(
       (n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`,

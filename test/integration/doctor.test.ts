@@ -247,6 +247,18 @@ describe('cloudops doctor', () => {
     }
   });
 
+  it('REDIS_SENTINELS naming a Redis, not a Sentinel: ✗ saying so and what to set, not "no answer"', async () => {
+    const address = redis.url.replace('redis://', '');
+    const { code, checks: list } = await checks({ REDIS_SENTINELS: address });
+    expect(code).toBe(1);
+    const check = one(list, 'redis');
+    expect(check.status).toBe('fail');
+    expect(check.summary).toBe(
+      `REDIS_SENTINELS: ${address} is a Redis, not a Sentinel: set REDIS_URL to it instead (and leave REDIS_SENTINELS empty), or give the Sentinels' addresses (port 26379 unless changed)`,
+    );
+    expect(check.fix).toContain('REDIS_URL');
+  });
+
   it('no Redis answering: ✗ naming REDIS_URL', async () => {
     const port = await freePort();
     const { code, checks: list } = await checks({ REDIS_URL: `redis://127.0.0.1:${port}` });
