@@ -55,15 +55,21 @@ export function redisRefusal(error: Error, target: RedisTarget): RedisRefusal | 
 }
 
 /**
- * A single-node client (REDIS_URL, no Sentinels) that reached a node of a Redis Cluster: every command on a key of
- * another node's slots would fail with MOVED, so it is refused before any work, naming what to set.
+ * A single-node client (REDIS_URL, no Sentinels) that reached a node of a Redis Cluster (every command on a key of
+ * another node's slots would fail with MOVED) or a Sentinel (which has no data commands at all): refused before any
+ * work, naming what to set.
  */
-export async function clusterNodeAsSingle(
+export async function singleNodeMixUp(
   client: Redis | Cluster,
   target: RedisTarget,
 ): Promise<RedisRefusal | undefined> {
   if (target.clusterNodes || target.sentinels || 'nodes' in client) return undefined;
-  const info = await client.info('cluster').catch(() => '');
+  const info = await client.info().catch(() => '');
+  if (/^redis_mode:sentinel\s*$/m.test(info))
+    return {
+      line: `REDIS_URL: the Redis at ${redactUrl(target.url)} is a Sentinel: set REDIS_SENTINELS to the Sentinels (host:port,host:port,…) and keep only the password and TLS in REDIS_URL`,
+      fix: 'set REDIS_SENTINELS to the Sentinels (host:port,…)',
+    };
   if (!/^cluster_enabled:1\s*$/m.test(info)) return undefined;
   return {
     line: `REDIS_URL: the Redis at ${redactUrl(target.url)} is a node of a Redis Cluster: set REDIS_CLUSTER_NODES to its nodes (host:port,host:port,…) instead`,
@@ -83,7 +89,7 @@ export async function waitForRedis(
   signal?: AbortSignal,
 ): Promise<void> {
   if (client.status !== 'ready') await readyWithin(client, target, timeoutMs, signal);
-  const mixUp = await clusterNodeAsSingle(client, target);
+  const mixUp = await singleNodeMixUp(client, target);
   if (mixUp) throw new StartupError(mixUp.line);
 }
 

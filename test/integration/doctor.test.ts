@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
 import { startForwardProxy } from '../helpers/proxies.ts';
@@ -257,6 +258,22 @@ describe('cloudops doctor', () => {
       `REDIS_SENTINELS: ${address} is a Redis, not a Sentinel: set REDIS_URL to it instead (and leave REDIS_SENTINELS empty), or give the Sentinels' addresses (port 26379 unless changed)`,
     );
     expect(check.fix).toContain('REDIS_URL');
+  });
+
+  it('REDIS_URL naming a Sentinel: ✗ saying so and what to set, not "Redis answers"', async () => {
+    const group = await startSentinelGroup({ replicas: 0, sentinels: 1, quorum: 1 });
+    try {
+      const { code, checks: list } = await checks({ REDIS_URL: `redis://${group.sentinels}` });
+      expect(code).toBe(1);
+      const check = one(list, 'redis');
+      expect(check.status).toBe('fail');
+      expect(check.summary).toBe(
+        `REDIS_URL: the Redis at redis://${group.sentinels} is a Sentinel: set REDIS_SENTINELS to the Sentinels (host:port,host:port,…) and keep only the password and TLS in REDIS_URL`,
+      );
+      expect(check.fix).toContain('REDIS_SENTINELS');
+    } finally {
+      await group.stop();
+    }
   });
 
   it('no Redis answering: ✗ naming REDIS_URL', async () => {
