@@ -52,6 +52,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),
+    ...urlCredentials(env.HTTPS_PROXY),
+    ...urlCredentials(env.HTTP_PROXY),
     ...tracingSecrets(env),
   ].filter((s): s is string => s !== undefined);
   const metrics = createMetrics();

@@ -5,15 +5,18 @@ import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.
 // Whatever people type (a reason, a reject reason) reaches the store, the audit and the channel; a secret pasted
 // into it must not. The whole bot runs, so the request message and the thread reply are really posted.
 let h: Harness;
-// Credentials inside a configured URL (here the audit receiver's; REDIS_URL's are read the same way) are secrets too.
+// Credentials inside a configured URL (the audit receiver's, the proxy's; REDIS_URL's are read the same way) are secrets.
 const URL_PASSWORD = 'receiver-pass-5e21';
 const URL_TOKEN = 'receiver-token-9c07';
+const PROXY_PASSWORD = 'proxy-pass-2b6d';
 beforeAll(async () => {
   const port = await freePort();
   h = await startHarness({
     role: 'all',
     env: () => ({
       AUDIT_WEBHOOK_URL: `http://vector:${URL_PASSWORD}@127.0.0.1:${port}/audit?token=${URL_TOKEN}`,
+      // Only https:// goes through it: the stand-ins here are http:// on loopback.
+      HTTPS_PROXY: `http://egress:${PROXY_PASSWORD}@127.0.0.1:${port}`,
     }),
   });
 });
@@ -39,6 +42,7 @@ describe('a secret typed into a reason', () => {
       h.sim.apiKey,
       URL_PASSWORD,
       URL_TOKEN,
+      PROXY_PASSWORD,
     ];
     const typed = `Black Friday, see ${pasted.join(' and ')}`;
     const ack = await h.fillAndSubmit('resize shop-prod 102 cores=6', { reason: typed });
