@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import { urlCredentials } from './config/redis-connection.ts';
 import { packageVersion } from './config/version.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
@@ -47,6 +48,12 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
     env.AUDIT_WEBHOOK_SECRET,
+    ...urlCredentials(env.REDIS_URL),
+    ...urlCredentials(env.AUDIT_WEBHOOK_URL),
+    ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
+    ...urlCredentials(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),
+    ...urlCredentials(env.HTTPS_PROXY),
+    ...urlCredentials(env.HTTP_PROXY),
     ...tracingSecrets(env),
   ].filter((s): s is string => s !== undefined);
   const metrics = createMetrics();

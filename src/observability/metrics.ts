@@ -19,6 +19,7 @@ export const SLACK_ERROR_LABELS: ReadonlySet<string> = new Set([
   'ECONNRESET',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
+  'TimeoutError',
   'UND_ERR_SOCKET',
   'invalid_response',
   'http_500',

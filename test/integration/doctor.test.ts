@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
 import { startForwardProxy } from '../helpers/proxies.ts';
@@ -224,6 +225,54 @@ describe('cloudops doctor', () => {
       expect(run.code).toBe(1);
       expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
       expect(run.stdout + run.stderr).not.toContain('query-pw-41c7');
+    }
+  });
+
+  it("credentials in SLACK_API_URL or CLOUD_API_URL (a gateway's user:password@ or ?token=) are printed by neither output", async () => {
+    const port = await freePort();
+    const overrides = {
+      SLACK_API_URL: `http://gw-user:gw-pass-8e1f@127.0.0.1:${port}/api/?token=gw-token-77d2`,
+      CLOUD_API_URL: `http://cloud-user:cloud-pass-3a9c@127.0.0.1:${port}/?api_key=cloud-query-5b20`,
+    };
+    for (const run of [await doctor([], overrides), await doctor(['--json'], overrides)]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
+      for (const secret of [
+        'gw-user',
+        'gw-pass-8e1f',
+        'gw-token-77d2',
+        'cloud-pass-3a9c',
+        'cloud-query-5b20',
+      ])
+        expect(run.stdout + run.stderr).not.toContain(secret);
+    }
+  });
+
+  it('REDIS_SENTINELS naming a Redis, not a Sentinel: ✗ saying so and what to set, not "no answer"', async () => {
+    const address = redis.url.replace('redis://', '');
+    const { code, checks: list } = await checks({ REDIS_SENTINELS: address });
+    expect(code).toBe(1);
+    const check = one(list, 'redis');
+    expect(check.status).toBe('fail');
+    expect(check.summary).toBe(
+      `REDIS_SENTINELS: ${address} is a Redis, not a Sentinel: set REDIS_URL to it instead (and leave REDIS_SENTINELS empty), or give the Sentinels' addresses (port 26379 unless changed)`,
+    );
+    expect(check.fix).toContain('REDIS_URL');
+  });
+
+  it('REDIS_URL naming a Sentinel: ✗ saying so and what to set, not "Redis answers"', async () => {
+    const group = await startSentinelGroup({ replicas: 0, sentinels: 1, quorum: 1 });
+    try {
+      const { code, checks: list } = await checks({ REDIS_URL: `redis://${group.sentinels}` });
+      expect(code).toBe(1);
+      const check = one(list, 'redis');
+      expect(check.status).toBe('fail');
+      expect(check.summary).toBe(
+        `REDIS_URL: the Redis at redis://${group.sentinels} is a Sentinel: set REDIS_SENTINELS to the Sentinels (host:port,host:port,…) and keep only the password and TLS in REDIS_URL`,
+      );
+      expect(check.fix).toContain('REDIS_SENTINELS');
+    } finally {
+      await group.stop();
     }
   });
 

@@ -181,6 +181,15 @@ describe('an unknown path (HTTP mode, LOG_LEVEL=info)', () => {
       const entry = JSON.parse(lines[0] ?? '{}') as { level: string; path?: string; method?: string };
       expect(entry).toMatchObject({ level: 'info', method: 'POST', path: '/slack/event/[redacted]?next=1' });
       expect(lines[0]).not.toContain(ops.secrets.botToken);
+
+      // A credential in the query (a scraper or webhook set up with ?token= or ?api_key= on the wrong path).
+      const query = '/metrics/scrape?api_key=query-key-51c2&token=query-token-0f3e&page=2';
+      expect((await request(`${ops.url}${query}`, { method: 'GET' })).statusCode).toBe(404);
+      const scrape = ops.logs.filter((line) => line.includes('/metrics/scrape'));
+      expect(scrape, ops.logs.slice(before).join('\n')).toHaveLength(1);
+      expect(JSON.parse(scrape[0] ?? '{}')).toMatchObject({
+        path: '/metrics/scrape?api_key=[redacted]&token=[redacted]&page=2',
+      });
     } finally {
       await ops.close();
     }
