@@ -144,7 +144,8 @@ export class ExecuteProcessor {
         return 'skipped';
       }
       request = sending.request;
-      if (stillAllowed !== true) return this.refuse(request, request.nextStep, stillAllowed);
+      if (stillAllowed !== true)
+        return this.finishStep(request, request.nextStep, 'refused', stillAllowed, undefined, true);
     } else if (request.state !== 'sending') {
       await this.reannounce(request);
       return 'skipped';
@@ -344,8 +345,10 @@ export class ExecuteProcessor {
     to: 'refused' | 'unknown',
     reason: string,
     status?: number,
+    /** Refused by the re-check before anything was sent. */
+    notSent?: boolean,
   ): Promise<ExecuteOutcome> {
-    const outcome: StepOutcome = { step, status, reason, at: this.at() };
+    const outcome: StepOutcome = { step, status, reason, at: this.at(), ...(notSent ? { notSent } : {}) };
     const finished = await this.settle(request, {
       from: ['sending'],
       to,

@@ -126,7 +126,14 @@ export interface StepOutcome {
   taskId?: string;
   /** For refusals and unknown outcomes: the clean sentence. */
   reason?: string;
+  /** cloudops refused it itself, checking it again before sending: nothing reached the API. */
+  notSent?: boolean;
   at: string;
+}
+
+/** Whether `request` ended refused by cloudops's own re-check (nothing sent), not by the API. */
+export function refusedBeforeSending(request: Pick<CloudRequest, 'state' | 'outcomes'>): boolean {
+  return request.state === 'refused' && request.outcomes.at(-1)?.notSent === true;
 }
 
 /** The cost preview shown on the request message, computed once when the request is made. */

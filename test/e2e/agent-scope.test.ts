@@ -261,10 +261,17 @@ describe('a request is checked again when it is approved and when it runs (item 
     const why =
       'Not sent: VM 102 changed since this request was made: cores were 4 and are 12 now, so 6 lowers them now (when asked, it raises them).';
     expect(refused.outcomes.at(-1)?.reason).toContain(why);
-    expect((await threadSays(id, 'cores were 4 and are 12 now')).join('\n')).toContain(why);
+    expect((await threadSays(id, 'cores were 4 and are 12 now')).join('\n')).toContain(`:x: ${why}`);
+    const message = await h.requestMessage(id, (m) => JSON.stringify(m.blocks).includes('Refused'));
+    expect(JSON.stringify(message.blocks)).toContain('Refused by cloudops, not sent');
     expect(postsTo(102)).toHaveLength(posts);
     const answered = await call(client, 'get_request', { request_id: id });
-    expect(answered.structuredContent).toMatchObject({ state: 'refused', final: true });
+    expect(answered.structuredContent).toMatchObject({
+      state: 'refused',
+      state_text: 'refused by cloudops before sending',
+      final: true,
+      outcome: { reason: expect.stringContaining(why) },
+    });
   });
 
   it('a person’s request is refused the same way', async () => {
