@@ -1,10 +1,10 @@
 import type { PriceSource } from '../cloud/price-cache.ts';
 import { approvalsOf, findProject, type Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
-import { approvalKind, type ChangeScope, classifyChange, type FieldChange } from '../rules/change-scope.ts';
+import { type ChangeScope, classifyChange, type FieldChange } from '../rules/change-scope.ts';
 import { NAME } from '../rules/resize.ts';
 import type { ResizeField, ResizeTarget, VmKnown } from '../rules/types.ts';
-import { approvalsText, planApproval, resizeFacts } from './approval-rules.ts';
+import { approvalsText, planApproval, resizeFacts, resizeKindFor } from './approval-rules.ts';
 import { costPreview } from './cost-preview.ts';
 import { checkResizeUnder } from './resize-check.ts';
 import type { CloudRequest, ResizeParams } from './types.ts';
@@ -144,12 +144,15 @@ async function costChanged(
   if (bound !== undefined && (delta === undefined || Number(delta) > bound))
     return `Not sent: agent ${agent?.name} may add at most ${bound} ${policy.currency} a month, and the cost of this change is ${money(delta)} now.`;
 
-  const kind = approvalKind(classifyChange(vm, params.target));
-  const plan = planApproval(
-    approvalsOf(policy, project),
-    project.approval[kind],
-    resizeFacts({ ...params, before: vm }, kind, delta),
-    policy.currency,
+  const planFor = (kind: 'resize_up' | 'resize_down') =>
+    planApproval(
+      approvalsOf(policy, project),
+      project.approval[kind],
+      resizeFacts({ ...params, before: vm }, kind, delta),
+      policy.currency,
+    );
+  const plan = planFor(
+    resizeKindFor(classifyChange(vm, params.target).direction, (kind) => planFor(kind).count),
   );
   // An agent's request always waits for a person unless the agent is unattended.
   const needed = agent && !agent.unattended ? Math.max(1, plan.count) : plan.count;
