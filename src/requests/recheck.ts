@@ -144,6 +144,8 @@ async function costChanged(
   if (bound !== undefined && (delta === undefined || Number(delta) > bound))
     return `Not sent: agent ${agent?.name} may add at most ${bound} ${policy.currency} a month, and the cost of this change is ${money(delta)} now.`;
 
+  // The approvals it was made with stand unless its cost moved (a policy edited since is not this check's business).
+  if (delta === shown) return undefined;
   const planFor = (kind: 'resize_up' | 'resize_down') =>
     planApproval(
       approvalsOf(policy, project),
