@@ -7,6 +7,7 @@ import type { AgentMay, AgentPolicy } from '../config/agents.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { agentBoundRefusal } from '../requests/agent-bound.ts';
 import {
   AgentLimitError,
   ApprovalUnreachableError,
@@ -334,6 +335,18 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const preview = await deps.requests.previewResize(origin(project), checked.resize);
       const { check } = checked.resize;
       const cost = preview.cost;
+      // What request_resize would refuse before anything exists, the plan says too.
+      const overBound = agentBoundRefusal(
+        { name: agent.name, maxMonthlyDelta: agent.max_monthly_delta },
+        cost?.diffMonthly,
+        policy.currency,
+      );
+      if (overBound)
+        return answer(`Would be refused: ${overBound} Nothing was created.`, {
+          allowed: false,
+          refused: [overBound],
+          created: false,
+        });
       const costText = cost
         ? `Cost after: ${cost.currency} ${cost.hourly}/h, ${cost.currency} ${cost.monthly}/month${cost.diffMonthly !== undefined ? ` (${cost.diffMonthly.startsWith('-') ? '' : '+'}${cost.diffMonthly}/month)` : ''}.`
         : (preview.costNote ?? 'Cost not shown.');
