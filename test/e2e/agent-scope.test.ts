@@ -204,6 +204,19 @@ describe('an agent’s may is checked field by field', () => {
   });
 });
 
+describe('a change that raises anything is not a decrease, for people too', () => {
+  it('a person’s resize that lowers cores and raises RAM is not let through by the count-0 rule for decreases', async () => {
+    const ack = await h.fillAndSubmit('resize shop-prod 102 cores=3 ram=64', { confirm: ['stopped'] });
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    let mixed = await h.nextRequest();
+    while (mixed.agent) mixed = await h.nextRequest();
+    expect(mixed).toMatchObject({ state: 'pending', requiredApprovals: 1, approvalRule: 'the default' });
+    await h.click('cancel', mixed.id, USERS.dev);
+    await h.waitForRequest(mixed.id, (r) => r.state === 'cancelled');
+    expect(postsTo(102)).toHaveLength(0);
+  });
+});
+
 describe('a cost nobody can tell satisfies no bound and no cost rule (item 4)', () => {
   it('refuses an agent bounded by max_monthly_delta', async () => {
     const client = await connect(TOKENS.bounded);
@@ -212,6 +225,9 @@ describe('a cost nobody can tell satisfies no bound and no cost rule (item 4)', 
     expect(textOf(asked)).toBe(
       'Not requested: agent bounded-agent may add at most 5 EUR a month, and the cost of this change is not known.',
     );
+    const planned = await call(client, 'plan_resize', ask('shop-odd', 401, { ram_gb: 256 }));
+    expect(planned.structuredContent).toMatchObject({ allowed: false, created: false });
+    expect(textOf(planned)).toContain('the cost of this change is not known');
     expect((await h.requests(CHANNELS.random)).length).toBe(0);
   });
 
@@ -226,6 +242,39 @@ describe('a cost nobody can tell satisfies no bound and no cost rule (item 4)', 
     await call(client, 'cancel_request', { request_id: idOf(asked) });
     await h.click('cancel', person.id, USERS.dev, CHANNELS.random);
     expect(postsTo(402)).toHaveLength(0);
+  });
+});
+
+describe('an agent’s own assertions are called so (item 9)', () => {
+  it('a lowering and a restore say the agent asserted the VM is stopped, not that anyone confirmed or typed it', async () => {
+    const client = await connect(TOKENS.full);
+    const lower = await call(client, 'request_resize', ask('shop-odd', 401, { cores: 1, vm_stopped: true }));
+    expect(lower.isError, textOf(lower)).toBeFalsy();
+    const restore = await call(client, 'request_restore', {
+      project: 'shop-odd',
+      vm_id: 401,
+      backup: 'daily-1',
+      vm_stopped: true,
+      reason: 'scope test',
+    });
+    expect(restore.isError, textOf(restore)).toBeFalsy();
+    const lowered = await h.store.get(idOf(lower));
+    const restored = await h.store.get(idOf(restore));
+    expect(lowered?.notes).toContain(
+      'Lowers cores or RAM: agent full-agent asserted the VM is stopped (vm_stopped); nobody in Slack confirmed it.',
+    );
+    expect(restored?.notes).toContain(
+      'The VM must be stopped: agent full-agent asserted it is (vm_stopped) and named the VM once, in vm_id; nobody typed the VM id again.',
+    );
+    const shown = [
+      JSON.stringify((await h.requestMessage(idOf(lower))).blocks),
+      JSON.stringify((await h.requestMessage(idOf(restore))).blocks),
+    ].join('\n');
+    expect(shown).toContain('agent full-agent asserted');
+    expect(shown).not.toContain('the requester confirmed');
+    expect(shown).not.toContain('confirmed it and typed the VM id again');
+    await call(client, 'cancel_request', { request_id: idOf(lower) });
+    await call(client, 'cancel_request', { request_id: idOf(restore) });
   });
 });
 
@@ -256,8 +305,20 @@ describe('a request is checked again when it is approved and when it runs (item 
     await h.waitForRequest(raise.id, (r) => r.state === 'succeeded', 10_000);
     const posts = postsTo(102).length;
 
+    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.lead).length;
     await h.click('approve', id, USERS.lead);
     const refused = await h.waitForRequest(id, (r) => r.state === 'refused');
+    // Refused at the approval, before it was counted: no approval, nothing queued.
+    expect(refused.approvals ?? []).toEqual([]);
+    expect((await h.auditOf(id)).map((line) => line.split(' ')[0])).toEqual([
+      'created',
+      'pending',
+      'refused',
+    ]);
+    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.lead).length > seen);
+    expect(h.slack.ephemerals(CHANNELS.prod, USERS.lead).at(-1)?.text).toMatch(
+      /^Not approved: request `\w+` was checked again and refused\. Not sent: VM 102 changed/,
+    );
     const why =
       'Not sent: VM 102 changed since this request was made: cores were 4 and are 12 now, so 6 lowers them now (when asked, it raises them).';
     expect(refused.outcomes.at(-1)?.reason).toContain(why);
@@ -282,6 +343,7 @@ describe('a request is checked again when it is approved and when it runs (item 
     const posts = postsTo(101).length;
     await h.click('approve', first.id, USERS.lead2);
     const refused = await h.waitForRequest(first.id, (r) => r.state === 'refused');
+    expect(refused.approvals ?? []).toEqual([]);
     expect(refused.outcomes.at(-1)?.reason).toContain(
       'RAM was 4 GB and is 16 GB now, so 8 GB lowers it now (when asked, it raises it)',
     );
