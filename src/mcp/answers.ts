@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Refusal } from '../requests/decision.ts';
 import type { CloudRequest, RequestState } from '../requests/types.ts';
-import { FINAL_STATES } from '../requests/types.ts';
+import { FINAL_STATES, refusedBeforeSending } from '../requests/types.ts';
 
 /** A tool's answer: the text an agent reads, and the same as structured content. */
 export function answer(text: string, structured: Record<string, unknown>): CallToolResult {
@@ -30,6 +30,11 @@ const STATE_WORDS: Record<RequestState, string> = {
   frozen: 'approved, waiting for a freeze to end',
 };
 
+/** The state in words; a refusal by cloudops's own re-check is not the API's. */
+function stateWords(request: CloudRequest): string {
+  return refusedBeforeSending(request) ? 'refused by cloudops before sending' : STATE_WORDS[request.state];
+}
+
 /** A request as an agent reads it: state, approvals, outcome, task id. */
 export function requestView(request: CloudRequest): Record<string, unknown> {
   const needed = request.requiredApprovals ?? (request.needsApproval ? 1 : 0);
@@ -39,7 +44,7 @@ export function requestView(request: CloudRequest): Record<string, unknown> {
     request_id: request.id,
     kind: request.kind,
     state: request.state,
-    state_text: STATE_WORDS[request.state],
+    state_text: stateWords(request),
     final: FINAL_STATES.includes(request.state),
     project: request.projectName,
     vm_id: request.vmid,
@@ -84,7 +89,7 @@ export function requestText(request: CloudRequest): string {
     request.params.kind === 'resize'
       ? `resize of ${request.projectName} VM ${request.vmid}`
       : `restore of ${request.projectName} VM ${request.vmid} from ${request.params.backupSlug}`;
-  const parts = [`Request ${request.id} (${what}) is ${STATE_WORDS[request.state]}.`];
+  const parts = [`Request ${request.id} (${what}) is ${stateWords(request)}.`];
   const needed = request.requiredApprovals ?? (request.needsApproval ? 1 : 0);
   if (request.state === 'pending' && needed > 0) {
     const given = request.approvals?.length ?? 0;

@@ -8,6 +8,7 @@ import type { AgentMay, AgentPolicy } from '../config/agents.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { agentBoundRefusal } from '../requests/agent-bound.ts';
 import {
   AgentLimitError,
   ApprovalUnreachableError,
@@ -19,6 +20,7 @@ import { checkResizeUnder } from '../requests/resize-check.ts';
 import type { RequestStore } from '../requests/store.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/types.ts';
 import { knownVm, type VmFactsStore } from '../requests/vm-facts.ts';
+import { approvalKind, classifyChange, scopeRefusal } from '../rules/change-scope.ts';
 import { checkLease } from '../rules/lease.ts';
 import { formatUtc } from '../rules/resize.ts';
 import { checkRestore } from '../rules/restore.ts';
@@ -213,7 +215,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
   const checkedResize = async (
     args: ToolArgs<'plan_resize'>,
     project: ProjectPolicy,
-  ): Promise<{ resize: CheckedResize; kind: AgentMay } | { refused: string[]; kind?: AgentMay }> => {
+  ): Promise<{ resize: CheckedResize } | { refused: string[]; scope?: true }> => {
     const vm = await vmOf(project, args.vm_id);
     const target: ResizeTarget = {};
     if (args.cores !== undefined) target.cores = args.cores;
@@ -231,13 +233,15 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       acceptWanTwoStep: true,
       now,
     });
-    const kind: AgentMay = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
     if (Object.keys(target).length === 0)
       return {
         refused: [
           'Nothing to change: give at least one of cores, ram_gb, os_disk_gb, cpu_class, wan, private_network.',
         ],
       };
+    // Every field against the agent's `may`: a change that raises anything is not a decrease, an unknown direction neither.
+    const outOfScope = scopeRefusal(classifyChange(vm, target), agent.may, `Agent ${agent.name}`);
+    if (outOfScope) return { refused: [outOfScope], scope: true };
     const term = args.for_hours !== undefined ? { hours: args.for_hours } : undefined;
     const lease = term ? checkLease({ vm, check, term, now }) : undefined;
     const violations = [
@@ -249,10 +253,9 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const refused = violations.map((v) => v.message);
       if (check.cooldownOnly && check.earliestAllowedAt && !lease)
         refused.push(`Ask again from ${formatUtc(check.earliestAllowedAt)}.`);
-      return { refused, kind };
+      return { refused };
     }
     return {
-      kind,
       resize: {
         project,
         vm,
@@ -400,8 +403,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const project = projectFor(args.project);
       if (typeof project === 'string') return refusal(project);
       const checked = await checkedResize(args, project);
-      const asked = args.for_hours !== undefined ? mayNot('lease') : undefined;
-      const notAllowed = (checked.kind ? mayNot(checked.kind) : undefined) ?? asked;
+      const notAllowed = args.for_hours !== undefined ? mayNot('lease') : undefined;
       if ('refused' in checked || notAllowed) {
         const refused = [
           ...('refused' in checked ? checked.refused : []),
@@ -416,6 +418,18 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const preview = await deps.requests.previewResize(origin(project), checked.resize);
       const { check } = checked.resize;
       const cost = preview.cost;
+      // What request_resize would refuse before anything exists, the plan says too.
+      const overBound = agentBoundRefusal(
+        { name: agent.name, maxMonthlyDelta: agent.max_monthly_delta },
+        cost?.diffMonthly,
+        policy.currency,
+      );
+      if (overBound)
+        return answer(`Would be refused: ${overBound} Nothing was created.`, {
+          allowed: false,
+          refused: [overBound],
+          created: false,
+        });
       const costText = cost
         ? `Cost after: ${cost.currency} ${cost.hourly}/h, ${cost.currency} ${cost.monthly}/month${cost.diffMonthly !== undefined ? ` (${cost.diffMonthly.startsWith('-') ? '' : '+'}${cost.diffMonthly}/month)` : ''}.`
         : (preview.costNote ?? 'Cost not shown.');
@@ -432,7 +446,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         {
           allowed: true,
           created: false,
-          kind: checked.kind,
+          kind: approvalKind(classifyChange(checked.resize.vm, checked.resize.target)),
           steps: check.steps,
           notes: [...check.notes, ...(checked.resize.leaseNotes ?? [])],
           cost: cost ?? null,
@@ -445,9 +459,9 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const project = projectFor(args.project);
       if (typeof project === 'string') return refusal(project);
       const checked = await checkedResize(args, project);
-      const notAllowed =
-        (checked.kind ? mayNot(checked.kind) : undefined) ??
-        (args.for_hours !== undefined ? mayNot('lease') : undefined);
+      // What the agent may not ask for at all is said before the rules' own refusals.
+      if ('scope' in checked) return refusal(checked.refused.join(' '));
+      const notAllowed = args.for_hours !== undefined ? mayNot('lease') : undefined;
       if (notAllowed) return refusal(notAllowed);
       if ('refused' in checked) return refusal(checked.refused.join(' '));
       const { reason: _reason, idempotency_key: key, vm_stopped: _stopped, ...change } = args;

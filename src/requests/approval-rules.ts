@@ -7,6 +7,7 @@ import type {
   FreezeWindow,
   Weekday,
 } from '../config/policy.ts';
+import type { ChangeScope } from '../rules/change-scope.ts';
 import { Decimal } from '../rules/decimal.ts';
 import type { ResizeTarget } from '../rules/types.ts';
 import {
@@ -62,6 +63,21 @@ export function resizeFacts(
       changes.push(FIELD_CHANGE[field]);
   }
   return { kind, changes, monthlyDelta };
+}
+
+/**
+ * The approval kind a resize is planned as: `resize_up` when it only raises, `resize_down` when it only lowers. One
+ * that raises and lowers, or whose direction the bot cannot tell, is planned as whichever kind needs more approvals
+ * (`resize_down` on a tie), so that neither kind's count-0 rule lets through what the other kind's rules would hold.
+ * `need` is the count the policy asks for a kind.
+ */
+export function resizeKindFor(
+  direction: ChangeScope['direction'],
+  need: (kind: 'resize_up' | 'resize_down') => number,
+): 'resize_up' | 'resize_down' {
+  if (direction === 'resize_up' || direction === 'none') return 'resize_up';
+  if (direction === 'resize_down') return 'resize_down';
+  return need('resize_up') > need('resize_down') ? 'resize_up' : 'resize_down';
 }
 
 /** A restore changes no size and has no cost difference: cost conditions never match it. */

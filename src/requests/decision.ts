@@ -15,7 +15,9 @@ export type Refusal =
   /** The lease was kept or returned already. */
   | { code: 'lease_closed'; request: CloudRequest }
   /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */
-  | { code: 'return_under_way'; request: CloudRequest };
+  | { code: 'return_under_way'; request: CloudRequest }
+  /** Checked again at an approval, it no longer stood: it ended refused, nothing sent (its outcome says why). */
+  | { code: 'rechecked'; request: CloudRequest };
 
 /** What a decision on a request (the lifecycle's or a lease's) answers: the request as it is now, or why not. */
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };

@@ -35,7 +35,7 @@ export type ReplyEvent =
 
 /**
  * A request's life (docs/requests.md#a-requests-life). Arrows are the only moves `RequestStore.transition` allows:
- * pending → approved | rejected | expired | cancelled
+ * pending → approved | rejected | expired | cancelled | refused (checked again at an approval: nothing sent)
  * approved → queued; pending → queued (no approval needed)
  * queued → sending | cancelled (a scheduled run that has not started)
  * sending → succeeded | refused | unknown | queued (a retry that surely did not reach the API)
@@ -126,7 +126,14 @@ export interface StepOutcome {
   taskId?: string;
   /** For refusals and unknown outcomes: the clean sentence. */
   reason?: string;
+  /** cloudops refused it itself, checking it again before sending: nothing reached the API. */
+  notSent?: boolean;
   at: string;
+}
+
+/** Whether `request` ended refused by cloudops's own re-check (nothing sent), not by the API. */
+export function refusedBeforeSending(request: Pick<CloudRequest, 'state' | 'outcomes'>): boolean {
+  return request.state === 'refused' && request.outcomes.at(-1)?.notSent === true;
 }
 
 /** The cost preview shown on the request message, computed once when the request is made. */
@@ -253,7 +260,7 @@ export interface AuditEntry {
 
 /** The arrows of the state machine documented on {@link RequestState}; `RequestStore.transition` refuses any other. */
 export const ALLOWED_TRANSITIONS: Readonly<Record<RequestState, readonly RequestState[]>> = {
-  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued', 'frozen'],
+  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued', 'frozen', 'refused'],
   approved: ['queued', 'frozen'],
   frozen: ['queued', 'cancelled'],
   rejected: [],

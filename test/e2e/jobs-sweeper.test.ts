@@ -20,6 +20,16 @@ describe('the stranded-request sweeper in the running bot', () => {
         projectUuid: PROD_UUID,
         vmid: 102,
         target: { cores: 6 },
+        // What the policy says of VM 102: the worker checks the request against it again before it sends.
+        before: {
+          vmid: 102,
+          ha: false,
+          cores: 4,
+          ramGb: 8,
+          osDiskGb: 100,
+          cpuClass: 'regular',
+          wanMode: 'ipv4',
+        },
         requester: USERS.dev,
         approvers: [USERS.lead],
       }),

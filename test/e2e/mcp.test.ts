@@ -390,10 +390,11 @@ describe('MCP over Streamable HTTP: requests', () => {
     expect(textOf(costly)).toMatch(
       /^Not requested: this change adds \d+\.\d\d EUR a month, and agent thrifty-agent may add at most 5\.$/,
     );
+    // Within the bound (+1 GB of RAM is 2.92 EUR a month): a plan the agent may ask for.
     const lease = await call(thrifty, 'plan_resize', {
       project: 'shop-prod',
       vm_id: 101,
-      cores: 3,
+      ram_gb: 5,
       for_hours: 48,
     });
     expect(lease.structuredContent).toMatchObject({ allowed: true, created: false });

@@ -69,6 +69,7 @@ async function runChild(): Promise<void> {
   const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
   const { parsePolicy } = await import('../../src/config/policy.ts');
   const { createExecution } = await import('../../src/jobs/execution.ts');
+  const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { workerLifecycle } = await import('./lifecycle.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
@@ -101,6 +102,7 @@ async function runChild(): Promise<void> {
     requests,
     vmFacts,
     cloud,
+    prices: createPriceCache(cloud),
     policy,
     queues,
     now,

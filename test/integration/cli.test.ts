@@ -233,6 +233,9 @@ describe.concurrent('cloudops plan resize', () => {
       steps: [{ cores: 4, wanMode: 'off' }, { wanMode: 'dual' }],
       bodies: [{ cores: 4, wan_mode: 'off' }, { wan_mode: 'dual' }],
       increases: ['cores'],
+      // ipv4 → dual adds a network: a raise, like the cores.
+      changes: { cores: 'raise', wanMode: 'raise' },
+      approvalKind: 'resize_up',
       // +2 cores × 0.0120 = +0.0240/h; dual keeps the one public IPv4 address.
       cost: {
         cluster: 'zone-1',

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { CloudApiClient, FAST_TIMEOUTS, type TimeoutPolicy } from '../../src/cloud/client.ts';
+import { createPriceCache } from '../../src/cloud/price-cache.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createExecution, type Execution, type ExecutionDeps } from '../../src/jobs/execution.ts';
 import { createQueues, enqueueExecution, enqueueNotify, type Queues } from '../../src/jobs/queues.ts';
@@ -100,6 +101,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
     requests,
     vmFacts,
     cloud,
+    prices: createPriceCache(cloud),
     policy,
     queues,
     now,

@@ -5,6 +5,7 @@ import { resizeBody } from '../../jobs/resize-body.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
 import type { CostPreview } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
+import { approvalKind, classifyChange } from '../../rules/change-scope.ts';
 import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';
 import {
   isViolation,
@@ -196,6 +197,7 @@ export async function planResizeCommand(io: CliIo, args: string[], options: Plan
     acceptWanTwoStep: options.twoStep,
     now,
   });
+  const scope = classifyChange(vm, target);
   const allowed = check.violations.length === 0;
   const bodies = allowed ? check.steps.map((step) => resizeBody(step, policy.resize_fields)) : [];
   const cost = await costPlan(io, policy, project, vm, target);
@@ -216,6 +218,9 @@ export async function planResizeCommand(io: CliIo, args: string[], options: Plan
       increases: check.increases,
       unknown: check.unknown,
       needsStoppedConfirmation: check.needsStoppedConfirmation,
+      // The same classification as an agent's scope and the approval kind: raise, lower, both or unknown per field.
+      changes: scope.fields,
+      approvalKind: approvalKind(scope),
       cooldownOnly: check.cooldownOnly,
       earliestAllowedAt: check.earliestAllowedAt?.toISOString() ?? null,
       cost: typeof cost === 'string' ? null : cost,

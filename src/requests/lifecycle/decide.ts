@@ -1,4 +1,5 @@
 import { scrubSecrets } from '../../observability/logger.ts';
+import { refuseIfChanged } from '../approval-recheck.ts';
 import { isScheduledWaiting } from '../approvers.ts';
 import type { Decision } from '../decision.ts';
 import { agentActor, type CloudRequest } from '../types.ts';
@@ -17,6 +18,9 @@ export async function approve(acts: Acts, request: CloudRequest, user: string): 
   const { deps, own } = acts;
   const checked = await check(acts, request, user, 'approve');
   if (checked) return refuse(checked);
+  // Before it counts: a resize whose VM moved, or whose rules or cost no longer hold, ends refused here.
+  const refused = await refuseIfChanged(deps, request, user);
+  if (refused) return refuse({ code: 'rechecked', request: refused });
   // The request as the clicker's handler read it: the compare-and-set is the first round trip. Unless a freeze
   // holds it, the approval that completes the count queues it in the same write.
   const holds = afterApproval(deps, request).next === 'freeze';

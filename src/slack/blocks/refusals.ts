@@ -40,6 +40,8 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
       return act === 'approve'
         ? `Only the approvers of ${request.projectName} can approve: ${refusal.approvers.map(mentionAny).join(', ')}.`
         : `Only the approvers of ${request.projectName} can ${act}.`;
+    case 'rechecked':
+      return `Not approved: request \`${request.id}\` was checked again and refused. ${refusal.request.outcomes.at(-1)?.reason ?? ''}`.trimEnd();
     case 'already_approved':
       return 'Your approval is already counted: another approver has to add theirs.';
     case 'not_break_glass':

@@ -316,6 +316,7 @@ function threadReply(
       };
     }
     case 'refused': {
+      if (outcome?.notSent) return { text: `:x: ${escapeMrkdwn(outcome.reason ?? 'Not sent.')}` };
       const applied =
         steps.length > 1 && (outcome?.step ?? 0) > 0
           ? ' Step 1 (WAN off) was applied; the VM has WAN off now.'
