@@ -9,6 +9,8 @@ import type { LockPolicy } from '../jobs/retry-policy.ts';
 import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { Decision } from '../requests/decision.ts';
+import type { VerificationLinks, VerifiedBy, VerifyClaims } from '../requests/verification.ts';
 import type { ReconnectPolicy } from '../slack/socket-link.ts';
 import type { CloudCheckPolicy } from './cloud-check.ts';
 
@@ -63,4 +65,14 @@ export interface StartOptions {
   homeOpenCoalesceMs?: number;
   /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
   reconnectPolicy?: ReconnectPolicy;
+  /**
+   * The approvers' verification links, given what counts a verified approval (web role). Unset: the web role runs no
+   * verification page, and an approval that must be verified is refused with that said.
+   */
+  verificationLinks?: (approvals: VerifiedApprover) => VerificationLinks;
+}
+
+/** What a verification page calls once the approver proved who they are: the lifecycle's `approveVerified`. */
+export interface VerifiedApprover {
+  approveVerified(claims: VerifyClaims, by: VerifiedBy): Promise<Decision>;
 }
