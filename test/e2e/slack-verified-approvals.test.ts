@@ -1,4 +1,9 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
 import { clickOnHome } from '../helpers/slack-events.ts';
@@ -9,6 +14,7 @@ import { type TestVerificationLinks, testVerificationLinks } from '../helpers/ve
 // that completes a link as the page does once the approver proved who they are (src/verify/ runs the real page).
 const PUBLIC_URL = 'https://cloudops.example.com';
 const HOUR = 3_600_000;
+const AGENT_TOKEN = newAgentToken();
 
 function policyYaml(): string {
   return `
@@ -31,6 +37,13 @@ projects:
     vms:
       - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
       - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+agents:
+  - name: verified-agent
+    token_sha256: ${tokenHash(AGENT_TOKEN)}
+    on_behalf_of: ${USERS.dev}
+    projects: [shop-prod]
+    may: [resize_up]
+    verify: sso
 `;
 }
 
@@ -42,7 +55,7 @@ beforeAll(async () => {
     role: 'all',
     now: new Date('2026-11-25T09:00:00Z'),
     policyYaml,
-    env: () => ({ PUBLIC_URL }),
+    env: () => ({ PUBLIC_URL, MCP_PORT: '0' }),
     startOptions: { verificationLinks: links.factory },
   });
 });
@@ -50,8 +63,10 @@ afterEach(() => {
   expect(h.slack.problems).toEqual([]);
 });
 afterAll(async () => {
+  await agent?.close();
   await h?.close();
 });
+let agent: Client | undefined;
 
 async function request(text: string): Promise<CloudRequest> {
   const ack = await h.fillAndSubmit(text, {}, USERS.dev, CHANNELS.prod);
@@ -278,5 +293,41 @@ describe('two verified approvals (passkey or SSO)', () => {
     expect(created.verify).toBeUndefined();
     await h.click('approve', created.id, USERS.lead);
     await h.waitForRequest(created.id, (r) => r.state !== 'pending');
+  });
+});
+
+describe('agents[].verify', () => {
+  it('every request of the agent needs verified approvals: by its own methods, or the rule’s where the rule names some', async () => {
+    agent = new Client({ name: 'verified-agent', version: '1.0.0' });
+    await agent.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${h.bot.mcpPort}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${AGENT_TOKEN}` } },
+      }) as Transport,
+    );
+    const ask = async (args: Record<string, unknown>) => {
+      const result = (await agent?.callTool(
+        { name: 'request_resize', arguments: { project: 'shop-prod', vm_id: 102, reason: 'load', ...args } },
+        undefined,
+        { timeout: 90_000 },
+      )) as CallToolResult;
+      expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+      return result.structuredContent as { request_id: string; approvals: Record<string, unknown> };
+    };
+    // A disk increase: the default rule, no verify of its own: the agent's SSO.
+    const disk = await ask({ os_disk_gb: 150 });
+    expect(disk.approvals).toMatchObject({ needed: 1, verified_by: ['sso'] });
+    // More cores: rule 1 names passkey, which applies.
+    const cores = await ask({ cores: 8 });
+    expect(cores.approvals).toMatchObject({ verified_by: ['passkey'] });
+
+    await h.waitForRequest(disk.request_id, (r) => r.messageTs !== undefined);
+    const url = await approveForLink(disk.request_id, USERS.lead);
+    expect(await links.complete(url, { method: 'passkey', subject: 'cred-x' })).toMatchObject({
+      ok: false,
+      refusal: { code: 'verification_mismatch' },
+    });
+    const again = await approveForLink(disk.request_id, USERS.lead);
+    expect(await links.complete(again, { method: 'sso', subject: '00u1lead' })).toMatchObject({ ok: true });
+    await h.waitForRequest(disk.request_id, (r) => r.state === 'succeeded', 15_000);
   });
 });
