@@ -9,8 +9,7 @@ import type { LockPolicy } from '../jobs/retry-policy.ts';
 import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { Decision } from '../requests/decision.ts';
-import type { VerificationLinks, VerifiedBy, VerifyClaims } from '../requests/verification.ts';
+import type { VerificationLinks, VerifiedApprover } from '../requests/verification.ts';
 import type { ReconnectPolicy } from '../slack/socket-link.ts';
 import type { CloudCheckPolicy } from './cloud-check.ts';
 
@@ -70,9 +69,4 @@ export interface StartOptions {
    * verification page, and an approval that must be verified is refused with that said.
    */
   verificationLinks?: (approvals: VerifiedApprover) => VerificationLinks;
-}
-
-/** What a verification page calls once the approver proved who they are: the lifecycle's `approveVerified`. */
-export interface VerifiedApprover {
-  approveVerified(claims: VerifyClaims, by: VerifiedBy): Promise<Decision>;
 }

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
-import { clickOnHome } from '../helpers/slack-events.ts';
+import { clickOnHome, homeAfter, openHome } from '../helpers/slack-events.ts';
 import { type TestVerificationLinks, testVerificationLinks } from '../helpers/verification-links.ts';
 
 // Verified approvals end to end (issue 37): signed HTTP into the whole bot (web, worker, scheduler), the Slack
@@ -225,8 +225,12 @@ describe('a rule that says verify: passkey', () => {
     await h.waitForRequest(created.id, (r) => r.state === 'cancelled');
   });
 
-  it('Approve on the App Home sends the link in a modal only the approver sees', async () => {
+  it('the App Home says the approval is verified; its Approve sends the link in a modal only the approver sees', async () => {
     const created = await request('resize shop-prod 101 cores=7');
+    const published = h.slack.homes.length;
+    await openHome(h, USERS.admin);
+    const home = await homeAfter(h, USERS.admin, published);
+    expect(home.text).toContain(':lock: Needs a verified approval (passkey): Approve sends you a link');
     const seenViews = h.slack.views.length;
     const issued = links.issued.length;
     await clickOnHome(h, 'approve', created.id, USERS.admin);

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Decision } from '../../src/requests/decision.ts';
-import type { VerificationLinks, VerifiedBy, VerifyClaims } from '../../src/requests/verification.ts';
-import type { VerifiedApprover } from '../../src/startup/options.ts';
+import type {
+  VerificationLinks,
+  VerifiedApprover,
+  VerifiedBy,
+  VerifyClaims,
+} from '../../src/requests/verification.ts';
 
 /** One link the bot had issued: where it points, and what it is bound to. */
 export interface IssuedLink {
