@@ -5,7 +5,15 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import {
+  CHANNELS,
+  type Harness,
+  PROD_UUID,
+  STAGING_UUID,
+  startHarness,
+  TEAM,
+  USERS,
+} from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, openHome } from '../helpers/slack-events.ts';
 import { type TestVerificationLinks, testVerificationLinks } from '../helpers/verification-links.ts';
 
@@ -16,7 +24,10 @@ const PUBLIC_URL = 'https://cloudops.example.com';
 const HOUR = 3_600_000;
 const AGENT_TOKEN = newAgentToken();
 
-function policyYaml(): string {
+/** "2026-11-25T09:00" in UTC, as the policy writes local times. */
+const wall = (date: Date) => date.toISOString().slice(0, 16);
+
+function policyYaml(start: Date): string {
   return `
 workspace: ${TEAM}
 currency: EUR
@@ -37,6 +48,16 @@ projects:
     vms:
       - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
       - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+  - name: shop-frozen
+    uuid: ${STAGING_UUID}
+    cluster: zone-2
+    channels: [${CHANNELS.staging}]
+    approvers: [${USERS.lead}]
+    approvals: { count: 1, verify: passkey }
+    freeze:
+      - { from: "${wall(new Date(start.getTime() - HOUR))}", to: "${wall(new Date(start.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }
+    vms:
+      - { vmid: 201, name: staging-1, cores: 1, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: ipv6 }
 agents:
   - name: verified-agent
     token_sha256: ${tokenHash(AGENT_TOKEN)}
@@ -68,10 +89,10 @@ afterAll(async () => {
 });
 let agent: Client | undefined;
 
-async function request(text: string): Promise<CloudRequest> {
-  const ack = await h.fillAndSubmit(text, {}, USERS.dev, CHANNELS.prod);
+async function request(text: string, channel: string = CHANNELS.prod): Promise<CloudRequest> {
+  const ack = await h.fillAndSubmit(text, {}, USERS.dev, channel);
   expect(ack.json).toEqual({ response_action: 'clear' });
-  const created = await h.nextRequest(CHANNELS.prod);
+  const created = await h.nextRequest(channel);
   return h.waitForRequest(created.id, (r) => r.messageTs !== undefined);
 }
 
@@ -86,11 +107,11 @@ function contextOf(message: { blocks?: unknown[] }): string {
 }
 
 /** Clicks Approve as `user` and returns the link the bot sent them alone (an ephemeral with a URL button). */
-async function approveForLink(id: string, user: string): Promise<string> {
-  const seen = h.slack.ephemerals(CHANNELS.prod, user).length;
+async function approveForLink(id: string, user: string, channel: string = CHANNELS.prod): Promise<string> {
+  const seen = h.slack.ephemerals(channel, user).length;
   const issued = links.issued.length;
-  await h.click('approve', id, user);
-  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, user)[seen]);
+  await h.click('approve', id, user, channel);
+  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(channel, user)[seen]);
   const url = linkButtonOf(ephemeral.blocks);
   expect(url).toBe(links.issued[issued]?.url);
   expect(ephemeral.text).toContain(`Your approval of request ${id}`);
@@ -242,6 +263,39 @@ describe('a rule that says verify: passkey', () => {
   });
 });
 
+describe('what stays as it is', () => {
+  it('two approvers completing their links at the same moment: one counts, the request runs once', async () => {
+    const created = await request('resize shop-prod 102 cores=10');
+    const [a, b] = [
+      await approveForLink(created.id, USERS.lead),
+      await approveForLink(created.id, USERS.lead2),
+    ];
+    const decisions = await Promise.all([
+      links.complete(a, { method: 'passkey', subject: 'cred-a' }),
+      links.complete(b, { method: 'passkey', subject: 'cred-b' }),
+    ]);
+    expect(decisions.filter((d) => typeof d === 'object' && d.ok)).toHaveLength(1);
+    expect(
+      decisions.filter((d) => typeof d === 'object' && !d.ok && d.refusal.code === 'already'),
+    ).toHaveLength(1);
+    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 15_000);
+    expect(done.approvals).toHaveLength(1);
+    expect(
+      h.sim.applied.filter((x) => x.vmid === 102 && (x.body as { cores?: number }).cores === 10),
+    ).toHaveLength(1);
+  });
+
+  it('a freeze holds a verified approval like a plain one: frozen, nothing sent', async () => {
+    const created = await request('resize shop-frozen 201 cores=2', CHANNELS.staging);
+    expect(created.verify).toEqual(['passkey']);
+    const url = await approveForLink(created.id, USERS.lead, CHANNELS.staging);
+    expect(await links.complete(url, { method: 'passkey', subject: 'cred-f' })).toMatchObject({ ok: true });
+    const frozen = await h.waitForRequest(created.id, (r) => r.state === 'frozen');
+    expect(frozen.freezeReason).toBe('release week');
+    expect(h.sim.applied.filter((x) => x.projectUuid === STAGING_UUID)).toEqual([]);
+  });
+});
+
 describe('two verified approvals (passkey or SSO)', () => {
   it('another approver’s approval leaves a pending link valid; a plain click never counts; both verified, it runs once', async () => {
     const created = await request('resize shop-prod 101 ram=8');
@@ -321,7 +375,7 @@ describe('agents[].verify', () => {
     const disk = await ask({ os_disk_gb: 150 });
     expect(disk.approvals).toMatchObject({ needed: 1, verified_by: ['sso'] });
     // More cores: rule 1 names passkey, which applies.
-    const cores = await ask({ cores: 8 });
+    const cores = await ask({ cores: 12 });
     expect(cores.approvals).toMatchObject({ verified_by: ['passkey'] });
 
     await h.waitForRequest(disk.request_id, (r) => r.messageTs !== undefined);
