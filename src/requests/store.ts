@@ -695,9 +695,16 @@ export function verifiedDetail(verified: VerifiedBy): string {
     : `verified: passkey, credential ${verified.subject}`;
 }
 
-/** Whether a write changes what a verification link was issued for: the state, or what the request would do. */
+/**
+ * Whether a write changes what a verification link was issued for: the state, what the request would do, or the
+ * verification it asks for (a re-planned approval).
+ */
 function revised(current: CloudRequest, next: CloudRequest): boolean {
-  return next.state !== current.state || JSON.stringify(next.params) !== JSON.stringify(current.params);
+  return (
+    next.state !== current.state ||
+    JSON.stringify(next.params) !== JSON.stringify(current.params) ||
+    JSON.stringify(next.verify) !== JSON.stringify(current.verify)
+  );
 }
 
 /** The open-lease index's move for a write: the lease's end while open, 'closed' when it just closed. */

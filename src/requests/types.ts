@@ -153,8 +153,8 @@ export interface CloudRequest {
   /** Incremented by every transition; compare-and-set guards concurrent clicks. */
   version: number;
   /**
-   * Moves only when the request changes its state or what it would do (its params); not with approvals short of the
-   * count, reminders or message updates. What a verification link is bound to; absent on older requests: 1.
+   * Moves only when the request changes its state, what it would do (its params) or the verification it asks for;
+   * not with approvals short of the count, reminders or message updates. What a verification link is bound to; absent on older requests: 1.
    */
   revision?: number;
   teamId: string;

@@ -25,7 +25,7 @@ export interface VerifyClaims {
   requestId: string;
   /**
    * The request's `revision` when the link was issued (see `CloudRequest.revision`): it moves when the request
-   * changes its state or what it would do, never with another approver's approval, a reminder or a message update.
+   * changes its state, what it would do or the verification it asks for, never with another approver's approval, a reminder or a message update.
    * A request at another revision refuses the link.
    */
   version: number;

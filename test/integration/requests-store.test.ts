@@ -203,8 +203,13 @@ describe('RequestStore: verified approvals', () => {
     const two = await store.approve(created.id, 'U0B', undefined, { revision: 1 });
     expect(two).toMatchObject({ ok: true, request: { version: 5, revision: 1 } });
     expect(one.ok).toBe(true);
-    const last = await store.approve(created.id, 'U0C');
-    expect(last).toMatchObject({ ok: true, request: { state: 'approved', revision: 2 } });
+    // A re-planned approval that asks for verification now: links issued before no longer fit.
+    const replanned = await store.update(created.id, { verify: ['sso'] });
+    expect(replanned?.revision).toBe(2);
+    const last = await store.approve(created.id, 'U0C', undefined, {
+      verified: { method: 'sso', subject: 's-c' },
+    });
+    expect(last).toMatchObject({ ok: true, request: { state: 'approved', revision: 3 } });
   });
 
   it('a request that needs verified approvals counts only a verification by a method it allows, at the link’s revision', async () => {
