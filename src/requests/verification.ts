@@ -25,8 +25,8 @@ export interface VerifyClaims {
   requestId: string;
   /**
    * The request's `revision` when the link was issued (see `CloudRequest.revision`): it moves when the request
-   * changes its state, what it would do or the verification it asks for, never with another approver's approval, a reminder or a message update.
-   * A request at another revision refuses the link.
+   * changes its state, what it would do or the verification it asks for, never with another approver's approval, a
+   * reminder or a message update. A request at another revision refuses the link.
    */
   version: number;
   /** The Slack user id of the approver who clicked Approve: only they can complete the link. */
