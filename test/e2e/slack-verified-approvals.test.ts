@@ -177,6 +177,8 @@ describe('a rule that says verify: passkey', () => {
       contextOf(m).includes(`<@${USERS.lead}> (verified: passkey)`),
     );
     expect(contextOf(updated)).not.toContain('Needs a verified approval');
+    // As it renders after a verified approval (the closing note of issue 37 quotes it).
+    console.info(`request message after a verified approval: ${contextOf(updated)}`);
     const thread = await h.slack.waitFor(() => {
       const replies = h.slack.thread(CHANNELS.prod, updated.ts).map((m) => m.text ?? '');
       return replies.some((t) => t.startsWith('Approved by')) ? replies : undefined;
