@@ -18,6 +18,8 @@ const SOCKET_MODE_FLOWS = [
   // Leases and group approvers on the App Home: their clicks and the home's events over the socket.
   'test/e2e/slack-home-leases.test.ts',
   'test/e2e/slack-home-groups.test.ts',
+  // Verified approvals: the link goes to the approver alone in Socket Mode too.
+  'test/e2e/slack-verified-approvals.test.ts',
 ];
 
 export default defineConfig({

@@ -11,6 +11,7 @@ import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { urlCredentials } from './config/redis-connection.ts';
+import { unmetVerifyLine } from './config/verify-policy.ts';
 import { packageVersion } from './config/version.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
@@ -210,6 +211,12 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
       return fail(missingLine(env, missing));
     }
     policy = await loadPolicy(env.POLICY_FILE);
+    // The web role issues verification links: a `verify:` it cannot serve would leave approvals nobody can give.
+    const unmet =
+      env.ROLE === 'all' || env.ROLE === 'web'
+        ? await unmetVerifyLine(env, policy, env.POLICY_FILE)
+        : undefined;
+    if (unmet) return fail(unmet);
   } catch (error) {
     if (error instanceof ConfigError || error instanceof PolicyError) return fail(error.message);
     throw error;

@@ -527,8 +527,13 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
           },
         };
       case 'users.info': {
+        if (!scopes.includes('users:read')) return missingScope('users:read');
         const user = String(args.user);
         if (!/^[UW][A-Z0-9]+$/.test(user)) return { ok: false, error: 'user_not_found' };
+        // As Slack does: the profile's email only with users:read.email.
+        const email = scopes.includes('users:read.email')
+          ? { email: `${user.toLowerCase()}@example.com` }
+          : {};
         return {
           user: {
             id: user,
@@ -539,6 +544,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
             tz_offset: 3600,
             is_bot: false,
             deleted: false,
+            profile: { real_name: `User ${user}`, display_name: user.toLowerCase(), ...email },
           },
         };
       }

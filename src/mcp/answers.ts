@@ -58,6 +58,8 @@ export function requestView(request: CloudRequest): Record<string, unknown> {
       needed,
       given: (request.approvals ?? []).map((a) => a.user),
       ...(request.approvalRule ? { rule: request.approvalRule } : {}),
+      // Each approval is verified by a passkey or the company SSO before it counts (docs/policy.md#verified-approvals).
+      ...(request.verify ? { verified_by: request.verify } : {}),
     },
     ...(request.rejectedBy ? { rejected_by: request.rejectedBy } : {}),
     ...(request.rejectReason ? { reject_reason: request.rejectReason } : {}),
@@ -94,7 +96,7 @@ export function requestText(request: CloudRequest): string {
   if (request.state === 'pending' && needed > 0) {
     const given = request.approvals?.length ?? 0;
     parts.push(
-      `${given} of ${needed} approval${needed === 1 ? '' : 's'} in Slack${request.approvalRule ? ` (${request.approvalRule})` : ''}; it expires at ${request.expiresAt}.`,
+      `${given} of ${needed} ${request.verify ? 'verified ' : ''}approval${needed === 1 ? '' : 's'} in Slack${request.approvalRule ? ` (${request.approvalRule})` : ''}; it expires at ${request.expiresAt}.`,
     );
   }
   if (request.state === 'frozen' && request.frozenUntil)

@@ -209,7 +209,12 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
     teamId: policy.workspace ?? '',
     // An agent's request is posted in the project's first channel.
     channel: project.channels[0] ?? '',
-    agent: { name: agent.name, unattended: agent.unattended, maxMonthlyDelta: agent.max_monthly_delta },
+    agent: {
+      name: agent.name,
+      unattended: agent.unattended,
+      maxMonthlyDelta: agent.max_monthly_delta,
+      verify: agent.verify,
+    },
   });
   /** The resize checked by the rules, with its lease; or the sentences a person would read. */
   const checkedResize = async (

@@ -106,7 +106,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     }),
     approvals: new Counter({
       name: 'cloudops_approvals_total',
-      help: 'Approval decisions (approved, rejected, refused_click)',
+      help: 'Approval decisions (counted, approved, rejected, refused_click, verification_sent)',
       labelNames: ['decision'],
       registers: [registry],
     }),

@@ -1,5 +1,6 @@
 import type { LeaseReturn, LeaseTerm } from '../rules/lease.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+import type { VerifiedBy, VerifyMethod } from './verification.ts';
 
 export type RequestKind = 'resize' | 'restore';
 
@@ -158,6 +159,11 @@ export interface CloudRequest {
   state: RequestState;
   /** Incremented by every transition; compare-and-set guards concurrent clicks. */
   version: number;
+  /**
+   * Moves only when the request changes its state, what it would do (its params) or the verification it asks for;
+   * not with approvals short of the count, reminders or message updates. What a verification link is bound to; absent on older requests: 1.
+   */
+  revision?: number;
   teamId: string;
   channel: string;
   /** The request message in the channel, once posted; replies go in its thread. */
@@ -194,7 +200,12 @@ export interface CloudRequest {
   /** The rule that set the count, in words, shown on the message. */
   approvalRule?: string;
   /** Each approval so far, in order; the one that reached the count is last. */
-  approvals?: { user: string; at: string }[];
+  approvals?: Approval[];
+  /**
+   * Every approval must be verified, by one of these methods (docs/policy.md#verified-approvals); fixed when the
+   * request is made, like its approvers. Absent: a click counts.
+   */
+  verify?: VerifyMethod[];
   /** Users and groups mentioned at 75 % of the TTL; they may approve once `escalatedAt` is set. */
   escalateTo?: string[];
   escalatedAt?: string;
@@ -212,6 +223,18 @@ export interface CloudRequest {
   workflowStep?: WorkflowStepRun;
   /** Asked by an AI agent through MCP; `requester` is the person it acts for (docs/agents.md). */
   agent?: AgentRequester;
+}
+
+/** One counted approval: who, when, and how they proved who they are where the request needs it. */
+export interface Approval {
+  user: string;
+  at: string;
+  verified?: VerifiedBy;
+}
+
+/** A request's {@link CloudRequest.revision}: 1 for requests stored before it existed. */
+export function revisionOf(request: Pick<CloudRequest, 'revision'>): number {
+  return request.revision ?? 1;
 }
 
 /** The agent that asked, as the policy names it. */

@@ -102,6 +102,7 @@ export interface HarnessOptions {
     | 'duePolicy'
     | 'userGroupCache'
     | 'homeRate'
+    | 'verificationLinks'
   >;
   /** Slack user groups the stand-in knows before the bot starts: members, or the error Slack answers. */
   userGroups?: Record<string, string[] | { error: string }>;

@@ -115,6 +115,19 @@ describe.concurrent('npm start without a working configuration', { timeout: 60_0
     for (const secret of Object.values(COMPLETE)) expect(run.stderr).not.toContain(secret);
   });
 
+  it('a verify: rule the environment cannot serve: one line naming the rule (file, line, field) and the variables, exit 1', async () => {
+    const file = join(dir, 'verify.yml');
+    await writeFile(
+      file,
+      'approvers: [U0ADMIN]\napprovals:\n  count: 1\n  rules:\n    - { when: { kind: restore }, count: 1, verify: sso }\n',
+    );
+    const run = await start({ ...COMPLETE, POLICY_FILE: file, PUBLIC_URL: 'https://cloudops.example.com' });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([
+      `cloudops: ${file}:5: approvals.rules[0].verify: sso needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (the SSO login), which are not set; set them or remove the verify (docs/policy.md#verified-approvals)`,
+    ]);
+  });
+
   it('Redis not answering at REDIS_URL: one line naming REDIS_URL, exit 1', async () => {
     const file = join(dir, 'ok.yml');
     await writeFile(file, 'approvers: [U0ADMIN]\n');

@@ -9,6 +9,7 @@ import {
   resizeFacts,
   resizeKindFor,
   restoreFacts,
+  verifyText,
 } from '../approval-rules.ts';
 import type { RequestApproval } from '../approvers.ts';
 import { costPreview } from '../cost-preview.ts';
@@ -127,7 +128,10 @@ function resizeCost(deps: LifecycleDeps, resize: CheckedResize) {
   );
 }
 
-/** The policy's approval plan; for an agent that is not `unattended`, never fewer than one person. */
+/**
+ * The policy's approval plan; for an agent that is not `unattended`, never fewer than one person; for an agent with
+ * `verify`, verified approvals (by the rule's own methods where it names some).
+ */
 function approvalFor(
   deps: LifecycleDeps,
   origin: Origin,
@@ -135,10 +139,13 @@ function approvalFor(
   mode: 'required' | 'none',
   facts: RuleFacts,
 ): RequestApproval {
-  const plan = deps.approvals.planFor(project, mode, facts);
-  if (origin.agent && !origin.agent.unattended && plan.count === 0)
-    return { ...plan, count: 1, rule: AGENT_NEEDS_PERSON };
-  return plan;
+  const planned = deps.approvals.planFor(project, mode, facts);
+  const plan =
+    origin.agent && !origin.agent.unattended && planned.count === 0
+      ? { ...planned, count: 1, rule: AGENT_NEEDS_PERSON }
+      : planned;
+  const agentVerify = origin.agent?.verify;
+  return agentVerify && plan.count > 0 && !plan.verify ? { ...plan, verify: agentVerify } : plan;
 }
 
 /** Stores a checked request, has its message posted, and queues it at once when no approval is needed. */
@@ -184,6 +191,7 @@ async function create(
       requiredApprovals: plan.count,
       approvalRule: plan.rule,
       approvals: [],
+      ...(plan.verify ? { verify: plan.verify } : {}),
       escalateTo: plan.escalateTo,
       expiresAt: expiresAt.toISOString(),
       runAt: fields.runAt?.toISOString(),
@@ -193,7 +201,7 @@ async function create(
       agent: origin.agent ? { name: origin.agent.name } : undefined,
     },
     origin.agent ? agentActor(origin.agent.name) : origin.user,
-    `${plan.rule}: ${approvalsText(plan.count)}${origin.agent ? ` (for ${origin.user})` : ''}`,
+    `${plan.rule}: ${approvalsText(plan.count)}${plan.verify ? `, verified (${verifyText(plan.verify)})` : ''}${origin.agent ? ` (for ${origin.user})` : ''}`,
   );
   deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
   if (needsApproval) {
