@@ -1,4 +1,7 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/** The benchmark's own tests: minutes long and about speed, so `npm run test:bench` runs them (vitest.bench.config.ts). */
+export const BENCH_TESTS = ['test/integration/bench-*.test.ts'];
 
 /** The e2e flows that run a second time with Slack reaching the bot over Socket Mode instead of signed HTTP. */
 const SOCKET_MODE_FLOWS = [
@@ -28,7 +31,14 @@ export default defineConfig({
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
-      { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'all',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...BENCH_TESTS],
+        },
+      },
       {
         extends: true,
         test: {
