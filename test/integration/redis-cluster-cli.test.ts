@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
@@ -17,6 +16,7 @@ import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 // The operator's side of a Redis Cluster: `cloudops doctor` and `cloudops audit` (the shipped binary, dist/ built by
 // the global setup) against 3 masters and 3 replicas of this file's own; the one line when a node is gone; the
@@ -47,21 +47,8 @@ function client(): RedisClient {
 }
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runProcess(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
   });
 }
 
