@@ -27,6 +27,8 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // Quiet when green: what a test prints (sample messages, measured figures) is shown only when it fails.
+    silent: 'passed-only',
     // Integration and e2e tests start servers and Redis clients; two cores are shared between files.
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],

@@ -327,10 +327,10 @@ describe('a failed upload never loses or delays the digest', () => {
   it('an upload URL that does not answer: the upload gives up at its deadline, the text was out before', async () => {
     const { scheduler } = await startDigests({ chartTimeoutMs: 300 });
     standIn.holdAnswer('files.getUploadURLExternal', 3000);
-    const started = Date.now();
     await digestNow(scheduler, 'C0SLOW', false);
-    // The text does not wait for the chart: it is posted before the upload starts.
-    expect(Date.now() - started).toBeLessThan(2900);
+    // The upload URL is answered after 3 s: an upload that waited for it would have shared the file. The text does
+    // not wait for the chart: it is posted before the upload starts.
+    expect(standIn.messages('C0SLOW').length).toBeGreaterThan(0);
     expect(filesIn('C0SLOW')).toEqual([]);
   });
 });
