@@ -25,8 +25,9 @@ const SOCKET_MODE_FLOWS = [
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous: a test ends as soon as it passes, and a loaded machine (another suite beside this one) is slow.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     // Quiet when green: what a test prints (sample messages, measured figures) is shown only when it fails.
     silent: 'passed-only',
     // Integration and e2e tests start servers and Redis clients; two cores are shared between files.

@@ -30,6 +30,7 @@ import {
   viewState,
   viewSubmissionPayload,
 } from './slack-request.ts';
+import { WAIT_MS } from './startup.ts';
 
 /** The team id of the test workspace; the default policy's `workspace`. */
 export const TEAM = 'T0TEST';
@@ -436,7 +437,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await new Promise((r) => setTimeout(r, 25));
       }
     },
-    async waitForRequest(id, predicate, timeoutMs = 5000) {
+    async waitForRequest(id, predicate, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const request = await store.get(id);
@@ -455,7 +456,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await new Promise((r) => setTimeout(r, 25));
       }
     },
-    async requestMessage(requestId, predicate = () => true, timeoutMs = 8000) {
+    async requestMessage(requestId, predicate = () => true, timeoutMs = WAIT_MS) {
       const found = await slack.waitFor(
         () =>
           slack

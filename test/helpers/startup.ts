@@ -7,3 +7,9 @@ export const STARTUP_TIMEOUT_SECONDS = Number(process.env.STARTUP_TIMEOUT_SECOND
 
 /** {@link STARTUP_TIMEOUT_SECONDS} in milliseconds, for waits in tests. */
 export const STARTUP_WAIT_MS = STARTUP_TIMEOUT_SECONDS * 1000;
+
+/**
+ * How long a test waits for something the bot does (a message, a state): the wait ends as soon as it happens, so a
+ * long one costs nothing when green and keeps a loaded machine from failing the suite.
+ */
+export const WAIT_MS = 30_000;
