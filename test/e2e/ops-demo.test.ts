@@ -21,7 +21,7 @@ function demo(
   });
 }
 
-describe('npm run demo', { timeout: 60_000 }, () => {
+describe('npm run demo', { timeout: 120_000 }, () => {
   it('plays the whole session on the simulators, prints it as Slack shows it, and exits 0', async () => {
     const run = await demo({ PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl() });
     expect(run.stderr).toBe('');

@@ -39,7 +39,7 @@ describe('retention in the running bot', () => {
     const done = await h.nextRequest();
     const doneMessage = await h.requestMessage(done.id);
     await h.click('approve', done.id, USERS.lead, CHANNELS.prod, doneMessage);
-    await h.waitForRequest(done.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(done.id, (r) => r.state === 'succeeded', 30_000);
 
     await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
     const cancelled = await h.nextRequest();
@@ -90,7 +90,7 @@ describe('retention in the running bot', () => {
     await h.fillAndSubmit('resize shop-prod 104 cores=4 for=7d', {});
     const leased = await h.nextRequest();
     await h.click('approve', leased.id, USERS.lead, CHANNELS.prod, await h.requestMessage(leased.id));
-    await h.waitForRequest(leased.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 10_000);
+    await h.waitForRequest(leased.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 30_000);
 
     // A later request is rejected: it ends now.
     await h.fillAndSubmit('resize shop-prod 102 cores=8', {});

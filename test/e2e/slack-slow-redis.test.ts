@@ -56,7 +56,7 @@ describe('modal submissions answer within Slack’s 3 s whatever Redis does', ()
     expect(ack.status).toBe(200);
     expect(ack.json).toEqual({ response_action: 'clear' });
     const request = await h.nextRequest();
-    await h.waitForRequest(request.id, (r) => r.reason === 'slow redis', 15_000);
+    await h.waitForRequest(request.id, (r) => r.reason === 'slow redis', 30_000);
     await waitFor(`${draftKey(view)}:done`);
   });
 

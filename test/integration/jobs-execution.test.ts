@@ -65,7 +65,7 @@ describe('execution: success', () => {
       (await env.metrics.jobs.get()).values.find(
         (v) => v.labels.queue === 'execute' && v.labels.outcome === 'succeeded',
       )?.value;
-    await expect.poll(succeededJobs, { timeout: 5_000 }).toBe(1);
+    await expect.poll(succeededJobs, { timeout: 30_000 }).toBe(1);
   });
 
   it('restores a backup and replies with the task id', async () => {

@@ -39,7 +39,7 @@ afterAll(async () => {
 
 const lines = (text: string) => text.split('\n').filter((line) => line.trim() !== '');
 
-describe('a 10 s Redis outage under a running bot', { timeout: 90_000 }, () => {
+describe('a 10 s Redis outage under a running bot', { timeout: 120_000 }, () => {
   it(`writes at most ${MAX_LINES} lines: one when Redis goes, one when it is back with a count`, async () => {
     const port = await freePort();
     bot = spawnBot(
@@ -92,7 +92,7 @@ describe('a 10 s Redis outage under a running bot', { timeout: 90_000 }, () => {
   });
 });
 
-describe('the Socket Mode link lost and refused three times', { timeout: 90_000 }, () => {
+describe('the Socket Mode link lost and refused three times', { timeout: 120_000 }, () => {
   it('is one line when it goes, one for the first failed attempt, one when it is back with the count', async () => {
     bot?.kill('SIGKILL');
     await bot?.exited;

@@ -73,7 +73,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe.concurrent('a policy file with several problems', { timeout: 60_000 }, () => {
+describe.concurrent('a policy file with several problems', { timeout: 120_000 }, () => {
   it('npm start lists them all, each with file:line and field, and exits 1 before connecting anywhere', async () => {
     const started = await run(START_ARGS, { ...SECRETS, POLICY_FILE: file }, dir);
     expect(started.code).toBe(1);

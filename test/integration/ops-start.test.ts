@@ -50,7 +50,7 @@ afterAll(async () => {
 });
 
 // Each start loads the whole bot (~1.5 s idle, ~10 s on a loaded CI box): the cases run side by side.
-describe.concurrent('npm start without a working configuration', { timeout: 60_000 }, () => {
+describe.concurrent('npm start without a working configuration', { timeout: 120_000 }, () => {
   it('with an empty environment: one line listing what is missing for Socket Mode (as the manifest ships) and pointing to npm run demo, exit 1', async () => {
     const run = await start({});
     expect(run.code).toBe(1);
@@ -131,7 +131,7 @@ describe.concurrent('npm start without a working configuration', { timeout: 60_0
 });
 
 describe.concurrent('npm start reads .env from its working directory, the environment winning', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, () => {
   /** A working directory of its own with this `.env`, and two policy files with different bad fields. */
   async function withDotEnvFile(): Promise<{ cwd: string; fromFile: string; fromEnv: string }> {

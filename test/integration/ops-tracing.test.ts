@@ -157,11 +157,11 @@ async function approvedResize(stage: Stage, transport: Transport, cores: number)
   );
   const clickedAt = performance.now();
   expect((await send(interactionBody(approve))).status).toBe(200);
-  await slack.waitFor(() => (sim.applied.length > applied ? true : undefined), 15_000);
+  await slack.waitFor(() => (sim.applied.length > applied ? true : undefined), 30_000);
   const clickToApiMs = performance.now() - clickedAt;
   const reply = await slack.waitFor(
     () => slack.thread(OPS.channel, posted.ts).find((m) => /resized|succeeded|done/i.test(m.text ?? '')),
-    20_000,
+    30_000,
   );
   return { requestId, reply, clickToApiMs };
 }
@@ -213,7 +213,7 @@ function logLines(bot: BotProcess): Record<string, unknown>[] {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-describe('tracing to an OTLP/HTTP collector', { timeout: 90_000 }, () => {
+describe('tracing to an OTLP/HTTP collector', { timeout: 120_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
   let bot: BotProcess;
@@ -314,7 +314,7 @@ describe('tracing to an OTLP/HTTP collector', { timeout: 90_000 }, () => {
   });
 });
 
-describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
+describe('tracing over Socket Mode', { timeout: 120_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
   let bot: BotProcess;
@@ -363,7 +363,7 @@ describe('tracing over Socket Mode', { timeout: 90_000 }, () => {
   });
 });
 
-describe('later work of a request', { timeout: 90_000 }, () => {
+describe('later work of a request', { timeout: 120_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
   let bot: BotProcess;
@@ -388,7 +388,7 @@ describe('later work of a request', { timeout: 90_000 }, () => {
     const { requestId, posted } = await requestResize(stage, { mode: 'http', port }, 6);
     await stage.slack.waitFor(
       () => stage.slack.thread(OPS.channel, posted.ts).find((m) => /^Reminder:/.test(m.text ?? '')),
-      20_000,
+      30_000,
     );
     const ofRequest = () => receiver.spans().filter((s) => s.attributes['cloudops.request_id'] === requestId);
     const remind = await until(
@@ -465,7 +465,7 @@ describe('a collector that accepts connections and never answers', { timeout: 12
   });
 });
 
-describe('without OTEL_* variables', { timeout: 90_000 }, () => {
+describe('without OTEL_* variables', { timeout: 120_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
   beforeAll(async () => {

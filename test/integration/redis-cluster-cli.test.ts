@@ -33,7 +33,7 @@ beforeAll(async () => {
     REDIS_CLUSTER_NODES: cluster.nodesEnv,
     REDIS_PREFIX: 'ops-eu',
   };
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   for (const client of clients) client.disconnect();
   await cluster?.stop();
@@ -134,5 +134,5 @@ describe('the operator CLI on a Redis Cluster', () => {
     } finally {
       await guarded.stop();
     }
-  }, 60_000);
+  }, 120_000);
 });
