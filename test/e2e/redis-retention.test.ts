@@ -18,11 +18,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** Polls `check` until it holds, for up to 5 s. */
+/** Polls `check` until it holds, for up to 30 s. */
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`still not so after 5 s: ${what}`);
+    if (Date.now() > deadline) throw new Error(`still not so after 30 s: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

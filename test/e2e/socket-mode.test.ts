@@ -127,7 +127,7 @@ describe('reconnects', () => {
     expect(h.slack.callsOf('apps.connections.open').length).toBeGreaterThanOrEqual(openCalls + 1);
     await h.slack.waitFor(() => h.slack.socket.open === 1);
     const up = await new Promise<Awaited<ReturnType<typeof readyz>>>((resolve, reject) => {
-      const deadline = Date.now() + 2000;
+      const deadline = Date.now() + 30_000;
       const poll = async () => {
         const r = await readyz();
         if (r.status === 200) return resolve(r);

@@ -208,7 +208,7 @@ export interface Harness {
   readonly acksChecked: number;
   /** The channel's requests, newest first, from the bot's store. */
   requests(channel?: string): Promise<CloudRequest[]>;
-  /** The channel's newest request that this helper has not returned before, waiting up to 5 s for it. */
+  /** The channel's newest request that this helper has not returned before, waiting up to 30 s for it. */
   nextRequest(channel?: string): Promise<CloudRequest>;
   /** The request once `predicate` holds (the bot acks before it finishes writing), waiting up to `timeoutMs`. */
   waitForRequest(
@@ -425,7 +425,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return store.listByChannel(channel, 50);
     },
     async nextRequest(channel = CHANNELS.prod) {
-      const deadline = Date.now() + 5000;
+      const deadline = Date.now() + WAIT_MS;
       for (;;) {
         // The injected clock may stand still, so creation times tie: "new" means not returned before.
         const fresh = (await store.listByChannel(channel, 1000)).find((r) => !returned.has(r.id));
@@ -448,7 +448,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       }
     },
     async waitForJob(id) {
-      const deadline = Date.now() + 5000;
+      const deadline = Date.now() + WAIT_MS;
       for (;;) {
         const job = await queues.execute.getJob(id);
         if (job) return job;

@@ -201,7 +201,7 @@ describe('a worker killed after Slack accepted a thread reply, before it recorde
     expect(await current.redis.exists(recorded)).toBe(0);
 
     startWorkers();
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 30_000;
     while ((await current.redis.exists(recorded)) === 0) {
       if (Date.now() > deadline) throw new Error('the retried report never finished');
       await new Promise((r) => setTimeout(r, 50));

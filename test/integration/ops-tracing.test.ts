@@ -450,7 +450,7 @@ describe('a collector that accepts connections and never answers', { timeout: 12
     const metricsPort = metricsPortOf(bot);
     const dropped = async (reason: string) =>
       metric(metricsPort, 'cloudops_trace_spans_dropped_total', `reason="${reason}"`);
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 30_000;
     while ((await dropped('queue_full')) === 0 || (await dropped('export_failed')) === 0) {
       if (Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));

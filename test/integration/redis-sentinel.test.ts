@@ -97,7 +97,7 @@ describe('Redis through Sentinels', () => {
     const { to } = await group.failover();
     expect(to).not.toBe(first);
     // The same client, after the switch: its next writes reach the new master (the old one is not a master now).
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     let wroteOn: number | undefined;
     while (Date.now() < deadline) {
       await redis.set('sentinel-test:after', 'x');
