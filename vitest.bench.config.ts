@@ -10,5 +10,6 @@ export default defineConfig({
     // One at a time: the quick bench measures, and a second file beside it would load the cores it measures on.
     maxWorkers: 1,
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/per-file.ts'],
   },
 });

@@ -33,6 +33,7 @@ export default defineConfig({
     // Integration and e2e tests start servers and Redis clients; two cores are shared between files.
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/per-file.ts'],
     projects: [
       {
         extends: true,

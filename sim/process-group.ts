@@ -45,10 +45,16 @@ export function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL
   }
 }
 
-/** Kills every group this process started that is still running (synchronous, so it works in 'exit'). */
+/**
+ * Kills every group this process started that is still running (synchronous, so it works in 'exit'); returns how
+ * many of their leaders were still running.
+ */
 export function killAllGroups(signal: NodeJS.Signals = 'SIGKILL'): number {
   let killed = 0;
-  for (const child of live) if (killGroup(child, signal)) killed++;
+  for (const child of live) {
+    const running = child.exitCode === null && child.signalCode === null;
+    if (killGroup(child, signal) && running) killed++;
+  }
   live.clear();
   return killed;
 }
