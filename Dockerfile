@@ -4,8 +4,15 @@
 # production dependencies only (npm ci --omit=dev: no TypeScript, no tsx), copies dist/ and the CLI, and runs
 # the compiled JavaScript as the unprivileged `node` user. Nothing is written at run time: the container runs
 # with a read-only root filesystem (`docker run --read-only`, `read_only: true` in docker-compose.yml).
+#
+# Both stages start from one base image pinned by digest, so a rebuild gets the same bytes until the digest is
+# changed here on purpose. The tag stays for the reader; Docker uses the digest. The digest below is the one of
+# node:24-bookworm-slim published with Node.js 24.18.0 (July 2026). To move to the current one:
+#   docker buildx imagetools inspect node:24-bookworm-slim     # the "Digest:" line (the multi-platform index)
+# then replace the digest in both FROM lines, rebuild, run the tests, and commit. Do this for each Node.js 24
+# security release.
 
-FROM node:24-bookworm-slim AS build
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -13,7 +20,7 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
-FROM node:24-bookworm-slim AS runtime
+FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS runtime
 ENV NODE_ENV=production \
     PORT=3000 \
     POLICY_FILE=/etc/cloudops/policy.yml

@@ -55,6 +55,8 @@ const DOWN = '#1B7F3B';
 const FONT = 'DejaVu Sans';
 
 const PLOT = { left: 70, right: 210, top: 70, bottom: 60 };
+/** At most this many steps on the y axis, whatever the costs: the grid is drawn by counting, never by adding up. */
+const MAX_TICKS = 10;
 
 function esc(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -108,8 +110,21 @@ function spread(ys: number[], gap: number, min: number, max: number): number[] {
   return out;
 }
 
+/**
+ * The input without costs that are not finite numbers ("1e400", "Infinity", text): such a cost is drawn as a gap, as
+ * if the cluster was not listed then; kept, it would put NaN into every coordinate of the picture.
+ */
+function finiteOnly(input: ChartInput): ChartInput {
+  const finite = (costs: Record<string, string>) =>
+    Object.values(costs).every((cost) => Number.isFinite(Number(cost)))
+      ? costs
+      : Object.fromEntries(Object.entries(costs).filter(([, cost]) => Number.isFinite(Number(cost))));
+  return { ...input, points: input.points.map((p) => ({ ...p, costs: finite(p.costs) })) };
+}
+
 /** The chart's facts: who is cheapest now, what changed at the last point, which lines are drawn. */
-export function chartFacts(input: ChartInput): ChartFacts {
+export function chartFacts(drawnFrom: ChartInput): ChartFacts {
+  const input = finiteOnly(drawnFrom);
   const last = input.points.at(-1);
   const previous = input.points.at(-2);
   const names = [...new Set(input.points.flatMap((p) => Object.keys(p.costs)))].sort((a, b) =>
@@ -138,7 +153,8 @@ export function chartFacts(input: ChartInput): ChartFacts {
 }
 
 /** The same facts as the picture, in words, for screen readers and for clients that show no images. */
-export function chartAltText(input: ChartInput, facts: ChartFacts = chartFacts(input)): string {
+export function chartAltText(drawnFrom: ChartInput, facts: ChartFacts = chartFacts(drawnFrom)): string {
+  const input = finiteOnly(drawnFrom);
   const first = input.points[0];
   const last = input.points.at(-1);
   if (!first || !last) return `${input.title}: no prices recorded yet.`;
@@ -171,7 +187,8 @@ export function chartAltText(input: ChartInput, facts: ChartFacts = chartFacts(i
 }
 
 /** Draws the chart: one line per cluster over the points, the cheapest starred, the last changes labelled. */
-export function priceChart(input: ChartInput): PriceChart {
+export function priceChart(drawnFrom: ChartInput): PriceChart {
+  const input = finiteOnly(drawnFrom);
   const facts = chartFacts(input);
   const width = CHART_WIDTH;
   const height = CHART_HEIGHT;
@@ -204,8 +221,10 @@ export function priceChart(input: ChartInput): PriceChart {
     `<text x="${PLOT.left}" y="26" font-size="17" font-weight="bold" fill="#1d1d1d">${esc(`${input.title} (${input.currency})`)}</text>`,
     `<text x="${PLOT.left}" y="46" font-size="12" fill="#555555">${esc(input.subtitle)}</text>`,
   );
-  // Grid and y axis.
-  for (let v = lo; v <= hi + step / 2; v += step) {
+  // Grid and y axis: counted ticks, never `v += step`, which stops changing v once step is below v's precision.
+  const ticks = Math.min(MAX_TICKS, Math.round((hi - lo) / step));
+  for (let k = 0; k <= ticks; k++) {
+    const v = k === ticks ? hi : lo + k * step;
     const yy = f(y(v));
     out.push(
       `<line x1="${PLOT.left}" y1="${yy}" x2="${PLOT.left + plotW}" y2="${yy}" stroke="#e3e3e3" stroke-width="1"/>`,

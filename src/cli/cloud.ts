@@ -14,7 +14,7 @@ export async function withCloud<T>(
     throw new CliError('CLOUD_API_URL: not set; expected the API base URL, e.g. https://api.example.com');
   if (needsKey && !io.env.CLOUD_API_KEY)
     throw new CliError('CLOUD_API_KEY: not set; this call needs the bearer API key');
-  const client = new CloudApiClient({ baseUrl, apiKey: io.env.CLOUD_API_KEY });
+  const client = new CloudApiClient({ baseUrl, apiKey: io.env.CLOUD_API_KEY, proxy: io.env });
   try {
     return await use(client);
   } finally {

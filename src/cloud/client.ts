@@ -3,8 +3,9 @@
  * `errors.ts`, chosen by one question: could the request have taken effect? The client never retries:
  * the job worker decides, once.
  */
-import { Agent, type Dispatcher, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import { inSpan } from '../observability/tracing.ts';
 import {
   type CloudApiError,
@@ -89,6 +90,8 @@ export interface CloudApiClientOptions {
   apiKey?: string;
   /** A keep-alive pool to use; when absent the client creates an `Agent` and closes it in `close()`. */
   dispatcher?: Dispatcher;
+  /** The outbound proxy the client's own dispatcher goes through (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   timeouts?: TimeoutPolicy;
   onCall?: (call: CallReport) => void;
   /** Clock for `Retry-After` dates. */
@@ -109,6 +112,18 @@ const NOT_SENT_CODES = new Set([
   'ENETUNREACH',
   'EADDRNOTAVAIL',
 ]);
+
+/** One call's shape: its auth, response schema and body, and what its span may show. */
+interface CallSpec<S extends z.ZodType> {
+  auth: boolean;
+  schema: S;
+  body?: object;
+  signal?: AbortSignal;
+  /** The path as the span names it, typed segments as placeholders; the path itself when absent. */
+  route?: string;
+  /** Span attributes set only once the API answered 2xx: values the API has then confirmed to be real. */
+  known?: Record<string, string>;
+}
 
 /** Implements {@link CloudApi} over undici; see the module comment for the error rules. */
 export class CloudApiClient implements CloudApi {
@@ -137,7 +152,7 @@ export class CloudApiClient implements CloudApi {
     this.ownsDispatcher = options.dispatcher === undefined;
     this.dispatcher =
       options.dispatcher ??
-      new Agent({
+      outboundDispatcher(options.proxy ?? {}, {
         connect: { timeout: this.timeouts.connectMs },
         headersTimeout: this.timeouts.headersMs,
         bodyTimeout: this.timeouts.bodyMs,
@@ -157,11 +172,16 @@ export class CloudApiClient implements CloudApi {
 
   async getCluster(name: string, shape: 'A' | 'B' = 'B', options: CallOptions = {}): Promise<Cluster> {
     const segment = checkSegment('getCluster', 'cluster', name, 'a cluster name');
+    // The name is whatever was typed after `/cloud cluster`: the span names the route, and the name only once the API
+    // answered with that cluster (typed text that is no cluster, a pasted token say, is never exported).
+    const known = { 'cloudops.cluster': name };
     if (shape === 'A') {
       const got = await this.call('getCluster', 'GET', `/api/cloud/cluster/${segment}/`, {
         auth: true,
         schema: clusterASchema,
         signal: options.signal,
+        route: '/api/cloud/cluster/{name}/',
+        known,
       });
       return clusterFromA(got.value);
     }
@@ -169,6 +189,8 @@ export class CloudApiClient implements CloudApi {
       auth: true,
       schema: clusterBSchema,
       signal: options.signal,
+      route: '/cloud/cluster/{name}/',
+      known,
     });
     return clusterFromB(got.value);
   }
@@ -203,6 +225,7 @@ export class CloudApiClient implements CloudApi {
       body,
       schema: restoreResponseSchema,
       signal: options.signal,
+      route: `${base}/backups/{backup}/restore/`,
     });
     return { taskId: got.value.task_id, message: got.value.message, status: got.status };
   }
@@ -216,16 +239,18 @@ export class CloudApiClient implements CloudApi {
     operation: CloudOperation,
     method: 'GET' | 'POST',
     path: string,
-    options: { auth: boolean; schema: S; body?: object; signal?: AbortSignal },
+    options: CallSpec<S>,
   ): Promise<{ value: z.infer<S>; status: number }> {
-    // The span names the method and the path with the VM id; headers (the key) and bodies are never recorded.
+    // The span names the method and the route (the path with the VM id, other segments as placeholders); headers (the
+    // key) and bodies are never recorded.
+    const route = options.route ?? path;
     return inSpan(
-      `${method} ${path}`,
+      `${method} ${route}`,
       {
         kind: 'client',
         attributes: {
           'http.request.method': method,
-          'url.path': path,
+          'url.path': route,
           'server.address': this.host?.hostname,
           'server.port': this.host?.port,
           'cloudops.operation': operation,
@@ -239,7 +264,7 @@ export class CloudApiClient implements CloudApi {
             status = s;
           });
           this.report(operation, started, 'ok', status);
-          span.set({ 'http.response.status_code': status, 'cloudops.outcome': 'ok' });
+          span.set({ ...options.known, 'http.response.status_code': status, 'cloudops.outcome': 'ok' });
           return result;
         } catch (error) {
           const outcome = outcomeOf(error);
@@ -255,7 +280,7 @@ export class CloudApiClient implements CloudApi {
     operation: CloudOperation,
     method: 'GET' | 'POST',
     path: string,
-    options: { auth: boolean; schema: S; body?: object; signal?: AbortSignal },
+    options: CallSpec<S>,
     onStatus: (status: number) => void,
   ): Promise<{ value: z.infer<S>; status: number }> {
     if (!URL.canParse(this.base)) {

@@ -3,7 +3,8 @@
  * first listed cluster (the key). `cloudops doctor` and the start-up check (docs/troubleshooting.md) use it.
  * Nothing is changed at the provider; the key never appears in what is returned.
  */
-import { Agent, request } from 'undici';
+import { request } from 'undici';
+import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 
 /** What the probe found. `date` is the API's `Date` header, for the clock check. */
 export type CloudProbe =
@@ -33,12 +34,13 @@ export async function probeCloudApi(
   baseUrl: string,
   apiKey: string | undefined,
   timeoutMs = PROBE_TIMEOUT_MS,
+  proxy: ProxyEnv = {},
 ): Promise<CloudProbe> {
   const base = baseUrl.replace(/\/+$/, '');
   if (!URL.canParse(base)) return { reachable: false, why: 'CLOUD_API_URL is not a URL' };
   const where = new URL(base).origin;
   // Its own short-lived pool: nothing stays open after the probe.
-  const dispatcher = new Agent({ connect: { timeout: timeoutMs }, keepAliveTimeout: 1_000 });
+  const dispatcher = outboundDispatcher(proxy, { connect: { timeout: timeoutMs }, keepAliveTimeout: 1_000 });
   const read = (path: string, auth: boolean) =>
     request(`${base}${path}`, {
       method: 'GET',

@@ -17,9 +17,17 @@ const agentSchema = z
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/i, {
       message: 'expected a short name of letters, digits, ".", "_" or "-"',
     }),
-    token_sha256: z.string().regex(/^[0-9a-f]{64}$/i, {
-      message: 'expected the SHA-256 of the token as 64 hex digits (cloudops agents token prints it)',
-    }),
+    token_sha256: z
+      .string({
+        // A hash of digits only is read by YAML as a number: say what to do rather than "expected text".
+        error: (issue) =>
+          typeof issue.input === 'number'
+            ? 'expected the SHA-256 as 64 hex digits in quotes: YAML reads digits alone as a number, so quote it ("…")'
+            : undefined,
+      })
+      .regex(/^[0-9a-f]{64}$/i, {
+        message: 'expected the SHA-256 of the token as 64 hex digits (cloudops agents token prints it)',
+      }),
     on_behalf_of: z
       .string()
       .regex(/^[UW][A-Z0-9]+$/, { message: 'expected a Slack user id such as U0123ABC' }),

@@ -21,6 +21,12 @@ const host = z.string().regex(/^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|[0-9A-Fa-f:
   message: 'expected an IP address or host name, such as 0.0.0.0 or 127.0.0.1',
 });
 
+const proxyUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
+  message: 'expected the proxy as an http(s) URL, such as http://proxy.example.com:3128',
+});
+
+const STARTUP_SECONDS = 'expected whole seconds from 5 to 600, such as 30';
+
 const envSchema = z.object({
   SLACK_BOT_TOKEN: z
     .string()
@@ -92,6 +98,18 @@ const envSchema = z.object({
       message: 'expected origins such as https://agents.example.com, separated by commas',
     })
     .optional(),
+  /** Where the audit log is shipped as it is written (docs/operations.md#audit-export); unset: not shipped. */
+  AUDIT_WEBHOOK_URL: z
+    .string()
+    .refine((v) => /^https?:\/\//.test(v) && URL.canParse(v), {
+      message: 'expected an http(s) URL such as https://logs.example.com/cloudops-audit',
+    })
+    .optional(),
+  /** Signs each audit batch: `x-cloudops-signature: sha256=<hex HMAC-SHA256 of the body>`. */
+  AUDIT_WEBHOOK_SECRET: z
+    .string()
+    .min(16, { message: 'expected at least 16 characters, e.g. from openssl rand -hex 32' })
+    .optional(),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z
@@ -101,7 +119,21 @@ const envSchema = z.object({
     .default('info'),
   /** The standard OpenTelemetry variables (docs/tracing.md). */
   ...TRACING_ENV_SHAPE,
+  /** The start-up's deadline, counted from the process's start (docs/operations.md#start-up). */
+  STARTUP_TIMEOUT_SECONDS: z.coerce
+    .number({ message: STARTUP_SECONDS })
+    .int({ message: STARTUP_SECONDS })
+    .min(5, { message: STARTUP_SECONDS })
+    .max(600, { message: STARTUP_SECONDS })
+    .default(10),
+  /** The forward proxy for outbound calls (docs/configuration.md#outbound-proxy); the lower-case names win. */
+  HTTPS_PROXY: proxyUrl.optional(),
+  HTTP_PROXY: proxyUrl.optional(),
+  NO_PROXY: z.string().optional(),
 });
+
+/** The proxy variables, read in either case as curl and undici do: the lower-case one wins when both are set. */
+const EITHER_CASE = new Set(['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY']);
 
 /** A Sentinel's address. */
 export interface SentinelAddress {
@@ -130,51 +162,87 @@ export function parseAddresses(value: string): SentinelAddress[] | undefined {
 /** The process environment, parsed and typed. Secrets stay in here and are never logged. */
 export type Env = z.infer<typeof envSchema>;
 
-/** A configuration problem, phrased as one line for the operator. */
+/** Configuration problems, each phrased as one line for the operator naming its variable. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  /** Every problem found, one line each (`VARIABLE: what is wrong`). */
+  readonly problems: string[];
+
+  constructor(problems: string | string[], heading = 'problems in the environment') {
+    const list = typeof problems === 'string' ? [problems] : problems;
+    super(
+      list.length === 1
+        ? (list[0] ?? '')
+        : [`${list.length} ${heading}:`, ...list.map((p) => `  ${p}`)].join('\n'),
+    );
+    this.problems = list;
+  }
 }
 
 /**
  * Parses the environment. Empty strings count as unset, as shells and compose files produce them.
- * Throws {@link ConfigError} with one line naming the first bad variable; its value is never echoed.
+ * Throws {@link ConfigError} naming every bad variable, one line each; no value is ever echoed.
  */
 export function loadEnv(raw: Record<string, string | undefined>): Env {
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
-    const value = raw[key];
+    const value = EITHER_CASE.has(key) ? (raw[key.toLowerCase()] ?? raw[key]) : raw[key];
     if (value !== undefined && value.trim() !== '') cleaned[key] = value.trim();
   }
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`${String(issue.path[0])}: ${issue.message}`);
+    // Every malformed variable at once (its first issue), so one run of doctor or start-up names them all.
+    const byVariable = new Map<string, string>();
+    for (const issue of parsed.error.issues) {
+      const name = String(issue.path[0]);
+      if (!byVariable.has(name)) byVariable.set(name, `${name}: ${issue.message}`);
+    }
+    throw new ConfigError([...byVariable.values()], 'variables are malformed');
   }
+  const data = parsed.data;
+  const problems: string[] = [];
   // A name alone would silently connect to REDIS_URL's single Redis, not to the master the operator named.
-  if (parsed.data.REDIS_SENTINEL_NAME !== undefined && parsed.data.REDIS_SENTINELS === undefined)
-    throw new ConfigError(
+  if (data.REDIS_SENTINEL_NAME !== undefined && data.REDIS_SENTINELS === undefined)
+    problems.push(
       'REDIS_SENTINEL_NAME: set without REDIS_SENTINELS; give the Sentinels as host:port,host:port, or unset both to use REDIS_URL alone',
     );
   try {
-    tracingConfig(parsed.data);
+    tracingConfig(data);
   } catch (error) {
-    if (error instanceof TracingConfigError) throw new ConfigError(error.message);
-    throw error;
+    if (error instanceof TracingConfigError) problems.push(error.message);
+    else throw error;
   }
-  const data = parsed.data;
   if (data.REDIS_CLUSTER_NODES !== undefined && data.REDIS_SENTINELS !== undefined)
-    throw new ConfigError(
+    problems.push(
       'REDIS_CLUSTER_NODES: set together with REDIS_SENTINELS; a Redis Cluster fails over by itself, so give one of them',
     );
   // A cluster has one database: a db in REDIS_URL would be silently ignored by some nodes and refused by others.
   if (data.REDIS_CLUSTER_NODES !== undefined && !['', '/', '/0'].includes(new URL(data.REDIS_URL).pathname))
-    throw new ConfigError(
+    problems.push(
       'REDIS_URL: a Redis Cluster has database 0 only; remove the /db part when REDIS_CLUSTER_NODES is set',
     );
+  if (data.AUDIT_WEBHOOK_SECRET !== undefined && data.AUDIT_WEBHOOK_URL === undefined)
+    problems.push(
+      'AUDIT_WEBHOOK_SECRET: set without AUDIT_WEBHOOK_URL; give the receiver the audit is shipped to, or unset both',
+    );
   if (data.REDIS_TLS_CA_FILE !== undefined && !data.REDIS_URL.startsWith('rediss:'))
-    throw new ConfigError(
+    problems.push(
       'REDIS_TLS_CA_FILE: set, but REDIS_URL does not ask for TLS; use a rediss:// URL (e.g. rediss://:password@host:6380)',
     );
+  // Both servers would bind the same port: the second would fail as if another process held it.
+  if (data.METRICS_PORT !== 0 && data.METRICS_PORT === data.PORT)
+    problems.push(
+      `METRICS_PORT: ${data.PORT} is PORT too; /metrics needs a port of its own (default 9464), so set one of them to another port`,
+    );
+  if (
+    data.MCP_PORT !== undefined &&
+    data.MCP_PORT !== 0 &&
+    [data.PORT, data.METRICS_PORT].includes(data.MCP_PORT)
+  )
+    problems.push(
+      `MCP_PORT: ${data.MCP_PORT} is ${data.MCP_PORT === data.PORT ? 'PORT' : 'METRICS_PORT'} too; the MCP server needs a port of its own`,
+    );
+  if (problems.length > 0) throw new ConfigError(problems);
   return data;
 }
 

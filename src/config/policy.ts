@@ -271,22 +271,51 @@ const policySchema = z
     agents: agentsSchema,
   })
   .strict()
-  .superRefine((policy, ctx) => {
-    checkAgents(policy, ctx);
-    const seen = new Map<string, number>();
-    policy.projects.forEach((project, index) => {
-      for (const key of [project.name.toLowerCase(), project.uuid.toLowerCase()]) {
-        if (seen.has(key)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['projects', index, 'name'],
-            message: `duplicate project ${key}`,
-          });
-        }
-        seen.set(key, index);
+  // Run even when some values have the wrong type, so one `policy check` lists everything: the checks skip what is
+  // malformed (already reported) instead of waiting for a clean file.
+  .superRefine((policy, ctx) => crossCheck(policy, ctx), {
+    when: (payload) => isRecord(payload.value),
+  });
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `f()`, unless part of what it reads has the wrong type (reported by the schema already). */
+function unlessMalformed(f: () => void): void {
+  try {
+    f();
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+  }
+}
+
+/** The checks across entries: duplicates, approvals nobody can give, agents' projects. */
+function crossCheck(policy: Policy, ctx: z.RefinementCtx): void {
+  const projects = (Array.isArray(policy.projects) ? policy.projects : []).filter(
+    isRecord,
+  ) as typeof policy.projects;
+  if (Array.isArray(policy.agents))
+    unlessMalformed(() => checkAgents({ agents: policy.agents.filter(isRecord), projects }, ctx));
+  const seen = new Map<string, number>();
+  projects.forEach((project, index) => {
+    for (const field of ['name', 'uuid'] as const) {
+      const value = project[field];
+      if (typeof value !== 'string') continue;
+      const key = value.toLowerCase();
+      if (seen.has(key)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['projects', index, field],
+          message: `duplicate project ${key}`,
+        });
       }
+      seen.set(key, index);
+    }
+    unlessMalformed(() => {
       const vmids = new Set<number>();
       project.vms.forEach((vm, vmIndex) => {
+        if (!isRecord(vm) || typeof vm.vmid !== 'number') return;
         if (vmids.has(vm.vmid)) {
           ctx.addIssue({
             code: 'custom',
@@ -296,6 +325,8 @@ const policySchema = z
         }
         vmids.add(vm.vmid);
       });
+    });
+    unlessMalformed(() => {
       if (
         (project.approvers ?? policy.approvers).length === 0 &&
         Object.values(project.approval).includes('required')
@@ -306,9 +337,10 @@ const policySchema = z
           message: 'approval is required but neither the project nor the policy names approvers',
         });
       }
-      unreachableCounts(policy, project, index, ctx);
     });
+    unlessMalformed(() => unreachableCounts(policy, project, index, ctx));
   });
+}
 
 /**
  * Without a group to grow the list, a count above the listed users can never be reached (the requester never
@@ -332,7 +364,8 @@ function unreachableCounts(
     ...approvals.rules.map((rule, r) => ({ path: [...base, 'rules', r, 'count'], count: rule.count })),
   ];
   for (const { path, count } of counts) {
-    if (count > users) {
+    // A count that is not a number is reported by the schema; comparing it would add a second, wrong line.
+    if (typeof count === 'number' && count > users) {
       ctx.addIssue({
         code: 'custom',
         path,
@@ -446,7 +479,14 @@ export async function loadPolicy(path: string): Promise<Policy> {
     text = await readFile(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new PolicyError(path, [{ message: `cannot read the policy file (${code ?? 'unknown error'})` }]);
+    // A first run has no policy yet: say how to make one.
+    const hint =
+      code === 'ENOENT'
+        ? ': it does not exist; copy policy.example.yml to it and edit it (docs/policy.md), or set POLICY_FILE to where yours is'
+        : '';
+    throw new PolicyError(path, [
+      { message: `cannot read the policy file (${code ?? 'unknown error'})${hint}` },
+    ]);
   }
   return parsePolicy(text, path);
 }

@@ -65,12 +65,21 @@ export function describeRedis(target: RedisTarget): { variable: string; where: s
   return { variable: 'REDIS_URL', where: redactUrl(target.url) };
 }
 
-/** `redis://user:secret@host` → `redis://host`, for messages. */
+/**
+ * A query parameter that may carry a credential: ioredis takes `?password=` and `?username=` as well as the URL's
+ * user part, and other URLs carry `token`, `key`, `secret`, `auth` or signatures.
+ */
+const CREDENTIAL_PARAM = /pass|pwd|user|token|key|secret|auth|sig|cred/i;
+
+/** `redis://user:secret@host/?password=secret` → `redis://host/?password=[redacted]`, for messages. */
 export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     parsed.username = '';
     parsed.password = '';
+    for (const name of [...parsed.searchParams.keys()])
+      if (CREDENTIAL_PARAM.test(name)) parsed.searchParams.set(name, '[redacted]');
+    parsed.hash = '';
     return parsed.toString();
   } catch {
     return 'the configured URL';

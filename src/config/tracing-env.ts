@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ProxyEnv } from './outbound.ts';
 
 /** The OpenTelemetry protocols the bot can export with: OTLP over HTTP, as protobuf (the standard's default) or JSON. */
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
@@ -26,6 +27,17 @@ const count = (example: number) =>
     .min(1, { message: `expected at least 1 span, such as ${example}` })
     .max(1_000_000, { message: 'expected at most 1000000 spans' });
 
+/** The standard samplers (OTEL_TRACES_SAMPLER) that run in the process; remote ones would call a service. */
+export const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+export type SamplerName = (typeof SAMPLERS)[number];
+
 /**
  * The standard `OTEL_*` variables the bot reads (docs/tracing.md). They are part of the one environment schema so
  * a `.env` file sets them too and a bad value stops the start-up with the variable's name.
@@ -49,6 +61,18 @@ export const TRACING_ENV_SHAPE = {
   OTEL_BSP_EXPORT_TIMEOUT: millis(30_000).optional(),
   OTEL_BSP_MAX_QUEUE_SIZE: count(2048).optional(),
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: count(512).optional(),
+  /** Which traces are kept: the standard's samplers that need no remote service; parent-based always-on by default. */
+  OTEL_TRACES_SAMPLER: z
+    .enum(SAMPLERS, {
+      message: `expected one of ${SAMPLERS.join(', ')} (remote samplers such as jaeger_remote are not supported)`,
+    })
+    .optional(),
+  /** The ratio of a `…traceidratio` sampler, from 0 to 1 (default 1). */
+  OTEL_TRACES_SAMPLER_ARG: z.coerce
+    .number({ message: 'expected a ratio from 0 to 1, such as 0.25' })
+    .min(0, { message: 'expected a ratio from 0 to 1, such as 0.25' })
+    .max(1, { message: 'expected a ratio from 0 to 1, such as 0.25' })
+    .optional(),
 };
 
 type TracingEnv = { [K in keyof typeof TRACING_ENV_SHAPE]: z.infer<(typeof TRACING_ENV_SHAPE)[K]> };
@@ -63,7 +87,11 @@ export interface TracingConfig {
   exportTimeoutMs: number;
   serviceName: string;
   resourceAttributes: Record<string, string>;
+  /** Which traces are recorded and exported; `ratio` for the traceidratio samplers. */
+  sampler: { name: SamplerName; ratio: number };
   /** The bounded queue of finished spans (OTEL_BSP_*): past `maxQueueSize` spans are dropped, never waited for. */
+  /** The outbound proxy the exporter goes through (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   batch: {
     scheduledDelayMs: number;
     exportTimeoutMs: number;
@@ -122,6 +150,10 @@ export function tracingConfig(env: Partial<TracingEnv>): TracingConfig | undefin
     exportTimeoutMs,
     serviceName: env.OTEL_SERVICE_NAME ?? resourceAttributes['service.name'] ?? 'cloudops',
     resourceAttributes,
+    sampler: {
+      name: env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on',
+      ratio: env.OTEL_TRACES_SAMPLER_ARG ?? 1,
+    },
     batch: {
       scheduledDelayMs: env.OTEL_BSP_SCHEDULE_DELAY ?? DEFAULTS.scheduledDelayMs,
       exportTimeoutMs: env.OTEL_BSP_EXPORT_TIMEOUT ?? DEFAULTS.batchExportTimeoutMs,

@@ -1,7 +1,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import { clusterHealth } from '../config/cluster-health.ts';
 import { createRedis, describeRedis, type RedisTarget } from '../config/redis-connection.ts';
-import { redisRefusal } from '../startup/checks.ts';
+import { clusterNodeAsSingle, redisRefusal } from '../startup/checks.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 
 /** How long doctor waits for Redis to answer. */
@@ -37,7 +37,7 @@ export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS
     } catch (error) {
       const cause = lastError ?? (error as Error);
       const refusal = redisRefusal(cause, target);
-      if (refusal) return [fail('redis', refusal, `give the right password in ${variable}`)];
+      if (refusal) return [fail('redis', refusal.line, refusal.fix)];
       return [
         fail(
           'redis',
@@ -46,6 +46,8 @@ export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS
         ),
       ];
     }
+    const mixUp = await clusterNodeAsSingle(client, target);
+    if (mixUp) return [fail('redis', mixUp.line, mixUp.fix)];
     const results: CheckResult[] = [ok('redis', `Redis answers at ${where}`)];
     if (client instanceof Cluster) {
       const health = await clusterHealth(client, timeoutMs);

@@ -7,6 +7,11 @@ export interface CheckResult {
   summary: string;
   /** What to do about it (warnings and failures). */
   fix?: string;
+  /**
+   * How the check's calls left this machine when a proxy is configured: `proxy http://proxy.example.com:3128`
+   * (credentials removed) or `direct (NO_PROXY)`; absent when no proxy is set.
+   */
+  via?: string;
 }
 
 /** A passing check. */
@@ -31,5 +36,6 @@ const MARKS: Record<CheckResult['status'], string> = { ok: '✓', warn: '!', fai
 /** The line a person reads: `✗ summary → what to do`. */
 export function formatCheck(check: CheckResult): string {
   const fix = check.fix && check.status !== 'ok' ? ` → ${check.fix}` : '';
-  return `${MARKS[check.status]} ${check.summary}${fix}`;
+  const via = check.via ? ` [${check.via}]` : '';
+  return `${MARKS[check.status]} ${check.summary}${via}${fix}`;
 }

@@ -4,6 +4,7 @@
  */
 import { type CloudProbe, probeCloudApi } from '../cloud/probe.ts';
 import { type Env, missingForRole, missingLine } from '../config/env.ts';
+import { proxyConfigured, proxyFor } from '../config/outbound.ts';
 import { loadPolicy, type Policy, PolicyError, userGroupsOf } from '../config/policy.ts';
 import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
@@ -54,7 +55,11 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     checkSlack(env, policy),
     checkCloud(env),
   ]);
-  results.push(...redis, ...slack.results, ...cloud.results);
+  results.push(
+    ...redis,
+    ...slack.results.map(through(env, env.SLACK_API_URL)),
+    ...cloud.results.map(through(env, env.CLOUD_API_URL)),
+  );
   results.push(
     checkClock([
       ['Slack', slack.date],
@@ -62,6 +67,14 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     ]),
   );
   return results;
+}
+
+/** Marks a check with the way its calls to `url` went, when a proxy is configured at all. */
+function through(env: Env, url: string | undefined): (check: CheckResult) => CheckResult {
+  if (!url || !proxyConfigured(env)) return (check) => check;
+  const proxy = proxyFor(url, env);
+  const via = proxy ? `proxy ${proxy}` : 'direct (NO_PROXY)';
+  return (check) => ({ ...check, via });
 }
 
 /** The Node.js running this: the guard at every entry point stops older ones, so this is mostly a record. */
@@ -90,14 +103,16 @@ async function checkSlack(
   policy: Policy | undefined,
 ): Promise<{ results: CheckResult[]; date?: PeerDate }> {
   if (!env.SLACK_BOT_TOKEN) return { results: [] };
-  const token = await checkBotToken(env.SLACK_API_URL, env.SLACK_BOT_TOKEN);
+  const token = await checkBotToken(env.SLACK_API_URL, env.SLACK_BOT_TOKEN, SLACK_CHECK_MS, env);
   const results = [...token.results];
-  if (env.SLACK_APP_TOKEN) results.push(await checkAppToken(env.SLACK_API_URL, env.SLACK_APP_TOKEN));
+  if (env.SLACK_APP_TOKEN)
+    results.push(await checkAppToken(env.SLACK_API_URL, env.SLACK_APP_TOKEN, SLACK_CHECK_MS, env));
   if (token.granted && policy) {
     const slack = new SlackApi({
       apiUrl: env.SLACK_API_URL,
       token: env.SLACK_BOT_TOKEN,
       timeoutMs: SLACK_CHECK_MS,
+      proxy: env,
     });
     try {
       results.push(...(await checkUserGroups(slack, userGroupsOf(policy))));
@@ -111,7 +126,7 @@ async function checkSlack(
 
 async function checkCloud(env: Env): Promise<{ results: CheckResult[]; date?: PeerDate }> {
   if (!env.CLOUD_API_URL) return { results: [] };
-  const probe = await probeCloudApi(env.CLOUD_API_URL, env.CLOUD_API_KEY);
+  const probe = await probeCloudApi(env.CLOUD_API_URL, env.CLOUD_API_KEY, undefined, env);
   return {
     results: cloudResults(probe, env.CLOUD_API_URL),
     date:

@@ -1,5 +1,6 @@
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { failureCode, parseDate } from '../cloud/probe.ts';
+import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import type { Policy } from '../config/policy.ts';
 import { createLogger } from '../observability/logger.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
@@ -22,9 +23,15 @@ interface RawAnswer {
 }
 
 /** A Web API call with `token`, keeping the headers; rejects only when Slack could not be reached. */
-async function rawCall(apiUrl: string, method: string, token: string, timeoutMs: number): Promise<RawAnswer> {
+async function rawCall(
+  apiUrl: string,
+  method: string,
+  token: string,
+  timeoutMs: number,
+  proxy: ProxyEnv,
+): Promise<RawAnswer> {
   const base = apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`;
-  const dispatcher = new Agent({ connect: { timeout: timeoutMs } });
+  const dispatcher = outboundDispatcher(proxy, { connect: { timeout: timeoutMs } });
   try {
     const sentAt = performance.now();
     const response = await request(`${base}${method}`, {
@@ -69,10 +76,11 @@ export async function checkBotToken(
   apiUrl: string,
   token: string,
   timeoutMs = SLACK_CHECK_MS,
+  proxy: ProxyEnv = {},
 ): Promise<BotTokenFindings> {
   let answer: RawAnswer;
   try {
-    answer = await rawCall(apiUrl, 'auth.test', token, timeoutMs);
+    answer = await rawCall(apiUrl, 'auth.test', token, timeoutMs, proxy);
   } catch (error) {
     return {
       results: [
@@ -134,11 +142,12 @@ export async function checkAppToken(
   apiUrl: string,
   token: string,
   timeoutMs = SLACK_CHECK_MS,
+  proxy: ProxyEnv = {},
 ): Promise<CheckResult> {
   const id = 'slack.app-token';
   let answer: RawAnswer;
   try {
-    answer = await rawCall(apiUrl, 'apps.connections.open', token, timeoutMs);
+    answer = await rawCall(apiUrl, 'apps.connections.open', token, timeoutMs, proxy);
   } catch (error) {
     return fail(
       id,

@@ -3,7 +3,7 @@ import { redisConnectionLog } from '../observability/connection-log.ts';
 import { queueTelemetry, withRequestId } from '../observability/tracing.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { ExecuteProcessor } from './execute-worker.ts';
-import { NotifyProcessor } from './notify-worker.ts';
+import { NotifyProcessor, SlackRetryLaterError } from './notify-worker.ts';
 import { type ExecuteJobData, type NotifyJob, QUEUE_NAMES } from './queues.ts';
 import { EXECUTE_RETRY, NOTIFY_RETRY, retryDelayMs, VM_LOCK } from './retry-policy.ts';
 import { SendMarkers } from './send-markers.ts';
@@ -102,9 +102,12 @@ export function createExecution(deps: ExecutionDeps): Execution {
       const final =
         !job || job.attemptsMade >= (job.opts.attempts ?? 1) || error.name === 'UnrecoverableError';
       deps.metrics.jobs.inc({ queue, outcome: final ? 'failed' : 'retry' });
-      const log = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade, err: error };
-      if (final) deps.logger.error(log, 'job failed for good');
-      else deps.logger.info(log, 'job will be retried');
+      const log = { queue, jobId: job?.id, attemptsMade: job?.attemptsMade };
+      if (final) deps.logger.error({ ...log, err: error }, 'job failed for good');
+      // A Slack outage is said once by its outage log, not per retry; other retries in one short line.
+      else if (error instanceof SlackRetryLaterError)
+        deps.logger.debug({ ...log, reason: error.message }, 'job will be retried');
+      else deps.logger.info({ ...log, error: error.name, reason: error.message }, 'job will be retried');
     });
     worker.on('error', (error) => redisConnectionLog(deps.logger).failure(error, { queue }));
   }

@@ -1,8 +1,9 @@
 import { type Job, type JobsOptions, Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { redisConnectionLog } from '../observability/connection-log.ts';
+import { redisConnectionLog, slackOutageLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import { queueTelemetry } from '../observability/tracing.ts';
+import { SlackRetryLaterError } from './notify-worker.ts';
 import { NOTIFY_RETRY, type RetryPolicy, retryDelayMs } from './retry-policy.ts';
 import { slackFailure } from './slack-failure.ts';
 
@@ -60,9 +61,16 @@ export function startFollowUpQueue<T extends object>(
     telemetry: queueTelemetry(),
     settings: { backoffStrategy: (attempts, _type, error) => retryDelayMs(retry, attempts, error) },
   });
-  worker.on('failed', (job, error) =>
-    deps.logger.warn({ queue: name, attemptsMade: job?.attemptsMade, err: error }, 'follow-up not done yet'),
-  );
+  const outage = slackOutageLog(deps.logger);
+  worker.on('failed', (job, error) => {
+    // A Slack outage is one line for the process (its outage log), a rate limit none: both only wait.
+    if (error instanceof SlackRetryLaterError) {
+      if (error.retryAfterMs === undefined) outage.failure({ queue: name, error: error.message });
+      return;
+    }
+    deps.logger.warn({ queue: name, attemptsMade: job?.attemptsMade, err: error }, 'follow-up not done yet');
+  });
+  worker.on('completed', () => outage.recovered());
   worker.on('error', (error) => redisConnectionLog(deps.logger).failure(error, { queue: name }));
   return {
     async add(data, jobOptions) {
@@ -90,5 +98,5 @@ export async function slackCallFailed(
     await onFinal?.(failure.label);
     return new UnrecoverableError(`${method}: ${failure.label}`);
   }
-  return Object.assign(new Error(`${method}: ${failure.label}`), { retryAfterMs: failure.retryAfterMs });
+  return new SlackRetryLaterError(method, failure.label, { retryAfterMs: failure.retryAfterMs });
 }

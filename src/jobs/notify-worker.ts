@@ -1,4 +1,5 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import { slackOutageLog } from '../observability/connection-log.ts';
 import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
 import type { ExecutionDeps } from './deps.ts';
@@ -389,8 +390,10 @@ export class NotifyProcessor {
     call: (withBlocks: boolean) => Promise<T>,
     withBlocks = true,
   ): Promise<T> {
+    const outage = slackOutageLog(this.deps.logger);
+    let result: T;
     try {
-      return await call(withBlocks);
+      result = await call(withBlocks);
     } catch (error) {
       const failure = slackFailure(error);
       if (!failure) throw error;
@@ -411,7 +414,10 @@ export class NotifyProcessor {
           cause: error,
         });
       }
+      outage.failure({ method, error: label });
       throw new SlackRetryLaterError(method, label, { cause: error });
     }
+    outage.recovered();
+    return result;
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.ts';
-import type { RequestStore } from '../requests/store.ts';
+import type { RequestStore, UnshippedAudit } from '../requests/store.ts';
 import { KEEP_FINISHED, type Queues } from './queues.ts';
 
 /** How often retention runs, how much it removes per round, and how old a finished job may get. */
@@ -38,8 +38,15 @@ export async function sweepRetention(
   policy: RetentionPolicy = RETENTION_POLICY,
 ): Promise<RetentionResult> {
   let requests = 0;
+  // Each batch counts the entries held back again, so the largest count is the one to report; removals add up.
+  let kept = 0;
+  let dropped = 0;
+  const onUnshipped = (note: UnshippedAudit) => {
+    if ('kept' in note) kept = Math.max(kept, note.kept);
+    else dropped += note.dropped;
+  };
   for (;;) {
-    const removed = await deps.store.removeExpired(policy.batch);
+    const removed = await deps.store.removeExpired(policy.batch, onUnshipped);
     requests += removed;
     if (removed < policy.batch) break;
   }
@@ -49,6 +56,16 @@ export async function sweepRetention(
       jobs += (await queue.clean(policy.finishedJobAgeMs, 10_000, state)).length;
     }
   }
+  if (kept > 0)
+    deps.logger.warn(
+      { unshipped: kept },
+      'retention kept audit entries past retention_days: the audit export has not shipped them yet',
+    );
+  if (dropped > 0)
+    deps.logger.error(
+      { unshipped: dropped },
+      'retention removed audit entries the audit export had not shipped: AUDIT_WEBHOOK_URL is no longer set',
+    );
   if (requests + jobs > 0) deps.logger.info({ requests, jobs }, 'retention removed what had expired');
   return { requests, jobs };
 }

@@ -44,6 +44,8 @@ export function requestView(request: CloudRequest): Record<string, unknown> {
     vm_id: request.vmid,
     ...(request.vmName ? { vm_name: request.vmName } : {}),
     channel: request.channel,
+    /** Whether the request message is in Slack yet (posting is retried while Slack fails). */
+    posted: request.messageTs !== undefined,
     ...(request.agent ? { agent: request.agent.name } : {}),
     on_behalf_of: request.requester,
     approvals: {

@@ -252,7 +252,8 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
   };
   const created = (request: CloudRequest): CallToolResult =>
     answer(
-      `${requestText(request)} It was posted in the project's Slack channel; follow it with get_request (wait_seconds up to 60).`,
+      // Posting is a job of its own, retried while Slack fails: the answer cannot say it is there yet.
+      `${requestText(request)} ${request.messageTs ? 'It was posted' : 'It is being posted'} in the project's Slack channel (get_request says posted: true once it is there); follow it with get_request (wait_seconds up to 60).`,
       requestView(request),
     );
 

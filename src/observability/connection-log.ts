@@ -91,3 +91,49 @@ export function redisConnectionLog(logger: Logger): ConnectionLog {
   }
   return log;
 }
+
+/**
+ * A dependency that answers but fails (the Slack Web API's 5xx, `internal_error`, a refused connection): one line when
+ * it starts failing and one when a call succeeds again, with how many failed between, instead of a line per retry.
+ */
+export class OutageLog {
+  private downSince: number | undefined;
+  private failed = 0;
+
+  constructor(
+    private readonly logger: Logger,
+    /** What fails, in the lines' `msg`: `slack web api unavailable`. */
+    private readonly name: string,
+    /** What is done meanwhile, said in the first line. */
+    private readonly meanwhile: string,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** A failed call: the one `unavailable` line when it is the first, else counted. */
+  failure(fields: Record<string, unknown>): void {
+    this.failed += 1;
+    if (this.downSince !== undefined) return;
+    this.downSince = this.clock();
+    this.logger.warn(fields, `${this.name} unavailable; ${this.meanwhile}`);
+  }
+
+  /** A call succeeded: the one `back` line when it was down. */
+  recovered(): void {
+    if (this.downSince === undefined) return;
+    this.logger.info({ failed: this.failed, downMs: this.clock() - this.downSince }, `${this.name} back`);
+    this.downSince = undefined;
+    this.failed = 0;
+  }
+}
+
+const outages = new WeakMap<Logger, OutageLog>();
+
+/** The Slack Web API's outage log of the process that owns `logger`, shared by its workers. */
+export function slackOutageLog(logger: Logger): OutageLog {
+  let log = outages.get(logger);
+  if (!log) {
+    log = new OutageLog(logger, 'slack web api', 'replies wait and are retried until it answers');
+    outages.set(logger, log);
+  }
+  return log;
+}

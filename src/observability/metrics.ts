@@ -78,6 +78,10 @@ export interface Metrics {
   cloudApiUp: Gauge;
   /** MCP tool calls by agent (a name from the policy), tool (the closed set of tools) and outcome (ok, refused, error). */
   mcpToolCalls: Counter<'agent' | 'tool' | 'outcome'>;
+  /** Audit entries not shipped to AUDIT_WEBHOOK_URL yet (src/audit-export/); refreshed by the process that ships. */
+  auditExportBacklog: Gauge;
+  /** Audit batches POSTed to AUDIT_WEBHOOK_URL, by outcome (shipped, failed). */
+  auditExportBatches: Counter<'outcome'>;
 }
 
 /** Creates the metrics in a fresh registry, with Node's default process metrics. */
@@ -145,6 +149,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       name: 'cloudops_mcp_tool_calls_total',
       help: 'MCP tool calls, by agent of the policy, tool and outcome (ok, refused, error)',
       labelNames: ['agent', 'tool', 'outcome'],
+      registers: [registry],
+    }),
+    auditExportBacklog: new Gauge({
+      name: 'cloudops_audit_export_backlog',
+      help: 'Audit entries not yet shipped to AUDIT_WEBHOOK_URL (read and not acknowledged, or not read)',
+      registers: [registry],
+    }),
+    auditExportBatches: new Counter({
+      name: 'cloudops_audit_export_batches_total',
+      help: 'Audit batches POSTed to AUDIT_WEBHOOK_URL, by outcome (shipped: answered 2xx; failed)',
+      labelNames: ['outcome'],
       registers: [registry],
     }),
   };

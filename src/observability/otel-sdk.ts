@@ -22,13 +22,19 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
   BatchSpanProcessor,
-  type SpanExporter,
+  ParentBasedSampler,
+  type Sampler,
   type SpanProcessor,
+  TraceIdRatioBasedSampler,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { BullMQOtel } from 'bullmq-otel';
+import { outboundDispatcher, proxyConfigured } from '../config/outbound.ts';
 import type { TracingConfig } from '../config/tracing-env.ts';
+import { otlpHttpExporter } from './otlp-exporter.ts';
 import {
   REQUEST_ID_ATTRIBUTE,
   type SpanAttributes,
@@ -55,6 +61,24 @@ const PROCESSED_SPANS = 'otel.sdk.processor.span.processed';
 /** The SDK's warnings reach the log at most this often: a collector that stays down must not flood it. */
 const WARN_EVERY_MS = 60_000;
 
+/** How long a warning of the SDK may get in the log: a response body it attaches must not fill a line. */
+const MAX_WARNING_CHARS = 300;
+
+/**
+ * One sentence from a diag call. A component logger passes its name as `message` and what happened in `args`
+ * (text, an error), so the name alone would say nothing: the text and the errors' messages follow it. Other
+ * arguments (a response body, a payload) are left out.
+ */
+function diagLine(message: string, args: unknown[]): string {
+  const parts = [message];
+  for (const arg of args) {
+    if (typeof arg === 'string') parts.push(arg);
+    else if (arg instanceof Error) parts.push(`${arg.name}: ${arg.message}`);
+  }
+  const line = parts.join(': ');
+  return line.length > MAX_WARNING_CHARS ? `${line.slice(0, MAX_WARNING_CHARS)}…` : line;
+}
+
 /** Builds the provider, registers it (and the context manager and propagators) globally, and returns the backend. */
 export async function createTracingBackend(
   config: TracingConfig,
@@ -64,8 +88,8 @@ export async function createTracingBackend(
   let lastWarn = 0;
   diag.setLogger(
     {
-      error: (message) => warnSometimes(message),
-      warn: (message) => warnSometimes(message),
+      error: (message, ...args) => warnSometimes(diagLine(message, args)),
+      warn: (message, ...args) => warnSometimes(diagLine(message, args)),
       info: () => undefined,
       debug: () => undefined,
       verbose: () => undefined,
@@ -85,7 +109,15 @@ export async function createTracingBackend(
       propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
     }),
   );
-  const exporter = await createExporter(config);
+  const proxy = config.proxy ?? {};
+  const exporter = otlpHttpExporter({
+    url: config.url,
+    protocol: config.protocol,
+    headers: config.headers,
+    timeoutMs: config.exportTimeoutMs,
+    // Through the outbound proxy when one is set (docs/configuration.md#outbound-proxy); else undici's global one.
+    ...(proxyConfigured(proxy) ? { dispatcher: outboundDispatcher(proxy) } : {}),
+  });
   const batch = new BatchSpanProcessor({
     exporter,
     maxQueueSize: config.batch.maxQueueSize,
@@ -101,6 +133,7 @@ export async function createTracingBackend(
       'service.version': version,
     }),
     spanProcessors: [requestIdProcessor(), batch],
+    sampler: sampler(config.sampler),
   });
   trace.setGlobalTracerProvider(provider);
   const tracer = provider.getTracer('cloudops', version);
@@ -162,15 +195,14 @@ export async function createTracingBackend(
   };
 }
 
-/** The exporter of the configured protocol; only that one is loaded. */
-async function createExporter(config: TracingConfig): Promise<SpanExporter> {
-  const options = { url: config.url, headers: config.headers, timeoutMillis: config.exportTimeoutMs };
-  if (config.protocol === 'http/json') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
-    return new OTLPTraceExporter(options);
-  }
-  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-  return new OTLPTraceExporter(options);
+/** The sampler OTEL_TRACES_SAMPLER names; the parent-based ones follow an incoming trace's decision. */
+function sampler({ name, ratio }: TracingConfig['sampler']): Sampler {
+  const root: Sampler = name.endsWith('always_off')
+    ? new AlwaysOffSampler()
+    : name.endsWith('traceidratio')
+      ? new TraceIdRatioBasedSampler(ratio)
+      : new AlwaysOnSampler();
+  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
 }
 
 /** Copies the request id carried in the context (baggage, also across jobs) onto every span started in it. */

@@ -16,7 +16,14 @@ export interface AuditQuery {
   limit?: number;
 }
 
-function toEntry(id: string, fields: string[]): AuditEntry {
+/**
+ * The consumer group of the audit export (src/audit-export/) on the audit stream. An entry it has not acknowledged
+ * (pending, or after its last delivered id) is not shipped yet, and retention keeps it while the export is on.
+ */
+export const AUDIT_EXPORT_GROUP = 'cloudops-audit-export';
+
+/** A stream entry's fields (`[name, value, …]`) as an audit entry. */
+export function auditEntryOf(id: string, fields: string[]): AuditEntry {
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
   const entry: AuditEntry = {
@@ -42,7 +49,7 @@ async function* pages(
   for (;;) {
     const rows = await redis.xrange(key, from, end, 'COUNT', PAGE);
     if (rows.length === 0) return;
-    yield rows.map(([id, fields]) => toEntry(id, fields));
+    yield rows.map(([id, fields]) => auditEntryOf(id, fields));
     if (rows.length < PAGE) return;
     from = `(${rows[rows.length - 1]![0]}`;
   }
@@ -99,4 +106,65 @@ export async function* exportAudit(
   for await (const page of pages(redis, requestKeys(prefix).audit, start, '+')) {
     yield* page;
   }
+}
+
+/** Orders two stream ids ('1700000000000-3'): by time, then by sequence. */
+export function compareStreamIds(a: string, b: string): number {
+  const [aMs = 0, aSeq = 0] = a.split('-').map(Number);
+  const [bMs = 0, bSeq = 0] = b.split('-').map(Number);
+  return aMs - bMs || aSeq - bSeq;
+}
+
+/** XINFO GROUPS' reply for one group, as a map. */
+export type GroupInfo = Map<string, unknown>;
+
+/** The audit export's consumer group on `stream` (undefined when the stream or the group does not exist). */
+export async function exportGroupInfo(
+  redis: Redis | Cluster,
+  stream: string,
+): Promise<GroupInfo | undefined> {
+  let groups: unknown[][];
+  try {
+    groups = (await redis.xinfo('GROUPS', stream)) as unknown[][];
+  } catch (error) {
+    if (error instanceof Error && /no such key/i.test(error.message)) return undefined;
+    throw error;
+  }
+  for (const flat of groups) {
+    const info: GroupInfo = new Map();
+    for (let i = 0; i + 1 < flat.length; i += 2) info.set(String(flat[i]), flat[i + 1]);
+    if (info.get('name') === AUDIT_EXPORT_GROUP) return info;
+  }
+  return undefined;
+}
+
+/**
+ * The id of the oldest audit entry the export has not shipped: the oldest pending (delivered, not acknowledged) or
+ * the first after its last delivered id. Undefined when everything is shipped, or when there is no export group and
+ * `exportOn` is false; with `exportOn` and no group yet (the export has not started), the stream's first entry.
+ */
+export async function oldestUnshipped(
+  redis: Redis | Cluster,
+  stream: string,
+  exportOn: boolean,
+): Promise<string | undefined> {
+  const first = async (start: string) => (await redis.xrange(stream, start, '+', 'COUNT', 1))[0]?.[0];
+  const group = await exportGroupInfo(redis, stream);
+  if (!group) return exportOn ? first('-') : undefined;
+  const [count, smallest] = (await redis.xpending(stream, AUDIT_EXPORT_GROUP)) as [number, string | null];
+  const next = await first(`(${String(group.get('last-delivered-id') ?? '0-0')}`);
+  const candidates = [count > 0 ? smallest : undefined, next].filter((id): id is string => !!id);
+  return candidates.sort(compareStreamIds)[0];
+}
+
+/** How many audit entries have ids from `start` (inclusive) to `end` (an XRANGE bound), counted in pages. */
+export async function countAudit(
+  redis: Redis | Cluster,
+  stream: string,
+  start: string,
+  end: string,
+): Promise<number> {
+  let count = 0;
+  for await (const page of pages(redis, stream, start, end)) count += page.length;
+  return count;
 }

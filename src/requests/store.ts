@@ -1,5 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { compareStreamIds, countAudit, oldestUnshipped } from './audit.ts';
 import { LuaScript } from './lua.ts';
 import {
   ALLOWED_TRANSITIONS,
@@ -67,6 +68,12 @@ interface AuditWrite {
   actor: string;
   detail?: string;
 }
+
+/**
+ * What retention did about audit entries past `retention_days` that the audit export has not shipped: kept them
+ * (the export is on) or removed them (it is off, but an earlier export left its group with entries unshipped).
+ */
+export type UnshippedAudit = { kept: number } | { dropped: number };
 
 /** Fields no patch may set: they belong to the store. */
 const PROTECTED = ['id', 'state', 'version', 'createdAt', 'updatedAt'] as const;
@@ -271,11 +278,19 @@ export class RequestStore {
   private readonly channelPrefix: string;
   private readonly requestedByPrefix: string;
   private readonly involvingPrefix: string;
+  private readonly exportsAudit: boolean;
 
   constructor(
     private readonly redis: Redis | Cluster,
-    options: { prefix: string; now?: () => Date; retentionDays?: number },
+    options: {
+      prefix: string;
+      now?: () => Date;
+      retentionDays?: number;
+      /** The audit export is on (AUDIT_WEBHOOK_URL): retention keeps every audit entry it has not shipped. */
+      exportsAudit?: boolean;
+    },
   ) {
+    this.exportsAudit = options.exportsAudit ?? false;
     this.keys = requestKeys(options.prefix);
     this.now = options.now ?? (() => new Date());
     this.retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS;
@@ -510,9 +525,11 @@ export class RequestStore {
    * has passed, then their audit entries: the stream is trimmed to what the oldest request still stored and the
    * retention window need, and older entries of requests no longer stored are deleted one by one (an old open lease
    * keeps the trim back, not the entries of requests that ended after it). Reads only the retention index and the
-   * audit entries older than the window, never all requests. Returns how many requests were removed.
+   * audit entries older than the window, never all requests. With the audit export on, nothing it has not shipped is
+   * removed; `onUnshipped` hears how many such entries past the window were kept (or, with the export off but its
+   * group left behind, removed). Returns how many requests were removed.
    */
-  async removeExpired(limit = 500): Promise<number> {
+  async removeExpired(limit = 500, onUnshipped?: (note: UnshippedAudit) => void): Promise<number> {
     const cutoff = this.now().getTime() - this.retentionMs;
     const ids = await this.redis.zrangebyscore(this.keys.retention, '-inf', cutoff, 'LIMIT', 0, limit);
     const results = await Promise.all(
@@ -526,29 +543,50 @@ export class RequestStore {
     );
     const removed = results.reduce<number>((sum, result) => sum + Number(result), 0);
     const [, oldest] = await this.redis.zrange(this.keys.created, 0, 0, 'WITHSCORES');
-    const keepFrom = Math.min(cutoff, oldest === undefined ? Infinity : Number(oldest));
+    let keepFrom = `${Math.min(cutoff, oldest === undefined ? Infinity : Number(oldest))}-0`;
+    let orphansBefore = `${cutoff}-0`;
+    const unshipped = await oldestUnshipped(this.redis, this.keys.audit, this.exportsAudit);
+    if (this.exportsAudit && unshipped !== undefined && compareStreamIds(unshipped, orphansBefore) < 0) {
+      const pastWindow = await countAudit(this.redis, this.keys.audit, unshipped, `(${orphansBefore}`);
+      if (compareStreamIds(unshipped, keepFrom) < 0) keepFrom = unshipped;
+      orphansBefore = unshipped;
+      if (pastWindow > 0) onUnshipped?.({ kept: pastWindow });
+    }
+    const trimmedUnshipped =
+      !this.exportsAudit && unshipped !== undefined && compareStreamIds(unshipped, keepFrom) < 0
+        ? await countAudit(this.redis, this.keys.audit, unshipped, `(${keepFrom}`)
+        : 0;
     await this.redis.xtrim(this.keys.audit, 'MINID', keepFrom);
-    if (keepFrom < cutoff) await this.deleteOrphanedAudit(cutoff);
+    let deletedUnshipped = 0;
+    if (compareStreamIds(keepFrom, orphansBefore) < 0) {
+      const deleted = await this.deleteOrphanedAudit(orphansBefore);
+      if (!this.exportsAudit && unshipped !== undefined)
+        deletedUnshipped = deleted.filter((id) => compareStreamIds(id, unshipped) >= 0).length;
+    }
+    if (trimmedUnshipped + deletedUnshipped > 0)
+      onUnshipped?.({ dropped: trimmedUnshipped + deletedUnshipped });
     return removed;
   }
 
   /**
-   * Deletes the audit entries written before `cutoff` whose request is no longer stored. What is left before the
-   * cutoff after a sweep is only the history of requests still kept (open leases, recently ended), so each sweep
-   * reads little more than that.
+   * Deletes the audit entries written before `before` (a stream id, excluded) whose request is no longer stored, and
+   * returns their ids. What is left before the cutoff after a sweep is only the history of requests still kept (open
+   * leases, recently ended), so each sweep reads little more than that.
    */
-  private async deleteOrphanedAudit(cutoff: number): Promise<void> {
+  private async deleteOrphanedAudit(before: string): Promise<string[]> {
+    const deleted: string[] = [];
     let from = '-';
     for (;;) {
-      const rows = await this.redis.xrange(this.keys.audit, from, String(cutoff), 'COUNT', AUDIT_SWEEP_PAGE);
-      if (rows.length === 0) return;
+      const rows = await this.redis.xrange(this.keys.audit, from, `(${before}`, 'COUNT', AUDIT_SWEEP_PAGE);
+      if (rows.length === 0) return deleted;
       const owners = rows.map(([, fields]) => fields[fields.indexOf('requestId') + 1] ?? '');
       const unique = [...new Set(owners)];
       const stored = await Promise.all(unique.map((id) => this.redis.exists(this.keys.request(id))));
       const gone = new Set(unique.filter((_, i) => stored[i] === 0));
       const orphaned = rows.filter((_, i) => gone.has(owners[i] ?? '')).map(([id]) => id);
       if (orphaned.length > 0) await this.redis.xdel(this.keys.audit, ...orphaned);
-      if (rows.length < AUDIT_SWEEP_PAGE) return;
+      deleted.push(...orphaned);
+      if (rows.length < AUDIT_SWEEP_PAGE) return deleted;
       from = `(${rows[rows.length - 1]![0]}`;
     }
   }

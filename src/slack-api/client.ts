@@ -1,5 +1,6 @@
 import type { HomeView, KnownBlock, ModalView } from '@slack/types';
 import { type Dispatcher, Pool, request } from 'undici';
+import { outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import type { Logger } from '../observability/logger.ts';
 import { inSpan } from '../observability/tracing.ts';
 import {
@@ -109,6 +110,8 @@ export interface SlackApiOptions {
   timeoutMs?: number;
   /** Tests and benches may pass their own; the default is one keep-alive pool. */
   dispatcher?: Dispatcher;
+  /** The outbound proxy for the Web API and the upload step (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   /** At debug level each call's method and body are logged (through the bot's redacting logger). */
   logger?: Logger;
 }
@@ -126,6 +129,8 @@ export class SlackApi {
   private readonly base: URL;
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
+  /** The upload step's way out (another host than the Web API): through the proxy when one is set. */
+  private readonly uploads?: Dispatcher;
   private readonly timeoutMs: number;
   private readonly authorization: string;
   private readonly logger?: Logger;
@@ -200,9 +205,13 @@ export class SlackApi {
   constructor(options: SlackApiOptions) {
     this.base = new URL(options.apiUrl.endsWith('/') ? options.apiUrl : `${options.apiUrl}/`);
     this.ownsDispatcher = options.dispatcher === undefined;
+    const proxy = options.proxy ?? {};
+    const pool = { connections: options.connections ?? 32, keepAliveTimeout: 30_000 };
     this.dispatcher =
       options.dispatcher ??
-      new Pool(this.base.origin, { connections: options.connections ?? 32, keepAliveTimeout: 30_000 });
+      (proxyConfigured(proxy) ? outboundDispatcher(proxy, pool) : new Pool(this.base.origin, pool));
+    // Without a proxy the bytes go through undici's global dispatcher, as before.
+    this.uploads = options.dispatcher ?? (proxyConfigured(proxy) ? this.dispatcher : undefined);
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.authorization = `Bearer ${options.token}`;
     this.logger = options.logger;
@@ -378,6 +387,7 @@ export class SlackApi {
         method: 'POST',
         headers: { 'content-type': 'application/octet-stream' },
         body: bytes,
+        dispatcher: this.uploads,
         headersTimeout: timeout,
         bodyTimeout: timeout,
         signal: options.signal,

@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
-import { App, type CustomRoute, HTTPReceiver, LogLevel } from '@slack/bolt';
+import { App, type CustomRoute, ErrorCode, HTTPReceiver, LogLevel } from '@slack/bolt';
 import type { Env } from '../config/env.ts';
+import { fetchThrough, outboundDispatcher, proxyConfigured } from '../config/outbound.ts';
+import { scrubSecrets } from '../observability/logger.ts';
 import { tracingOn } from '../observability/tracing.ts';
 import { register as registerApprove } from './actions/approve.ts';
 import { register as registerBreakGlass } from './actions/break-glass.ts';
@@ -66,6 +68,15 @@ function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
   });
 }
 
+/** Longest path a log line keeps: a scanner's junk URL stays one short line. */
+const MAX_LOGGED_PATH = 200;
+
+/** The path and query as typed, for the log: Slack tokens and bearer credentials scrubbed, clipped. */
+function typedPath(url: string | undefined): string {
+  const path = scrubSecrets(url ?? '/');
+  return path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path;
+}
+
 /**
  * The Bolt app with every `/cloud` surface registered. HTTP mode serves `POST /slack/events` (signatures checked by
  * Bolt: v0 HMAC, 5-minute window) plus `customRoutes`; when SLACK_APP_TOKEN is set, Socket Mode through a
@@ -78,15 +89,18 @@ export function createSlackApp(
   socket: SocketOptions = {},
 ): SlackApp {
   const logger = boltLogger(deps.logger);
+  // Bolt's own WebClient (auth.test at start) goes through the outbound proxy too when one is set.
   const clientOptions = {
     slackApiUrl: env.SLACK_API_URL,
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
+    ...(proxyConfigured(env) ? { fetch: fetchThrough(outboundDispatcher(env)) } : {}),
   };
   const link = env.SLACK_APP_TOKEN
     ? new SocketLink({
         appToken: env.SLACK_APP_TOKEN,
         apiUrl: env.SLACK_API_URL,
         logger: deps.logger,
+        proxy: env,
         ...socket,
       })
     : undefined;
@@ -98,6 +112,15 @@ export function createSlackApp(
       customRoutes,
       logger,
       logLevel: LogLevel.WARN,
+      // Bolt's own line has the path only inside its sentence; this one names method and path as fields.
+      dispatchErrorHandler: ({ error, request, response }) => {
+        const fields = { method: request.method, path: typedPath(request.url) };
+        const unknownPath = (error as { code?: unknown }).code === ErrorCode.HTTPReceiverDeferredRequestError;
+        if (unknownPath) deps.logger.info(fields, 'no such path; answered 404');
+        else deps.logger.error({ ...fields, err: error }, 'a request failed; answered 500');
+        response.writeHead(unknownPath ? 404 : 500);
+        response.end();
+      },
     });
   const app = new App({
     token: env.SLACK_BOT_TOKEN,

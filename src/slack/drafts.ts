@@ -63,7 +63,7 @@ const DRAFT_TTL_SECONDS = 2 * 60 * 60;
 /** A submission holds its draft's claim at most this long: storing a request takes far less. */
 const CLAIM_TTL_SECONDS = 60;
 /** The sealed form's version, first in private_metadata; a form sealed by another version is refused as stale. */
-const SEAL_VERSION = 'd1';
+const SEAL_VERSION = 'd2';
 
 /** Why a form's draft cannot be used, as the submitter reads it. */
 export type DraftRefusal = 'tampered' | 'stale';
@@ -73,14 +73,14 @@ export interface DraftClaim {
   draft?: Draft;
   /** False when another submission of the same form holds the draft. */
   claimed: boolean;
-  /** Why there is no draft: changed since it was sealed, or expired or submitted already. */
+  /** Why there is no draft: changed since it was sealed, or expired (or sealed before a key rotation) or submitted. */
   refused?: DraftRefusal;
 }
 
 /**
  * The key that seals drafts, derived from the secret Slack and the bot share in this mode (the app token in Socket
  * Mode, else the signing secret), so every process of one deployment derives the same key and no new setting is
- * needed; rotating that secret makes open forms stale.
+ * needed; rotating that secret makes open forms stale (each seal names its key, so they are told apart from changed ones).
  */
 export function draftSealKey(secret: string): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, 'cloudops', 'cloudops draft seal v1', 32));
@@ -89,6 +89,11 @@ export function draftSealKey(secret: string): Buffer {
 export class DraftStore {
   /** The seal key as a KeyObject: an HMAC keyed with a Buffer prepares the key anew each time (about 6× slower). */
   private readonly hmacKey: KeyObject;
+  /**
+   * Names the key in each seal (it reveals nothing of it): a seal made with another key was made before the secret it
+   * comes from was rotated, so it is expired, not changed.
+   */
+  private readonly keyId: string;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -97,6 +102,10 @@ export class DraftStore {
     private readonly now: () => Date = () => new Date(),
   ) {
     this.hmacKey = createSecretKey(sealKey);
+    this.keyId = createHmac('sha256', this.hmacKey)
+      .update('cloudops draft seal key id')
+      .digest('base64url')
+      .slice(0, 8);
   }
 
   private key(id: string): string {
@@ -164,13 +173,13 @@ export class DraftStore {
 
   private seal(draft: Draft): string {
     const body = Buffer.from(JSON.stringify(draft)).toString('base64url');
-    return `${SEAL_VERSION}.${body}.${this.mac(body)}`;
+    return `${SEAL_VERSION}.${this.keyId}.${body}.${this.mac(body)}`;
   }
 
   /** The draft a seal holds, or why it cannot be used. */
   private open(sealed: string): Draft | DraftRefusal {
-    const [version, body, mac] = sealed.split('.');
-    if (version !== SEAL_VERSION || !body || !mac) return 'stale';
+    const [version, keyId, body, mac] = sealed.split('.');
+    if (version !== SEAL_VERSION || keyId !== this.keyId || !body || !mac) return 'stale';
     const expected = Buffer.from(this.mac(body));
     const given = Buffer.from(mac);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'tampered';
@@ -182,6 +191,8 @@ export class DraftStore {
   private mac(body: string): string {
     return createHmac('sha256', this.hmacKey)
       .update(SEAL_VERSION)
+      .update('.')
+      .update(this.keyId)
       .update('.')
       .update(body)
       .digest('base64url');

@@ -1,6 +1,8 @@
 import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
 import { SocketModeClient } from '@slack/socket-mode';
 import { ErrorCode } from '@slack/web-api';
+import type { Dispatcher } from 'undici';
+import { outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import type { Logger } from '../observability/logger.ts';
 import { TOKEN_REFUSED } from '../startup/checks.ts';
 import { boltLogger } from './bolt-logger.ts';
@@ -34,6 +36,8 @@ export interface SocketLinkOptions {
   /** Base of the Web API, where apps.connections.open is asked (SLACK_API_URL). */
   apiUrl: string;
   logger: Logger;
+  /** The outbound proxy for apps.connections.open and the WebSocket (docs/configuration.md#outbound-proxy). */
+  proxy?: ProxyEnv;
   /** Deliveries seen before get the answer they got then and are not acted on; without a guard all are processed. */
   guard?: RedeliveryGuard;
   policy?: ReconnectPolicy;
@@ -66,6 +70,8 @@ export class SocketLink implements Receiver {
   private timer?: NodeJS.Timeout;
   private wake?: () => void;
   private running?: Promise<void>;
+  /** Only with a proxy: socket-mode's own default closes a stalled socket faster than a passed-in dispatcher can. */
+  private dispatcher?: Dispatcher;
 
   constructor(private readonly options: SocketLinkOptions) {
     this.policy = options.policy ?? RECONNECT_POLICY;
@@ -95,6 +101,9 @@ export class SocketLink implements Receiver {
     this.client = undefined;
     this.setUp(false);
     if (client) await client.disconnect();
+    const dispatcher = this.dispatcher;
+    this.dispatcher = undefined;
+    await dispatcher?.close().catch(() => undefined);
   }
 
   private setUp(connected: boolean): void {
@@ -125,6 +134,14 @@ export class SocketLink implements Receiver {
     }
   }
 
+  /** The proxy's dispatcher for the client, opened on first use (again after a stop); nothing without a proxy. */
+  private throughProxy(): { dispatcher?: Dispatcher } {
+    const proxy = this.options.proxy;
+    if (!proxy || !proxyConfigured(proxy)) return {};
+    this.dispatcher ??= outboundDispatcher(proxy);
+    return { dispatcher: this.dispatcher };
+  }
+
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       this.wake = resolve;
@@ -141,6 +158,7 @@ export class SocketLink implements Receiver {
       // are about one attempt, which the link retries and reports itself (one line per outage): debug.
       logger: { ...quiet, debug: () => undefined, warn: quiet.debug, error: quiet.debug },
       autoReconnectEnabled: false,
+      ...this.throughProxy(),
       clientOptions: {
         slackApiUrl: this.options.apiUrl,
         retryConfig: { retries: 0 },

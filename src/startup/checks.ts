@@ -4,6 +4,7 @@
  */
 import { ErrorCode, WebClient } from '@slack/web-api';
 import type { Cluster, Redis } from 'ioredis';
+import { fetchThrough, outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
 import { describeRedis, type RedisTarget, redactUrl } from '../config/redis-connection.ts';
 
 /** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
@@ -11,30 +12,79 @@ export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
 
-/** The line for a Redis refusal that no reconnect will cure, or undefined for a passing problem. */
-export function redisRefusal(error: Error, target: RedisTarget): string | undefined {
+/** A Redis refusal that no reconnect will cure: the one line, and what to do about it. */
+export interface RedisRefusal {
+  line: string;
+  fix: string;
+}
+
+/** What a refusal is, or undefined for a passing problem. */
+export function redisRefusal(error: Error, target: RedisTarget): RedisRefusal | undefined {
   // The credentials come from REDIS_URL, with or without Sentinels.
   const { where } = describeRedis(target);
   // A cluster client reports "Failed to refresh slots cache." and keeps the node's own answer beside it.
   const message = (error as { lastNodeError?: Error }).lastNodeError?.message ?? error.message;
   if (message.startsWith('NOAUTH'))
-    return `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`;
+    return {
+      line: `REDIS_URL: Redis at ${where} wants a password (NOAUTH): give it in REDIS_URL, e.g. redis://:password@host:6379`,
+      fix: 'give the password in REDIS_URL',
+    };
   if (message.startsWith('WRONGPASS'))
-    return `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`;
+    return {
+      line: `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`,
+      fix: 'give the right password in REDIS_URL',
+    };
+  if (target.clusterNodes && /cluster support disabled/i.test(message)) {
+    const nodes = target.clusterNodes.map(
+      (n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`,
+    );
+    return {
+      line: `REDIS_CLUSTER_NODES: the Redis at ${nodes.join(',')} is not in cluster mode: set REDIS_URL to it instead (and leave REDIS_CLUSTER_NODES empty), or name the nodes of a Redis Cluster`,
+      fix: 'set REDIS_URL to that Redis and leave REDIS_CLUSTER_NODES empty',
+    };
+  }
   return undefined;
 }
 
 /**
- * Resolves once `client` is ready. Rejects with a {@link StartupError} when Redis refuses the credentials (at
- * once) or nothing answers within `timeoutMs`; `signal` ends the wait early with its reason.
+ * A single-node client (REDIS_URL, no Sentinels) that reached a node of a Redis Cluster: every command on a key of
+ * another node's slots would fail with MOVED, so it is refused before any work, naming what to set.
  */
-export function waitForRedis(
+export async function clusterNodeAsSingle(
+  client: Redis | Cluster,
+  target: RedisTarget,
+): Promise<RedisRefusal | undefined> {
+  if (target.clusterNodes || target.sentinels || 'nodes' in client) return undefined;
+  const info = await client.info('cluster').catch(() => '');
+  if (!/^cluster_enabled:1\s*$/m.test(info)) return undefined;
+  return {
+    line: `REDIS_URL: the Redis at ${redactUrl(target.url)} is a node of a Redis Cluster: set REDIS_CLUSTER_NODES to its nodes (host:port,host:port,…) instead`,
+    fix: 'set REDIS_CLUSTER_NODES to the cluster nodes (host:port,…)',
+  };
+}
+
+/**
+ * Resolves once `client` is ready. Rejects with a {@link StartupError} when Redis refuses the credentials or is a
+ * cluster where a single Redis was named, or the other way round (at once), or nothing answers within `timeoutMs`;
+ * `signal` ends the wait early with its reason.
+ */
+export async function waitForRedis(
   client: Redis | Cluster,
   target: RedisTarget,
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<void> {
-  if (client.status === 'ready') return Promise.resolve();
+  if (client.status !== 'ready') await readyWithin(client, target, timeoutMs, signal);
+  const mixUp = await clusterNodeAsSingle(client, target);
+  if (mixUp) throw new StartupError(mixUp.line);
+}
+
+function readyWithin(
+  client: Redis | Cluster,
+  target: RedisTarget,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
   const { variable, where } = describeRedis(target);
   return new Promise<void>((resolve, reject) => {
     const done = (error?: unknown) => {
@@ -48,7 +98,7 @@ export function waitForRedis(
     const onReady = () => done();
     const onError = (error: Error) => {
       const refusal = redisRefusal(error, target);
-      if (refusal) done(new StartupError(refusal));
+      if (refusal) done(new StartupError(refusal.line));
     };
     const onAbort = () => done(signal?.reason);
     const timer = setTimeout(
@@ -96,7 +146,9 @@ export async function checkSlackToken(
   apiUrl: string,
   timeoutMs: number,
   signal?: AbortSignal,
+  proxy: ProxyEnv = {},
 ): Promise<SlackCheck> {
+  const dispatcher = proxyConfigured(proxy) ? outboundDispatcher(proxy) : undefined;
   // A client of its own: a deadline (axios aborts the request) and no retries, and nothing left open afterwards.
   const client = new WebClient(token, {
     slackApiUrl: apiUrl,
@@ -104,6 +156,7 @@ export async function checkSlackToken(
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
     logger: silentLogger,
+    ...(dispatcher ? { fetch: fetchThrough(dispatcher) } : {}),
   });
   const where = redactUrl(apiUrl);
   const call = client.auth.test().then(

@@ -4,6 +4,7 @@
  * restart the bot) and `cloudops_cloud_api_up` 0, until a later check succeeds; then one line saying so.
  */
 import { probeCloudApi } from '../cloud/probe.ts';
+import type { ProxyEnv } from '../config/outbound.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
@@ -24,7 +25,13 @@ export interface CloudCheck {
 
 /** Starts checking at once, in the background; nothing awaits it. */
 export function startCloudCheck(
-  deps: { url: string | undefined; apiKey: string | undefined; logger: Logger; metrics: Metrics },
+  deps: {
+    url: string | undefined;
+    apiKey: string | undefined;
+    logger: Logger;
+    metrics: Metrics;
+    proxy?: ProxyEnv;
+  },
   policy: CloudCheckPolicy = CLOUD_CHECK,
 ): CloudCheck {
   let up = false;
@@ -44,7 +51,7 @@ export function startCloudCheck(
     checking = true;
     void (async () => {
       const probe = deps.url
-        ? await probeCloudApi(deps.url, deps.apiKey)
+        ? await probeCloudApi(deps.url, deps.apiKey, undefined, deps.proxy)
         : ({ reachable: false, why: 'CLOUD_API_URL is not set' } as const);
       if (stopped) return;
       const why = !probe.reachable ? probe.why : probe.keyAccepted === false ? probe.why : undefined;

@@ -142,12 +142,7 @@ export async function openCore(
   });
   deadline.waitingFor = `Redis (${describeRedis(target).variable})`;
   // Within what is left of the start-up, so the line names Redis rather than the deadline.
-  await waitForRedis(
-    fastRedis,
-    target,
-    Math.max(100, Math.min(REDIS_STARTUP_MS, deadline.left() - 100)),
-    deadline.signal,
-  );
+  await waitForRedis(fastRedis, target, deadline.within(REDIS_STARTUP_MS), deadline.signal);
   // A cluster can be up with slots unserved: say at once what the bot found.
   if (fastRedis instanceof Cluster) {
     const health = await clusterHealth(fastRedis);
@@ -164,8 +159,9 @@ export async function openCore(
       checkSlackToken(
         env.SLACK_BOT_TOKEN,
         env.SLACK_API_URL,
-        Math.max(100, Math.min(SLACK_STARTUP_MS, deadline.left() - 100)),
+        deadline.within(SLACK_STARTUP_MS),
         deadline.signal,
+        env,
       ),
     );
     if (!slack.ok && runs('web')) throw new StartupError(slack.why);
@@ -176,7 +172,7 @@ export async function openCore(
 
   // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
   const cloudCheck = startCloudCheck(
-    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics },
+    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics, proxy: env },
     options.cloudCheck,
   );
   stages.intake.push(async () => cloudCheck.stop());
@@ -184,6 +180,7 @@ export async function openCore(
     baseUrl: env.CLOUD_API_URL ?? '',
     apiKey: env.CLOUD_API_KEY,
     timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
+    proxy: env,
     onCall: (call) =>
       metrics.apiLatency.observe(
         { operation: call.operation, status: statusLabel(call.status), outcome: call.outcome },
@@ -192,7 +189,13 @@ export async function openCore(
   });
   stages.connections.push((budget) => within(cloud.close(), budget));
   const retentionDays = policy.retention_days;
-  const workerStore = new RequestStore(recordsRedis ?? queueRedis, { prefix, now, retentionDays });
+  // With the audit export on, retention keeps what it has not shipped.
+  const workerStore = new RequestStore(recordsRedis ?? queueRedis, {
+    prefix,
+    now,
+    retentionDays,
+    exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
+  });
   const queues = createQueues(queueRedis, prefix);
   stages.connections.push(() => queues.close());
   // Without a listener BullMQ prints connection errors to the console, outside the redacted JSON log.
@@ -200,7 +203,12 @@ export async function openCore(
     queue.on('error', (error: Error) => redisLog.failure(error, { queue: queue.name }));
   }
   // Reports are retried by their own queues, so the client neither retries nor waits out rate limits itself.
-  const slack = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+  const slack = new SlackApi({
+    apiUrl: env.SLACK_API_URL,
+    token: env.SLACK_BOT_TOKEN ?? '',
+    logger,
+    proxy: env,
+  });
   stages.connections.push(() => slack.close());
   const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
   const approvals = createApprovalPolicy(policy, userGroups);

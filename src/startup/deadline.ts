@@ -14,6 +14,8 @@ export class StartupDeadline {
   constructor(
     private readonly timeoutMs: number | undefined,
     stop: AbortSignal | undefined,
+    /** Added to each wait's own limit in {@link within}: a longer STARTUP_TIMEOUT_SECONDS lengthens them too. */
+    private readonly spareMs = 0,
   ) {
     this.signal = AbortSignal.any(
       [stop, timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined].filter(
@@ -27,6 +29,14 @@ export class StartupDeadline {
     return this.timeoutMs === undefined
       ? Number.POSITIVE_INFINITY
       : Math.floor(this.timeoutMs - (performance.now() - this.startedAt));
+  }
+
+  /**
+   * The limit for one wait whose own limit is `baseMs` (plus the spare time), within what is left of the deadline
+   * with 100 ms to spare, so the wait's error names what it waited for rather than the deadline.
+   */
+  within(baseMs: number): number {
+    return Math.max(100, Math.min(baseMs + Math.max(0, this.spareMs), this.left() - 100));
   }
 
   /** Milliseconds since the start-up began. */

@@ -129,8 +129,14 @@ export async function serveMcpStdio(
     baseUrl: env.CLOUD_API_URL ?? '',
     apiKey: env.CLOUD_API_KEY,
     timeouts: { ...DEFAULT_TIMEOUTS, totalMs: env.CLOUD_API_DEADLINE_MS },
+    proxy: env,
   });
-  const slack = new SlackApi({ apiUrl: env.SLACK_API_URL, token: env.SLACK_BOT_TOKEN ?? '', logger });
+  const slack = new SlackApi({
+    apiUrl: env.SLACK_API_URL,
+    token: env.SLACK_BOT_TOKEN ?? '',
+    logger,
+    proxy: env,
+  });
   const queues = createQueues(queueRedis, redisKeyPrefix(env));
   const changes = new RequestChanges(changesConnection(redis, logger), redisKeyPrefix(env), logger);
   try {

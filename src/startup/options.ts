@@ -1,5 +1,6 @@
 /** What a start is given beside the environment and the policy, and what a started bot hands back. */
 
+import type { AuditExportPolicy } from '../audit-export/shipper.ts';
 import type { DuePolicy } from '../jobs/due-times.ts';
 import type { ExecutionConcurrency } from '../jobs/execution.ts';
 import type { HomeRate } from '../jobs/home.ts';
@@ -36,6 +37,8 @@ export interface StartOptions {
    * naming what it was waiting for. Unset: no deadline beyond the Redis and Slack checks' own.
    */
   startupTimeoutMs?: number;
+  /** Milliseconds added to each start-up wait's own limit (STARTUP_TIMEOUT_SECONDS above its default); 0 unless set. */
+  startupSpareMs?: number;
   /** Test knobs for BullMQ (short stall detection). */
   stalledIntervalMs?: number;
   /** Jobs at once per worker process; default DEFAULT_CONCURRENCY of `src/jobs/execution.ts`. */
@@ -46,6 +49,8 @@ export interface StartOptions {
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */
   retentionPolicy?: RetentionPolicy;
+  /** Batch size, polling and backoff of the audit export (default AUDIT_EXPORT_POLICY of `src/audit-export/shipper.ts`). */
+  auditExportPolicy?: AuditExportPolicy;
   /** How often the scheduler looks for due reminders, escalations and freeze ends; tests use a fast one. */
   duePolicy?: DuePolicy;
   /** How long user group members are cached, and the least time between two refreshes a click forces. */

@@ -1,5 +1,6 @@
 import type { Env } from '../config/env.ts';
-import { tracingConfig, tracingSecrets } from '../config/tracing-env.ts';
+import type { ProxyEnv } from '../config/outbound.ts';
+import { type TracingConfig, tracingConfig, tracingSecrets } from '../config/tracing-env.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import {
@@ -22,7 +23,7 @@ export function startProcessTracing(
   version: string,
 ): Promise<TracingBackend | undefined> {
   return startTracing(
-    tracingConfig(env),
+    withProxy(tracingConfig(env), env),
     {
       dropped: (reason, count) => metrics.traceSpansDropped.inc({ reason }, count),
       warn: (message) => logger()?.warn({ why: message }, 'trace export problem; spans may be lost'),
@@ -99,4 +100,9 @@ function isDecision(value: unknown): value is Decision {
 function idOf(value: unknown): string | undefined {
   const id = typeof value === 'object' && value !== null ? (value as { id?: unknown }).id : undefined;
   return typeof id === 'string' ? id : undefined;
+}
+
+/** The tracing configuration with the outbound proxy the exporter goes through. */
+function withProxy(config: TracingConfig | undefined, proxy: ProxyEnv): TracingConfig | undefined {
+  return config && { ...config, proxy: { ...proxy } };
 }

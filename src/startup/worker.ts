@@ -12,6 +12,7 @@ import { startHomeBackfill } from '../requests/home-backfill.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
 import { homeRenderer } from '../slack/blocks/home.ts';
 import { createRequestRenderer } from '../slack/blocks/request-message.ts';
+import { startAuditExport } from './audit-export.ts';
 import type { Core } from './core.ts';
 
 /** Starts the workers over the core; each registers its stop with the shutdown stages. */
@@ -90,4 +91,5 @@ export function startWorker(core: Core): void {
   });
   const digestWorker = core.digests.startWorker();
   stages.work.push(() => digestWorker.close());
+  startAuditExport(core);
 }

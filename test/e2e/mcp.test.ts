@@ -144,6 +144,7 @@ const textOf = (result: CallToolResult) =>
   result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
 interface RequestAnswer {
+  posted?: boolean;
   request_id: string;
   state: string;
   final: boolean;
@@ -284,9 +285,15 @@ describe('MCP over Streamable HTTP: requests', () => {
       on_behalf_of: USERS.dev,
       approvals: { needed: 1, given: [] },
     });
+    // The post to Slack is a job of its own, retried until Slack takes it: the answer does not claim it is there.
+    expect(textOf(asked)).toContain("It is being posted in the project's Slack channel");
+    expect(textOf(asked)).not.toContain('It was posted');
+    expect(request.posted).toBe(false);
     const message = await h.requestMessage(request.request_id);
     const shown = JSON.stringify(message.blocks);
     expect(shown).toContain(`Asked by agent deploy-agent for <@${USERS.dev}>`);
+    const seenPosted = requestOf(await call(client, 'get_request', { request_id: request.request_id }));
+    expect(seenPosted.posted).toBe(true);
 
     // The person it acts for is an approver of the project, and still may not approve it.
     const seen = h.slack.ephemerals(CHANNELS.prod, USERS.dev).length;

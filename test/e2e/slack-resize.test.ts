@@ -38,7 +38,7 @@ describe('resize modal', () => {
     expect(byId('ram_gb')?.initial_value).toBe('8');
     expect(byId('wan_mode')?.initial_option?.value).toBe('ipv4');
     // The draft is sealed into the modal (HMAC): opening the form wrote nothing to Redis.
-    expect(view.private_metadata).toMatch(/^d1\.[\w-]+\.[\w-]{43}$/);
+    expect(view.private_metadata).toMatch(/^d2\.[\w-]{8}\.[\w-]+\.[\w-]{43}$/);
     expect(await h.redis.keys(`${h.prefix}:draft:*`)).toEqual([]);
   });
 
@@ -172,15 +172,28 @@ describe('what the client sends back is not trusted', () => {
   it('a sealed draft changed by the client (another requester, another channel) is refused as changed', async () => {
     const before = (await h.requests()).length;
     const view = await h.openModal('resize shop-prod 102 cores=6');
-    const [version, body, mac] = String(view.private_metadata).split('.');
+    const [version, keyId, body, mac] = String(view.private_metadata).split('.');
     const draft = JSON.parse(Buffer.from(body ?? '', 'base64url').toString()) as Record<string, unknown>;
     for (const change of [{ user: USERS.dev2 }, { channel: CHANNELS.staging }]) {
       const forgedBody = Buffer.from(JSON.stringify({ ...draft, ...change })).toString('base64url');
-      const forged = { ...view, private_metadata: `${version}.${forgedBody}.${mac}` };
+      const forged = { ...view, private_metadata: `${version}.${keyId}.${forgedBody}.${mac}` };
       const submitter = change.user ?? USERS.dev;
       expect(errorsOf((await h.submitView(forged, {}, submitter)).json).project).toBe(TAMPERED_FORM);
     }
     expect((await h.requests()).length).toBe(before);
+  });
+
+  it('a form opened before the signing secret was rotated is refused as expired, not as changed', async () => {
+    // The same deployment after the rotation: another bot whose seal key comes from another signing secret.
+    const rotated = await startHarness({ role: 'web' });
+    try {
+      const view = await h.openModal('resize shop-prod 102 cores=6');
+      const before = (await rotated.requests()).length;
+      expect(errorsOf((await rotated.submitView(view, {}, USERS.dev)).json).project).toBe(STALE_FORM);
+      expect((await rotated.requests()).length).toBe(before);
+    } finally {
+      await rotated.close();
+    }
   });
 
   it('a replayed submission creates one request', async () => {

@@ -42,7 +42,7 @@ async function waitFor(key: string): Promise<void> {
 
 /** The Redis key of a form's draft: its id, read from the draft sealed into the form. */
 const draftKey = (view: Record<string, unknown>) => {
-  const body = String(view.private_metadata).split('.')[1] ?? '';
+  const body = String(view.private_metadata).split('.').at(-2) ?? '';
   return `${h.prefix}:draft:${(JSON.parse(Buffer.from(body, 'base64url').toString()) as { id: string }).id}`;
 };
 

@@ -25,6 +25,8 @@ export interface OtlpReceiver {
   posts(): number;
   /** Every raw request body, as text. */
   bodies(): string[];
+  /** Connections open now. */
+  open(): number;
   close(): Promise<void>;
 }
 
@@ -68,9 +70,11 @@ function attributesOf(list: KeyValue[] | undefined): Record<string, string | num
 
 /**
  * Starts the receiver. `hang`: accepts every connection and reads every request but never answers, like a collector
- * that is stuck.
+ * that is stuck. `trickle`: answers 200 at once, then sends its body a byte every 250 ms, never finishing it.
  */
-export async function startOtlpReceiver(options: { hang?: boolean } = {}): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(
+  options: { hang?: boolean; trickle?: boolean } = {},
+): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const bodies: string[] = [];
   const sockets = new Set<Socket>();
@@ -83,6 +87,12 @@ export async function startOtlpReceiver(options: { hang?: boolean } = {}): Promi
       const text = Buffer.concat(chunks).toString('utf8');
       bodies.push(text);
       if (options.hang) return;
+      if (options.trickle) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000000' });
+        const drip = setInterval(() => res.write(' '), 250);
+        res.on('close', () => clearInterval(drip));
+        return;
+      }
       if (req.url !== '/v1/traces' || !/json/.test(req.headers['content-type'] ?? '')) {
         res.writeHead(415).end();
         return;
@@ -123,6 +133,7 @@ export async function startOtlpReceiver(options: { hang?: boolean } = {}): Promi
     spans: () => [...spans],
     posts: () => posts,
     bodies: () => [...bodies],
+    open: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -163,3 +163,108 @@ export async function startSlowTcpProxy(
     },
   };
 }
+
+/** One call a {@link ForwardProxy} carried. */
+export interface ProxiedCall {
+  /** `forward`: a plain-HTTP request by absolute URI; `upgrade`: the same for a WebSocket; `connect`: a tunnel. */
+  kind: 'forward' | 'upgrade' | 'connect';
+  method: string;
+  /** The absolute URI asked for (`forward`, `upgrade`) or the `host:port` of the tunnel (`connect`). */
+  target: string;
+  /** The `Proxy-Authorization` the client sent, if any (not passed on). */
+  proxyAuthorization?: string;
+}
+
+/** A forward proxy as companies run one: HTTP by absolute URI, WebSocket upgrades, and CONNECT tunnels. */
+export interface ForwardProxy extends TestProxy {
+  /** Every call it carried, in order. */
+  readonly calls: ProxiedCall[];
+}
+
+/**
+ * A real forward proxy on loopback, built on node:http and node:net: it forwards what it is asked for and records it,
+ * so a test can prove which calls went through it (everything here is on 127.0.0.1, where nothing would stop a
+ * client from going directly).
+ */
+export async function startForwardProxy(): Promise<ForwardProxy> {
+  const calls: ProxiedCall[] = [];
+  const sockets = new Set<Socket>();
+  const server = createHttpServer((req, res) => {
+    const target = new URL(req.url ?? '/');
+    calls.push({
+      kind: 'forward',
+      method: req.method ?? '',
+      target: target.href,
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
+    const headers = { ...req.headers };
+    delete headers['proxy-connection'];
+    delete headers['proxy-authorization'];
+    const upstream = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: `${target.pathname}${target.search}`,
+        headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  server.on('upgrade', (req, client: Socket, head: Buffer) => {
+    const target = new URL(req.url ?? '/');
+    calls.push({ kind: 'upgrade', method: req.method ?? '', target: target.href });
+    const upstream = connect(Number(target.port), target.hostname, () => {
+      const lines = [`${req.method} ${target.pathname}${target.search} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i]!;
+        if (!/^proxy-/i.test(name)) lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
+      }
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    track(upstream);
+    track(client);
+  });
+  server.on('connect', (req, client: Socket, head: Buffer) => {
+    calls.push({
+      kind: 'connect',
+      method: 'CONNECT',
+      target: req.url ?? '',
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
+    const [host, port] = (req.url ?? '').split(':');
+    const upstream = connect(Number(port), host ?? '', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    track(upstream);
+    track(client);
+  });
+  function track(socket: Socket): void {
+    sockets.add(socket);
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => sockets.delete(socket));
+  }
+  server.on('connection', track);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    calls,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

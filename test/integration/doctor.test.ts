@@ -7,6 +7,7 @@ import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
+import { startForwardProxy } from '../helpers/proxies.ts';
 import { runProcess } from '../helpers/run-process.ts';
 
 // `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global
@@ -163,6 +164,35 @@ describe('cloudops doctor', () => {
     expect(list.every((c) => c.status === 'ok')).toBe(true);
   });
 
+  it('with a proxy: each Slack and cloud check names the proxy it went through, or says NO_PROXY sent it directly', async () => {
+    const proxy = await startForwardProxy();
+    try {
+      const run = await doctor([], {
+        HTTPS_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+        HTTP_PROXY: proxy.url,
+      });
+      expect(run.code, run.stdout).toBe(0);
+      const via = `[proxy http://127.0.0.1:${proxy.port}]`;
+      for (const line of run.stdout
+        .split('\n')
+        .filter((l) => /Slack|SLACK|cloud API|user groups|the bot is in/.test(l) && !l.includes(' clock ')))
+        expect(line.endsWith(via), line).toBe(true);
+      expect(run.stdout).not.toContain('s3cret');
+      expect(proxy.calls.map((c) => new URL(c.target).pathname)).toEqual(
+        expect.arrayContaining(['/api/auth.test', '/api/apps.connections.open', '/cloud/cluster/']),
+      );
+
+      const seen = proxy.calls.length;
+      const direct = await doctor([], { http_proxy: proxy.url, NO_PROXY: '127.0.0.1' });
+      expect(direct.code, direct.stdout).toBe(0);
+      expect(direct.stdout).toMatch(/^✓ cloud API accepts CLOUD_API_KEY \[direct \(NO_PROXY\)\]$/m);
+      expect(direct.stdout).toMatch(/^✓ SLACK_BOT_TOKEN works: .*\[direct \(NO_PROXY\)\]$/m);
+      expect(proxy.calls.length).toBe(seen);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('Redis with maxmemory-policy allkeys-lru and no persistence: ✗ with what to set, ! for persistence, exit 1', async () => {
     const run = await doctor([], { REDIS_URL: evicting.url });
     expect(run.code).toBe(1);
@@ -170,6 +200,18 @@ describe('cloudops doctor', () => {
       /^✗ Redis maxmemory-policy is allkeys-lru: .* → set maxmemory-policy noeviction/m,
     );
     expect(run.stdout).toMatch(/^! Redis persistence: off: .* → set appendonly yes/m);
+  });
+
+  it("a password in REDIS_URL's query (?password=, which ioredis honours) is printed by neither output", async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}/0?password=query-pw-41c7&db=0`;
+    const text = await doctor([], { REDIS_URL: url });
+    const json = await doctor(['--json'], { REDIS_URL: url });
+    for (const run of [text, json]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
+      expect(run.stdout + run.stderr).not.toContain('query-pw-41c7');
+    }
   });
 
   it('no Redis answering: ✗ naming REDIS_URL', async () => {
@@ -317,5 +359,20 @@ describe('cloudops doctor', () => {
       summary: 'environment (ROLE all): missing SLACK_APP_TOKEN',
       fix: expect.stringContaining('for HTTP mode set SLACK_SIGNING_SECRET instead'),
     });
+  });
+
+  it('several malformed variables: every one named, none of their values echoed, exit 1', async () => {
+    const run = await doctor([], {
+      PORT: 'SECRET-PORT',
+      LOG_LEVEL: 'loud',
+      REDIS_PREFIX: 'has space',
+      SLACK_BOT_TOKEN: 'xoxp-not-a-bot-token-SECRET',
+    });
+    expect(run.code).toBe(1);
+    const out = run.stdout + run.stderr;
+    for (const name of ['PORT', 'LOG_LEVEL', 'REDIS_PREFIX', 'SLACK_BOT_TOKEN'])
+      expect(out).toContain(`${name}: `);
+    expect(out).toContain('4 variables are malformed');
+    expect(out).not.toMatch(/SECRET/);
   });
 });

@@ -46,6 +46,8 @@ export interface JobsEnv {
   metrics: Metrics;
   policy: Policy;
   deps: ExecutionDeps;
+  /** Every line the workers logged at info or above (JSON). */
+  logs: string[];
   /** Starts workers in this process (close them with `stopWorkers` or `close`). */
   startWorkers(overrides?: Partial<ExecutionDeps>): Execution;
   /** Stores a queued request (as an approval would leave it), posts its message and enqueues its run. */
@@ -81,7 +83,16 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
   const metrics = createMetrics({ defaultMetrics: false });
   const policy = parsePolicy(JOBS_POLICY_YAML);
   const now = () => new Date();
-  const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const logs: string[] = [];
+  const logger = createLogger(
+    { level: process.env.TEST_LOG_LEVEL ?? 'info' },
+    {
+      write: (line: string) => {
+        logs.push(line);
+        if (process.env.TEST_LOG_LEVEL) process.stdout.write(line);
+      },
+    },
+  );
   const requests = workerLifecycle({ policy, store, queues, cloud, vmFacts, now, logger, metrics });
   const deps: ExecutionDeps = {
     connection: redis,
@@ -116,6 +127,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
     metrics,
     policy,
     deps,
+    logs,
     startWorkers(overrides = {}) {
       const execution = createExecution({ ...deps, ...overrides });
       running.push(execution);

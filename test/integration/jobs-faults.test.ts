@@ -109,5 +109,20 @@ describe('reporting is a step of its own', () => {
     expect(replies).toHaveLength(1);
     expect(env.slack.messages('C0PROD').filter((m) => !m.thread_ts)).toHaveLength(1);
     expect(resizeCalls()).toHaveLength(1);
+    // The outage is one short line when it starts and one when Slack answers again, not a line per retry.
+    const entries = env.logs.map(
+      (line) => JSON.parse(line) as { level: string; msg: string; failed?: number },
+    );
+    expect(entries.filter((e) => e.msg.startsWith('slack web api unavailable'))).toMatchObject([
+      { level: 'warn' },
+    ]);
+    expect(entries.filter((e) => e.msg.startsWith('slack web api back'))).toMatchObject([
+      { level: 'info', failed: 3 },
+    ]);
+    expect(
+      env.logs.filter((line) => line.includes('"stack"')),
+      env.logs.join(''),
+    ).toEqual([]);
+    expect(Math.max(...env.logs.map((line) => line.length))).toBeLessThan(500);
   });
 });

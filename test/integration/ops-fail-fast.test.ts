@@ -8,6 +8,7 @@ import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redi
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { SHUTDOWN_REASON } from '../../src/jobs/execute-worker.ts';
 import { spawnBot } from '../helpers/bot-process.ts';
+import { startSlowTcpProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { STARTUP_WAIT_MS } from '../helpers/startup.ts';
 import { JOBS_POLICY_YAML, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
@@ -154,6 +155,45 @@ describe.concurrent('a start-up that cannot finish exits 1 with one line naming 
   });
 });
 
+describe('STARTUP_TIMEOUT_SECONDS', { timeout: STARTUP_WAIT_MS + 60_000 }, () => {
+  // A start-up that needs 15 s: every byte sent to Slack is held 7.5 s, and start-up makes two auth.test calls (the
+  // token check, then Bolt's own).
+  it('a start-up needing 15 s fails with the default deadline and succeeds with STARTUP_TIMEOUT_SECONDS=40', async () => {
+    const slow = await startSlowTcpProxy(slack.apiUrl, 7_500);
+    const slowSlack = `http://127.0.0.1:${slow.port}/api/`;
+    try {
+      // The default deadline (10 s), named: spawnBot gives other bots the tests' generous one.
+      const bot = spawnBot(botEnv('web', { SLACK_API_URL: slowSlack, STARTUP_TIMEOUT_SECONDS: '10' }), dir);
+      const exit = await bot.exited;
+      expect(exit.code, bot.stdout()).toBe(1);
+      expect(bot.stderrLines()).toEqual([
+        expect.stringMatching(
+          /^cloudops: could not start: Slack did not answer auth\.test at http:\/\/127\.0\.0\.1:\d+\/api\/ within 4 s$/,
+        ),
+      ]);
+
+      const patient = spawnBot(
+        botEnv('web', { SLACK_API_URL: slowSlack, STARTUP_TIMEOUT_SECONDS: '40' }),
+        dir,
+      );
+      try {
+        expect(await patient.ready(60_000)).toBeGreaterThan(0);
+        expect(slack.callsOf('auth.test').length).toBeGreaterThan(0);
+      } finally {
+        patient.kill('SIGKILL');
+        await patient.exited;
+      }
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('a value that is not a number of seconds stops the start-up naming the variable', async () => {
+    const line = await failsFast(botEnv('web', { STARTUP_TIMEOUT_SECONDS: '10s' }));
+    expect(line).toBe('cloudops: STARTUP_TIMEOUT_SECONDS: expected whole seconds from 5 to 600, such as 30');
+  });
+});
+
 describe('Redis that wants a password', { timeout: STARTUP_WAIT_MS + 60_000 }, () => {
   let own: LocalRedis;
   beforeAll(async () => {
@@ -181,7 +221,25 @@ describe('Redis that wants a password', { timeout: STARTUP_WAIT_MS + 60_000 }, (
     );
     expect(line).not.toContain('not-the-password');
   });
+
+  it("a wrong password in the URL's query (ioredis reads ?password=): the line names Redis without it", async () => {
+    const line = await failsFast(botEnv('web', { REDIS_URL: `${own.url}/?password=query-pw-6d1f0e` }));
+    expect(line).toContain('REDIS_URL: Redis at ');
+    expect(line).toContain('refused the user name or password (WRONGPASS)');
+    expect(line).not.toContain('query-pw-6d1f0e');
+  });
 });
+
+/** The JSON lines about a signal: level, signal and msg. */
+function signalLines(stdout: string): { level: string; signal: string; msg: string }[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.includes('"signal":'))
+    .map((line) => {
+      const { level, signal, msg } = JSON.parse(line) as { level: string; signal: string; msg: string };
+      return { level, signal, msg };
+    });
+}
 
 describe.concurrent('a worker or scheduler started while Slack is down keeps running', {
   timeout: STARTUP_WAIT_MS + 60_000,
@@ -197,6 +255,11 @@ describe.concurrent('a worker or scheduler started while Slack is down keeps run
         bot.kill('SIGTERM');
         const exit = await bot.exited;
         expect(exit.code).toBe(0);
+        // Said as a JSON line like every other, not as plain text on stderr.
+        expect(bot.stderrLines()).toEqual([]);
+        expect(signalLines(bot.stdout())).toEqual([
+          { level: 'info', signal: 'SIGTERM', msg: 'SIGTERM received, finishing running work' },
+        ]);
       } finally {
         bot.kill('SIGKILL');
       }
@@ -223,7 +286,10 @@ describe.concurrent('SIGTERM and SIGINT before the bot is ready', {
       bot.kill(signal);
       const exit = await bot.exited;
       expect(exit.code).toBe(0);
-      expect(bot.stderrLines()).toEqual([`cloudops: ${signal} received while starting, stopping`]);
+      expect(bot.stderrLines()).toEqual([]);
+      expect(signalLines(bot.stdout())).toEqual([
+        { level: 'info', signal, msg: `${signal} received while starting, stopping` },
+      ]);
     } finally {
       bot.kill('SIGKILL');
     }

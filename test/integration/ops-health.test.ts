@@ -166,6 +166,24 @@ describe('readiness follows Redis', () => {
   });
 });
 
+describe('an unknown path (HTTP mode, LOG_LEVEL=info)', () => {
+  it('a request to an unknown path: 404, and one log line with the path as typed, secrets scrubbed', async () => {
+    const ops = await startOpsBot({ redisUrl: testRedisUrl(), logLevel: 'info' });
+    try {
+      const before = ops.logs.length;
+      const typed = `/slack/event/${ops.secrets.botToken}?next=1`;
+      expect((await request(`${ops.url}${typed}`, { method: 'POST', body: '{}' })).statusCode).toBe(404);
+      const lines = ops.logs.slice(before).filter((line) => line.includes('/slack/event/'));
+      expect(lines, ops.logs.slice(before).join('\n')).toHaveLength(1);
+      const entry = JSON.parse(lines[0] ?? '{}') as { level: string; path?: string; method?: string };
+      expect(entry).toMatchObject({ level: 'info', method: 'POST', path: '/slack/event/[redacted]?next=1' });
+      expect(lines[0]).not.toContain(ops.secrets.botToken);
+    } finally {
+      await ops.close();
+    }
+  });
+});
+
 describe('health without Bolt (ROLE=worker)', () => {
   it('serves /healthz and /readyz on PORT, /metrics on METRICS_PORT, and nothing for Slack', async () => {
     const ops = await startOpsBot({ redisUrl: testRedisUrl(), role: 'worker' });

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +12,7 @@ import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts'
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
+import { type ForwardProxy, startForwardProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import {
   blockActionsPayload,
@@ -312,6 +315,40 @@ describe('tracing to an OTLP/HTTP collector', { timeout: 120_000 }, () => {
       await writeFile(process.env.CLOUDOPS_TRACE_CAPTURE, `${JSON.stringify(captured, null, 1)}\n`);
     }
   });
+
+  it('/cloud cluster spans name the route: what was typed after the command is no span name, path or attribute', async () => {
+    // Runs on the first case's bot, or on its own when picked alone.
+    bot ??= startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    const port = await bot.ready();
+    const send = sender(stage, { mode: 'http', port });
+    // A Slack-token-shaped name fits the command's [A-Za-z0-9._-]{1,64}: typed by mistake, it must not be exported.
+    const typed = `xoxp-${randomBytes(10).toString('hex')}`;
+    for (const name of [typed, 'zone-1']) {
+      const command = slashCommandBody(
+        { user: OPS.dev, channel: OPS.channel, teamId: OPS.team },
+        {
+          text: `cluster ${name}`,
+          triggerId: stage.slack.triggerId(),
+          responseUrl: stage.slack.responseUrl({ channel: OPS.channel, user: OPS.dev }),
+        },
+      );
+      expect((await send(command)).status).toBe(200);
+    }
+    // The command asks the A shape first (/api/cloud/cluster/…), then the B shape where A is not served.
+    const route = /^GET (\/api)?\/cloud\/cluster\/\{name\}\/$/;
+    const gets = await until(() => {
+      const found = receiver.spans().filter((s) => route.test(s.name));
+      return found.length >= 2 ? found : undefined;
+    }, 'a GET …/cluster/{name}/ span for each name');
+    for (const span of gets) expect(span.name).toBe(`GET ${span.attributes['url.path']}`);
+    // The cluster the API knows is named on its span; the unknown one nowhere.
+    expect(gets.map((s) => s.attributes['cloudops.cluster'])).toContain('zone-1');
+    for (const body of receiver.bodies()) expect(body.includes(typed)).toBe(false);
+  });
 });
 
 describe('tracing over Socket Mode', { timeout: 120_000 }, () => {
@@ -360,6 +397,87 @@ describe('tracing over Socket Mode', { timeout: 120_000 }, () => {
         spans().some((s) => s.name === name && s.parentSpanId === undefined),
         name,
       ).toBe(true);
+  });
+});
+
+describe('through a forward proxy', { timeout: 120_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let proxy: ForwardProxy;
+  let bot: BotProcess;
+  const closers: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+    proxy = await startForwardProxy();
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    for (const close of closers) await close();
+    await proxy?.close();
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('a resize over Socket Mode sends the Web API, the WebSocket, the cloud API, the OTLP and the audit export through it', async () => {
+    // The company's log system: it takes every audit batch.
+    const batches: string[] = [];
+    const audit = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        batches.push(body);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => audit.listen(0, '127.0.0.1', resolve));
+    const auditUrl = `http://127.0.0.1:${(audit.address() as AddressInfo).port}/audit`;
+    closers.push(() => new Promise<void>((resolve) => audit.close(() => resolve())));
+    // Lower case for one, upper for the other: both spellings are read. Everything is on 127.0.0.1, which is only
+    // reached through the proxy because nothing here bypasses loopback by itself.
+    bot = startBot(stage, {
+      SLACK_APP_TOKEN: stage.slack.socket.appToken,
+      http_proxy: proxy.url,
+      HTTPS_PROXY: proxy.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      AUDIT_WEBHOOK_URL: auditUrl,
+    });
+    await bot.ready();
+    const { requestId } = await approvedResize(stage, { mode: 'socket' }, 6);
+    await until(
+      () =>
+        receiver.spans().some((s) => s.attributes['cloudops.request_id'] === requestId) ? true : undefined,
+      'the spans of the resize at the collector',
+    );
+    await until(
+      () => (batches.some((b) => b.includes(requestId)) ? true : undefined),
+      'the resize’s audit entries',
+    );
+    const seen = (kind: string, path: string) =>
+      proxy.calls.some((c) => c.kind === kind && new URL(c.target).pathname.endsWith(path));
+    const slack = new URL(stage.slack.apiUrl).pathname;
+    expect(seen('forward', `${slack}auth.test`), 'auth.test').toBe(true);
+    expect(seen('forward', `${slack}apps.connections.open`), 'apps.connections.open').toBe(true);
+    expect(seen('forward', `${slack}chat.postMessage`), 'chat.postMessage').toBe(true);
+    expect(seen('forward', `${slack}views.open`), 'views.open').toBe(true);
+    expect(
+      proxy.calls.some(
+        (c) => c.kind === 'upgrade' && new URL(c.target).port === new URL(stage.slack.apiUrl).port,
+      ),
+      'the Socket Mode WebSocket',
+    ).toBe(true);
+    expect(seen('forward', '/cloud/cluster/'), 'the start-up cloud check').toBe(true);
+    expect(seen('forward', '/vm/102/upgrade/'), 'the resize POST').toBe(true);
+    expect(seen('forward', '/v1/traces'), 'the OTLP export').toBe(true);
+    expect(seen('forward', '/audit'), 'the audit export').toBe(true);
+    // Every call the cloud simulator answered came through the proxy: none went around it.
+    const cloudCalls = proxy.calls.filter((c) => c.kind === 'forward' && c.target.startsWith(stage.sim.url));
+    expect(stage.sim.calls.length).toBeGreaterThan(0);
+    expect(cloudCalls.length).toBeGreaterThanOrEqual(stage.sim.calls.length);
   });
 });
 
@@ -465,6 +583,42 @@ describe('a collector that accepts connections and never answers', { timeout: 12
   });
 });
 
+describe('a collector that answers 200, then trickles its body a byte at a time', {
+  timeout: 120_000,
+}, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  let bot: BotProcess;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver({ trickle: true });
+  });
+  afterAll(async () => {
+    bot?.kill('SIGKILL');
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it('each export ends at its total deadline and closes its connection; the stop is not held up', async () => {
+    bot = startBot(stage, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
+    const port = await bot.ready();
+    for (const cores of [6, 8]) {
+      const { requestId, reply } = await approvedResize(stage, { mode: 'http', port }, cores);
+      expect(reply.text, requestId).toMatch(/resized|succeeded|done/i);
+    }
+    await until(() => (receiver.posts() >= 2 ? true : undefined), 'two exports', 30_000);
+    // An idle timeout that each byte resets would keep every one of them open, with its spans, forever.
+    await until(() => (receiver.open() <= 1 ? true : undefined), 'the trickling exports closed', 30_000);
+    bot.kill('SIGTERM');
+    expect((await bot.exited).code).toBe(0);
+  });
+});
+
 describe('without OTEL_* variables', { timeout: 120_000 }, () => {
   let stage: Stage;
   let receiver: OtlpReceiver;
@@ -507,5 +661,62 @@ describe('without OTEL_* variables', { timeout: 120_000 }, () => {
       expect(lines.some((line) => 'trace_id' in line)).toBe(false);
     }
     expect(receiver.posts()).toBe(0);
+  });
+});
+
+describe('the standard samplers (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)', { timeout: 120_000 }, () => {
+  let stage: Stage;
+  let receiver: OtlpReceiver;
+  beforeAll(async () => {
+    stage = await startStage();
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await stage?.close();
+  });
+
+  it.each([
+    [{ OTEL_TRACES_SAMPLER: 'always_off' }, 6],
+    [{ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }, 8],
+  ])(
+    '%o: an approved resize runs, and no span is exported, also when the bot stops',
+    async (sampler, cores) => {
+      const bot = startBot(stage, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        ...sampler,
+      });
+      try {
+        const port = await bot.ready();
+        const before = stage.sim.applied.length;
+        const { requestId, reply } = await approvedResize(stage, { mode: 'http', port }, cores);
+        expect(reply.text, requestId).toMatch(/resized|succeeded|done/i);
+        expect(stage.sim.applied.length).toBe(before + 1);
+        // The stop flushes whatever the batch holds: with nothing sampled, nothing reaches the collector.
+        bot.kill('SIGTERM');
+        expect((await bot.exited).code).toBe(0);
+        expect(receiver.spans()).toEqual([]);
+      } finally {
+        bot.kill('SIGKILL');
+      }
+    },
+  );
+
+  it.each([
+    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
+    [{ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG'],
+    [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, 'OTEL_TRACES_SAMPLER'],
+  ])('%o stops the start-up with one line naming %s', async (sampler, variable) => {
+    const bot = startBot(stage, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...sampler });
+    try {
+      const exit = await bot.exited;
+      expect(exit.code).toBe(1);
+      expect(bot.stderrLines()).toHaveLength(1);
+      expect(bot.stderrLines()[0]).toMatch(new RegExp(`^cloudops: ${variable}: `));
+    } finally {
+      bot.kill('SIGKILL');
+    }
   });
 });

@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalCluster, startLocalCluster } from '../../sim/local-cluster.ts';
-import { freePort } from '../../sim/local-redis.ts';
+import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { AuditCursor } from '../../src/audit-export/cursor.ts';
 import { clusterHealth } from '../../src/config/cluster-health.ts';
 import { loadEnv } from '../../src/config/env.ts';
 import {
@@ -46,9 +47,12 @@ function client(): RedisClient {
   return redis;
 }
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  overrides: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runProcess(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
   });
 }
 
@@ -67,6 +71,27 @@ describe('the operator CLI on a Redis Cluster', () => {
       'created',
       'pending',
     ]);
+  });
+
+  it('the audit export keeps its cursor and lease under the hash tag: read, acknowledged, nothing left', async () => {
+    const prefix = redisKeyPrefix(loadEnv(env));
+    const redis = client();
+    const store = new RequestStore(redis, { prefix, exportsAudit: true });
+    const cursor = new AuditCursor(redis, prefix);
+    await cursor.ensureGroup();
+    expect(await cursor.hold(10_000)).toBe(true);
+    const request = await store.create(resizeRequest(), 'U0DEV');
+    let shipped: string[] = [];
+    for (;;) {
+      const batch = await cursor.take(100);
+      if (batch.ids.length === 0) break;
+      shipped = [...shipped, ...batch.entries.filter((e) => e.requestId === request.id).map((e) => e.state)];
+      await cursor.ack(batch.ids);
+    }
+    expect(shipped).toEqual(['created', 'pending']);
+    expect(await cursor.backlog()).toBe(0);
+    expect(await store.removeExpired()).toBe(0);
+    await cursor.release();
   });
 
   it('cloudops doctor gives the cluster in one line and checks every master', async () => {
@@ -135,4 +160,62 @@ describe('the operator CLI on a Redis Cluster', () => {
       await guarded.stop();
     }
   }, 120_000);
+});
+
+describe('a cluster named where a single Redis belongs, and the other way round', () => {
+  let single: LocalRedis;
+  beforeAll(async () => {
+    single = await startLocalRedis();
+  });
+  afterAll(async () => {
+    await single?.stop();
+  });
+
+  const standaloneNodes = () => `127.0.0.1:${new URL(single.url).port}`;
+  const clusterNodeUrl = () => `redis://127.0.0.1:${cluster.nodes[0]!.port}`;
+
+  it('start-up: REDIS_CLUSTER_NODES naming a Redis not in cluster mode says so at once, with what to set', async () => {
+    const target = redisTarget(loadEnv({ REDIS_CLUSTER_NODES: standaloneNodes() }));
+    const redis = createRedis(target, { lazyConnect: false });
+    redis.on('error', () => undefined);
+    clients.push(redis);
+    const failed = await waitForRedis(redis, target, 20_000).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(StartupError);
+    expect((failed as Error).message).toBe(
+      `REDIS_CLUSTER_NODES: the Redis at ${standaloneNodes()} is not in cluster mode: set REDIS_URL to it instead (and leave REDIS_CLUSTER_NODES empty), or name the nodes of a Redis Cluster`,
+    );
+  });
+
+  it('start-up: REDIS_URL pointing at a node of a Redis Cluster says so, with what to set', async () => {
+    const target = redisTarget(loadEnv({ REDIS_URL: clusterNodeUrl() }));
+    const redis = createRedis(target, { lazyConnect: false });
+    redis.on('error', () => undefined);
+    clients.push(redis);
+    const failed = await waitForRedis(redis, target, 20_000).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(StartupError);
+    expect((failed as Error).message).toBe(
+      `REDIS_URL: the Redis at ${clusterNodeUrl()} is a node of a Redis Cluster: set REDIS_CLUSTER_NODES to its nodes (host:port,host:port,…) instead`,
+    );
+  });
+
+  it('cloudops doctor names each mix-up as a failure with what to set', async () => {
+    for (const [overrides, variable, fix] of [
+      [
+        { REDIS_CLUSTER_NODES: standaloneNodes(), REDIS_URL: 'redis://x' },
+        'REDIS_CLUSTER_NODES',
+        /REDIS_URL/,
+      ],
+      [{ REDIS_CLUSTER_NODES: '', REDIS_URL: clusterNodeUrl() }, 'REDIS_URL', /REDIS_CLUSTER_NODES/],
+    ] as const) {
+      const run = await cli(['doctor', '--json'], overrides);
+      expect(run.code).toBe(1);
+      const checks = (
+        JSON.parse(run.stdout) as { checks: { id: string; status: string; summary: string; fix?: string }[] }
+      ).checks;
+      const redis = checks.find((c) => c.id === 'redis');
+      expect(redis?.status).toBe('fail');
+      expect(redis?.summary).toMatch(new RegExp(`^${variable}: the Redis at `));
+      expect(redis?.fix).toMatch(fix);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AuditCursor } from '../../src/audit-export/cursor.ts';
 import { createQueues, enqueueNotify, KEEP_FINISHED, type Queues } from '../../src/jobs/queues.ts';
 import { sweepRetention } from '../../src/jobs/retention-sweeper.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -129,6 +130,83 @@ describe('audit entries behind an open lease', () => {
     expect(new Set(left.map((e) => e.requestId))).toEqual(new Set([leased.id]));
     expect(left).toHaveLength(6);
     expect(ended.every((id) => !left.some((e) => e.requestId === id))).toBe(true);
+  });
+});
+
+describe('audit entries the audit export has not shipped', () => {
+  /** A silent-free logger whose lines the test reads. */
+  function capture() {
+    const lines: { level: string; msg: string; unshipped?: number }[] = [];
+    const logger = createLogger(
+      { level: 'info' },
+      {
+        write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]),
+      },
+    );
+    return { lines, logger };
+  }
+  const sweep = async (on: RequestStore, logger: ReturnType<typeof createLogger>) => {
+    const queues = createQueues(redis, prefix);
+    await sweepRetention(
+      { store: on, queues, logger },
+      { intervalMs: 1000, batch: 50, finishedJobAgeMs: DAY },
+    ).finally(() => queues.close());
+  };
+
+  it('are kept past retention_days while the export is on, with one warning naming how many, and go once shipped', async () => {
+    const exporting = new RequestStore(redis, {
+      prefix,
+      now: () => clock,
+      retentionDays: 30,
+      exportsAudit: true,
+    });
+    const cursor = new AuditCursor(redis, prefix);
+    await cursor.ensureGroup();
+    const shipped = await succeeded();
+    await cursor.ack((await cursor.take(100)).ids);
+    const unshipped = await succeeded();
+    advance(31 * DAY);
+    const { lines, logger } = capture();
+    await sweep(exporting, logger);
+    // Both requests are gone; the shipped one's audit entries too, the unshipped one's stay.
+    expect(await store.get(shipped.id)).toBeUndefined();
+    expect(await store.get(unshipped.id)).toBeUndefined();
+    expect(await audit.read({ requestId: shipped.id })).toEqual([]);
+    expect(await audit.read({ requestId: unshipped.id })).toHaveLength(6);
+    expect(lines.filter((l) => l.msg.startsWith('retention kept audit entries'))).toMatchObject([
+      { level: 'warn', unshipped: 6 },
+    ]);
+
+    await cursor.ack((await cursor.take(100)).ids);
+    expect(await cursor.backlog()).toBe(0);
+    await sweep(exporting, capture().logger);
+    expect(await redis.xlen(requestKeys(prefix).audit)).toBe(0);
+  });
+
+  it('keeps everything while the export is on but has not started yet', async () => {
+    const exporting = new RequestStore(redis, {
+      prefix,
+      now: () => clock,
+      retentionDays: 30,
+      exportsAudit: true,
+    });
+    await succeeded();
+    advance(31 * DAY);
+    await sweep(exporting, capture().logger);
+    expect(await redis.xlen(requestKeys(prefix).audit)).toBe(6);
+  });
+
+  it('are removed with an error naming how many when the export was turned off', async () => {
+    const cursor = new AuditCursor(redis, prefix);
+    await cursor.ensureGroup();
+    await succeeded();
+    advance(31 * DAY);
+    const { lines, logger } = capture();
+    await sweep(store, logger);
+    expect(await redis.xlen(requestKeys(prefix).audit)).toBe(0);
+    expect(lines.filter((l) => l.msg.startsWith('retention removed audit entries'))).toMatchObject([
+      { level: 'error', unshipped: 6 },
+    ]);
   });
 });
 

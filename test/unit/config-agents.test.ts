@@ -59,6 +59,14 @@ describe('the policy’s agents section', () => {
     }
   });
 
+  it('says to quote a token_sha256 of digits only, which YAML reads as a number', () => {
+    expect(() =>
+      parsePolicy(base(`  - name: a\n    token_sha256: ${'7'.repeat(64)}\n    on_behalf_of: U0DEV`), 'p.yml'),
+    ).toThrow(
+      'p.yml:9: agents[0].token_sha256: expected the SHA-256 as 64 hex digits in quotes: YAML reads digits alone as a number, so quote it ("…")',
+    );
+  });
+
   it('finds the agent of a token by its SHA-256, and no agent for any other token', () => {
     const token = newAgentToken();
     expect(token).toMatch(/^cloudops_agent_[A-Za-z0-9_-]{43}$/);

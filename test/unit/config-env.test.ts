@@ -23,6 +23,44 @@ function failure(raw: Record<string, string>): ConfigError {
 }
 
 describe('loadEnv', () => {
+  it('names every malformed variable, one line each, in one error', () => {
+    const error = failure({ PORT: 'x', METRICS_PORT: 'y', ROLE: 'boss', SLACK_BOT_TOKEN: 'xoxp-1' });
+    expect(error.problems.map((p) => p.split(':')[0])).toEqual([
+      'SLACK_BOT_TOKEN',
+      'PORT',
+      'METRICS_PORT',
+      'ROLE',
+    ]);
+    expect(error.message.split('\n')[0]).toBe('4 variables are malformed:');
+  });
+
+  it('reads the audit export: an http(s) URL, a secret of 16 characters or more, never a secret alone', () => {
+    const env = loadEnv({
+      AUDIT_WEBHOOK_URL: 'https://logs.example.com/a',
+      AUDIT_WEBHOOK_SECRET: 'x'.repeat(16),
+    });
+    expect(env.AUDIT_WEBHOOK_URL).toBe('https://logs.example.com/a');
+    expect(failure({ AUDIT_WEBHOOK_URL: 'redis://logs:6379' }).message).toMatch(
+      /^AUDIT_WEBHOOK_URL: expected an http\(s\) URL/,
+    );
+    expect(
+      failure({ AUDIT_WEBHOOK_URL: 'https://l/a', AUDIT_WEBHOOK_SECRET: 'SECRETVALUE' }).message,
+    ).not.toContain('SECRETVALUE');
+    expect(failure({ AUDIT_WEBHOOK_SECRET: 'y'.repeat(20) }).message).toMatch(
+      /^AUDIT_WEBHOOK_SECRET: set without AUDIT_WEBHOOK_URL/,
+    );
+  });
+
+  it('says when PORT and METRICS_PORT are the same port, rather than that another process has it', () => {
+    expect(failure({ PORT: '9464', METRICS_PORT: '9464' }).message).toBe(
+      'METRICS_PORT: 9464 is PORT too; /metrics needs a port of its own (default 9464), so set one of them to another port',
+    );
+    expect(failure({ PORT: '3000', METRICS_PORT: '3000' }).message).toMatch(
+      /^METRICS_PORT: 3000 is PORT too/,
+    );
+    expect(loadEnv({ PORT: '0', METRICS_PORT: '0' }).PORT).toBe(0);
+  });
+
   it('applies the documented defaults to an empty environment', () => {
     const env = loadEnv({});
     expect(env).toMatchObject({

@@ -218,6 +218,21 @@ describe('parsePolicy', () => {
     expect(message).toMatch(/^policy\.yml:9: projects\[0\]\.channels: /);
   });
 
+  it('reports a duplicate uuid against uuid, on its own line', () => {
+    const duplicate = `${GOOD}  - name: shop-test\n    uuid: 0B6F7C1E-3D2A-4C55-9A53-2F1A4E8B9C10\n    channels: [C0OTHER]\n`;
+    expect(failure(duplicate)).toBe(
+      'policy.yml:18: projects[1].uuid: duplicate project 0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10',
+    );
+  });
+
+  it('reports type errors and cross-checks in one pass', () => {
+    const both = `${withLine(4, 'approval_ttl_hours: soon')}  - name: shop-prod\n    uuid: 1b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10\n    channels: [C0OTHER]\n`;
+    const message = failure(both);
+    expect(message).toMatch(/^policy\.yml: 2 problems:/);
+    expect(message).toContain('policy.yml:4: approval_ttl_hours: ');
+    expect(message).toContain('policy.yml:17: projects[1].name: duplicate project shop-prod');
+  });
+
   it('reports duplicates and approvals without approvers on the project’s line', () => {
     const duplicate = `${GOOD}  - name: shop-prod\n    uuid: 1b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10\n    channels: [C0OTHER]\n`;
     expect(failure(duplicate)).toBe('policy.yml:17: projects[1].name: duplicate project shop-prod');
@@ -311,7 +326,9 @@ describe('loadPolicy', () => {
 
   it('says plainly when the file cannot be read', async () => {
     const missing = join(dir, 'missing.yml');
-    await expect(loadPolicy(missing)).rejects.toThrow(`${missing}: cannot read the policy file (ENOENT)`);
+    await expect(loadPolicy(missing)).rejects.toThrow(
+      `${missing}: cannot read the policy file (ENOENT): it does not exist; copy policy.example.yml to it and edit it (docs/policy.md), or set POLICY_FILE to where yours is`,
+    );
   });
 
   it('accepts an empty file as a policy with no projects', async () => {

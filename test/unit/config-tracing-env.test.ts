@@ -39,6 +39,8 @@ describe('OTEL_* variables', () => {
         OTEL_BSP_EXPORT_TIMEOUT: '4000',
         OTEL_BSP_MAX_QUEUE_SIZE: '100',
         OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '500',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
       }),
     );
     expect(config).toEqual({
@@ -50,12 +52,14 @@ describe('OTEL_* variables', () => {
       resourceAttributes: { 'deployment.environment': 'prod', 'service.name': 'from-attributes' },
       // A batch is never larger than the queue.
       batch: { scheduledDelayMs: 200, exportTimeoutMs: 4000, maxQueueSize: 100, maxExportBatchSize: 100 },
+      sampler: { name: 'parentbased_traceidratio', ratio: 0.25 },
     });
     const defaults = tracingConfig(loadEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }));
     expect(defaults).toMatchObject({
       protocol: 'http/protobuf',
       serviceName: 'cloudops',
       exportTimeoutMs: 10_000,
+      sampler: { name: 'parentbased_always_on', ratio: 1 },
       batch: { scheduledDelayMs: 5000, exportTimeoutMs: 30_000, maxQueueSize: 2048, maxExportBatchSize: 512 },
     });
   });

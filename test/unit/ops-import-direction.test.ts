@@ -69,6 +69,20 @@ describe('the folders read as the flow: no import runs back up', () => {
       ).toEqual([]);
   });
 
+  it('audit-export/ is an adapter over requests/: no Slack, no MCP, no queues, no cloud API', () => {
+    expect(under('audit-export').length).toBeGreaterThan(0);
+    for (const { file, ours, packages } of under('audit-export')) {
+      expect(
+        ours.filter((p) => !/^src\/(audit-export|requests|observability|config)\//.test(p)),
+        file,
+      ).toEqual([]);
+      expect(
+        packages.filter((p) => p.startsWith('@slack/') || p === 'bullmq'),
+        file,
+      ).toEqual([]);
+    }
+  });
+
   it('slack/ never calls the cloud API itself and has one tree (no slack/pricing)', () => {
     for (const { file, ours } of under('slack')) {
       expect(

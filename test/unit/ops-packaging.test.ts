@@ -127,6 +127,13 @@ describe('Node.js', () => {
     for (const stage of stages) expect(stage.from).toMatch(new RegExp(`^FROM node:${lts}-`));
     expect(read('README.md')).toMatch(new RegExp(`Node\\.js ${lts}\\b`));
   });
+
+  it('pins every base image by digest (the tag kept for the reader) and says how to update it', () => {
+    for (const stage of stages)
+      expect(stage.from).toMatch(/^FROM [a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}(\s+AS\s+\w+)?$/i);
+    expect(new Set(stages.map((s) => s.from.split(/\s+/)[1])).size).toBe(1);
+    expect(read('Dockerfile')).toMatch(/docker buildx imagetools inspect node:24-bookworm-slim/);
+  });
 });
 
 describe('docker-compose.yml', () => {
@@ -178,6 +185,14 @@ describe('docker-compose.yml', () => {
     expect(compose.services.worker!.container_name).toBeUndefined();
     expect(compose.services.worker!.ports).toBeUndefined();
     expect(read('docker-compose.yml')).toMatch(/--scale worker=3/);
+  });
+
+  it('publishes ports on 127.0.0.1 only: the health port (and the simulator) are not on every interface', () => {
+    const published = Object.entries(compose.services).flatMap(([name, service]) =>
+      (service.ports ?? []).map((port) => [name, String(port)] as const),
+    );
+    expect(published.map(([name]) => name).sort()).toEqual(['bot', 'cloud-sim']);
+    for (const [name, port] of published) expect(port, name).toMatch(/^127\.0\.0\.1:/);
   });
 
   it('gives the bot a health check on /healthz with node (no curl in the image)', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';
-import { resizeRequest } from '../fixtures/requests.ts';
+import { resizeRequest, restoreRequest } from '../fixtures/requests.ts';
 
 const renderer = createRequestRenderer();
 const checks = new SlackChecks();
@@ -125,5 +125,34 @@ describe('thread replies of the approval policy', () => {
     expect(reply(stored({ state: 'queued' }), 'unfrozen')).toBe(
       'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',
     );
+  });
+});
+
+describe('a restore the API accepted', () => {
+  it('says the restore started, with its task id, never "Done": the API only accepted it', () => {
+    const request: CloudRequest = {
+      ...restoreRequest(),
+      state: 'succeeded',
+      id: 'RTEST002',
+      version: 6,
+      createdAt: '2026-11-25T09:00:00.000Z',
+      updatedAt: '2026-11-25T09:10:00.000Z',
+      nextStep: 1,
+      outcomes: [
+        {
+          step: 0,
+          status: 202,
+          message: 'Restore queued.',
+          taskId: 'task-77',
+          at: '2026-11-25T09:10:00.000Z',
+        },
+      ],
+    };
+    const message = renderer.requestMessage(request);
+    expect(checks.checkMessageBlocks(message.blocks)).toEqual([]);
+    const all = `${message.text}\n${JSON.stringify(message.blocks)}`;
+    expect(all).not.toContain('Done');
+    expect(all).toContain('Restore started');
+    expect(all).toContain('task-77');
   });
 });

@@ -79,6 +79,7 @@ async function unresolvedGroups(io: CliIo, groups: string[]): Promise<string[]> 
   const client = new SlackApi({
     apiUrl: io.env.SLACK_API_URL ?? 'https://slack.com/api/',
     token: io.env.SLACK_BOT_TOKEN,
+    proxy: io.env,
   });
   const resolver = createUserGroups(client, {
     logger: createLogger({ level: 'silent', secrets: [io.env.SLACK_BOT_TOKEN] }),

@@ -19,6 +19,18 @@ export const STATE_LABEL: Record<RequestState, string> = {
   frozen: ':snowflake: Approved, waiting for a freeze to end',
 };
 
+/**
+ * A request's state as a person reads it. A restore the API accepted is not done: the API gives no way to follow its
+ * task, so it reads as started, with the task id when there is one.
+ */
+export function stateLabel(request: CloudRequest): string {
+  if (request.state === 'succeeded' && request.params.kind === 'restore') {
+    const taskId = request.outcomes[request.outcomes.length - 1]?.taskId;
+    return `:white_check_mark: Restore started${taskId ? ` (task ${escapeMrkdwn(taskId)})` : ''}`;
+  }
+  return STATE_LABEL[request.state];
+}
+
 const FIELD_LABEL: Record<keyof ResizeTarget, string> = {
   cores: 'Cores',
   ramGb: 'RAM',

@@ -2,7 +2,7 @@ import type { KnownBlock, ModalView } from '@slack/types';
 import type { HomeDigest, HomeRenderer, HomeView } from '../../jobs/renderers.ts';
 import type { Inbox } from '../../requests/inbox.ts';
 import type { CloudRequest } from '../../requests/types.ts';
-import { STATE_LABEL, summary, vmLabel } from './describe.ts';
+import { stateLabel, summary, vmLabel } from './describe.ts';
 import { leaseButtons, openLeaseLines } from './lease.ts';
 import { ACTIONS } from './request-message.ts';
 import { escapeMrkdwn, mrkdwn, plain, requesterText, slackDate } from './text.ts';
@@ -73,7 +73,7 @@ function mineBlock(request: CloudRequest): KnownBlock {
   const block: KnownBlock = {
     type: 'section',
     text: mrkdwn(
-      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\n${STATE_LABEL[request.state]} · in <#${request.channel}> · ${slackDate(new Date(request.updatedAt))}`,
+      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\n${stateLabel(request)} · in <#${request.channel}> · ${slackDate(new Date(request.updatedAt))}`,
     ),
   };
   if (request.state === 'pending') {

@@ -1,6 +1,6 @@
 import type { KnownBlock } from '@slack/types';
 import type { CloudRequest } from '../../requests/types.ts';
-import { STATE_LABEL, summary, vmLabel } from './describe.ts';
+import { stateLabel, summary, vmLabel } from './describe.ts';
 import { openLeaseLines } from './lease.ts';
 import { actorText, escapeMrkdwn, mention, mrkdwn, requesterText, slackDate } from './text.ts';
 
@@ -46,7 +46,7 @@ export function jobsBlocks(
     blocks.push({
       type: 'section',
       text: mrkdwn(
-        `\`${request.id}\` *${escapeMrkdwn(vmLabel(request))}*: ${summary(request)}\n${STATE_LABEL[request.state]} · ${actors(request)} · ${slackDate(new Date(request.updatedAt))}`,
+        `\`${request.id}\` *${escapeMrkdwn(vmLabel(request))}*: ${summary(request)}\n${stateLabel(request)} · ${actors(request)} · ${slackDate(new Date(request.updatedAt))}`,
       ),
     });
   }

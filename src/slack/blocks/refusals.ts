@@ -1,14 +1,14 @@
 import type { Act } from '../../requests/approvers.ts';
 import type { Refusal } from '../../requests/lifecycle.ts';
 import type { CloudRequest } from '../../requests/types.ts';
-import { STATE_LABEL } from './describe.ts';
+import { stateLabel } from './describe.ts';
 import { leaseClosedText } from './lease.ts';
 import { mention, mentionAny } from './text.ts';
 
 /** "Already approved by @x" and the like, for a click that came too late. */
 export function alreadyText(request: CloudRequest): string {
   const by = request.approvedBy ?? request.rejectedBy ?? request.cancelledBy ?? request.resolvedBy;
-  return `Nothing changed: request \`${request.id}\` is already “${STATE_LABEL[request.state].replace(/^:[a-z_]+: /, '')}”${by ? ` (${mention(by)})` : ''}.`;
+  return `Nothing changed: request \`${request.id}\` is already “${stateLabel(request).replace(/^:[a-z_]+: /, '')}”${by ? ` (${mention(by)})` : ''}.`;
 }
 
 /** Why a click on `request` changed nothing, in one sentence for the person who clicked. */

@@ -3,7 +3,7 @@ import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
 import { approvalsText } from '../../requests/approval-rules.ts';
 import { currentApprovers } from '../../requests/approvers.ts';
 import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
-import { changeLines, STATE_LABEL, stepSummary, vmLabel } from './describe.ts';
+import { changeLines, stateLabel, stepSummary, vmLabel } from './describe.ts';
 import { leaseReply, leaseText } from './lease.ts';
 import {
   actorText,
@@ -185,7 +185,7 @@ function requestMessage(request: CloudRequest): RenderedMessage {
     { type: 'header', text: plain(truncate(title(request), 150), 150) },
     {
       type: 'section',
-      text: mrkdwn(`*${STATE_LABEL[request.state]}* · request \`${request.id}\``),
+      text: mrkdwn(`*${stateLabel(request)}* · request \`${request.id}\``),
     },
     { type: 'section', text: mrkdwn(whatChanges(request)) },
   ];
@@ -224,7 +224,7 @@ function requestMessage(request: CloudRequest): RenderedMessage {
   blocks.push({ type: 'context', elements: [mrkdwn(whoActed(request).join(' · '))] });
   const actions = buttons(request);
   if (actions) blocks.push(actions);
-  const text = `${title(request)}: ${STATE_LABEL[request.state].replace(/^:[a-z_]+: /, '')} (request ${request.id})`;
+  const text = `${title(request)}: ${stateLabel(request).replace(/^:[a-z_]+: /, '')} (request ${request.id})`;
   return { text, blocks };
 }
 

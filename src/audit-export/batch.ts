@@ -1,0 +1,47 @@
+/**
+ * What the audit export sends: a JSON array of entries, each named by its stream id so a receiver can drop the
+ * duplicates at-least-once delivery may bring, and the HMAC that lets it check the batch came from this bot.
+ */
+import { createHmac } from 'node:crypto';
+import type { AuditEntry } from '../requests/types.ts';
+
+/** The header carrying a batch's signature: `sha256=` and the hex HMAC-SHA256 of the body with AUDIT_WEBHOOK_SECRET. */
+export const SIGNATURE_HEADER = 'x-cloudops-signature';
+
+/** One audit entry as the receiver gets it (docs/operations.md#audit-export). */
+export interface ShippedAuditEntry {
+  /** The audit stream's id: stable, unique, ordered (`<ms>-<seq>`); the same entry shipped twice has the same id. */
+  id: string;
+  /** The request the entry belongs to; null for an entry of no request (an agent disabled or enabled). */
+  request_id: string | null;
+  /** What happened: the request's new state (`approved`, `succeeded`, …), `created`, or a note (`reminder`, …). */
+  act: string;
+  /** Who did it: a Slack user id, `agent:<name>`, or `cloudops` for the bot itself. */
+  actor: string;
+  /** When, ISO 8601 in UTC. */
+  time: string;
+  /** The entry's note (the rule applied, the API's answer, …); null when it has none. */
+  details: string | null;
+}
+
+/** An audit entry in the shape the receiver gets. */
+export function shippedEntry(entry: AuditEntry): ShippedAuditEntry {
+  return {
+    id: entry.id,
+    request_id: entry.requestId === '' ? null : entry.requestId,
+    act: entry.state,
+    actor: entry.actor,
+    time: entry.at,
+    details: entry.detail ?? null,
+  };
+}
+
+/** The request body of a batch: a JSON array. */
+export function batchBody(entries: readonly AuditEntry[]): string {
+  return JSON.stringify(entries.map(shippedEntry));
+}
+
+/** The signature header's value for `body`. */
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}

@@ -1,0 +1,202 @@
+/**
+ * Ships the audit stream to AUDIT_WEBHOOK_URL (docs/operations.md#audit-export): batches of entries POSTed as a JSON
+ * array, signed when AUDIT_WEBHOOK_SECRET is set, the cursor moved only after a 2xx. A receiver that fails is retried
+ * with exponential backoff and logged once when it starts failing and once when it takes batches again.
+ */
+import { type Dispatcher, request } from 'undici';
+import type { RedisClient } from '../config/redis-connection.ts';
+import { redisConnectionLog } from '../observability/connection-log.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { batchBody, SIGNATURE_HEADER, signBody } from './batch.ts';
+import { type AuditBatch, AuditCursor } from './cursor.ts';
+
+/** How the export batches, waits and retries; tests pass a fast one. */
+export interface AuditExportPolicy {
+  /** Entries per POST at most. */
+  batch: number;
+  /** How often the stream is looked at once everything is shipped. */
+  idleMs: number;
+  /** The wait after the first failed POST; it doubles with each failure in a row, up to `maxRetryMs`. */
+  firstRetryMs: number;
+  maxRetryMs: number;
+  /** One POST's deadline, answer included. */
+  timeoutMs: number;
+  /** How long the shipping lease lasts unless renewed: longer than a POST and the longest wait together. */
+  leaseMs: number;
+}
+
+export const AUDIT_EXPORT_POLICY: AuditExportPolicy = {
+  batch: 100,
+  idleMs: 1_000,
+  firstRetryMs: 1_000,
+  maxRetryMs: 30_000,
+  timeoutMs: 10_000,
+  leaseMs: 60_000,
+};
+
+export interface AuditShipperDeps {
+  redis: RedisClient;
+  prefix: string;
+  /** AUDIT_WEBHOOK_URL. Logged by host only: a URL can carry a token. */
+  url: string;
+  /** AUDIT_WEBHOOK_SECRET; unset: batches go unsigned. */
+  secret?: string;
+  /** Carries the POSTs (the caller's pool, or its proxy). */
+  dispatcher: Dispatcher;
+  logger: Logger;
+  metrics: Metrics;
+  /** Sent as User-Agent. */
+  userAgent: string;
+}
+
+/** Why a POST did not count: the receiver's status, or the transport error's code. */
+type Failure = { status: number } | { code: string };
+
+/** The receiver as the log tells it: one line when it starts failing, one when it takes batches again. */
+class ReceiverLog {
+  private downSince: number | undefined;
+  private failures = 0;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly receiver: string,
+  ) {}
+
+  failed(failure: Failure, backlog: number, retryMs: number): void {
+    this.failures += 1;
+    if (this.downSince !== undefined) return;
+    this.downSince = Date.now();
+    this.logger.warn(
+      { receiver: this.receiver, ...failure, backlog, retryMs },
+      'audit export failing; retrying with backoff, nothing is lost',
+    );
+  }
+
+  delivered(): void {
+    if (this.downSince === undefined) return;
+    this.logger.info(
+      { receiver: this.receiver, failedAttempts: this.failures, downMs: Date.now() - this.downSince },
+      'audit export delivering again',
+    );
+    this.downSince = undefined;
+    this.failures = 0;
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** The error code of a failed POST, for the log and nothing more (never its message: it may hold the URL). */
+function failureCode(error: unknown): string {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  if (typeof code === 'string') return code;
+  return typeof name === 'string' ? name : 'unknown';
+}
+
+/** A running export: `stop` lets a POST in flight finish within `budgetMs`, then cuts it (its batch stays unshipped). */
+export interface AuditShipper {
+  stop(budgetMs?: number): Promise<void>;
+}
+
+/** Starts shipping; runs until stopped. Only the process holding the lease ships; the others wait their turn. */
+export function startAuditShipper(
+  deps: AuditShipperDeps,
+  policy: AuditExportPolicy = AUDIT_EXPORT_POLICY,
+): AuditShipper {
+  const cursor = new AuditCursor(deps.redis, deps.prefix);
+  const receiver = new URL(deps.url).host;
+  const log = new ReceiverLog(deps.logger, receiver);
+  const redisLog = redisConnectionLog(deps.logger);
+  const stopping = new AbortController();
+  const cut = new AbortController();
+  let failures = 0;
+  let groupReady = false;
+
+  const post = async (batch: AuditBatch): Promise<Failure | undefined> => {
+    const body = batchBody(batch.entries);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': deps.userAgent,
+    };
+    if (deps.secret) headers[SIGNATURE_HEADER] = signBody(deps.secret, body);
+    try {
+      const response = await request(deps.url, {
+        method: 'POST',
+        headers,
+        body,
+        dispatcher: deps.dispatcher,
+        signal: AbortSignal.any([cut.signal, AbortSignal.timeout(policy.timeoutMs)]),
+      });
+      await response.body.dump();
+      const ok = response.statusCode >= 200 && response.statusCode < 300;
+      return ok ? undefined : { status: response.statusCode };
+    } catch (error) {
+      return { code: failureCode(error) };
+    }
+  };
+
+  /** One round: ship a batch if there is one; resolves with how long to wait before the next. */
+  const round = async (): Promise<number> => {
+    if (!(await cursor.hold(policy.leaseMs))) return policy.idleMs;
+    if (!groupReady) {
+      await cursor.ensureGroup();
+      groupReady = true;
+    }
+    const batch = await cursor.take(policy.batch);
+    if (batch.ids.length === 0) return policy.idleMs;
+    const failure = batch.entries.length > 0 ? await post(batch) : undefined;
+    if (failure) {
+      deps.metrics.auditExportBatches.inc({ outcome: 'failed' });
+      const retryMs = Math.min(policy.maxRetryMs, policy.firstRetryMs * 2 ** failures);
+      failures += 1;
+      log.failed(failure, await cursor.backlog(), retryMs);
+      return retryMs;
+    }
+    await cursor.ack(batch.ids);
+    if (batch.entries.length > 0) deps.metrics.auditExportBatches.inc({ outcome: 'shipped' });
+    failures = 0;
+    log.delivered();
+    // A full batch means more may wait: go on at once.
+    return batch.ids.length >= policy.batch ? 0 : policy.idleMs;
+  };
+
+  const loop = (async () => {
+    while (!stopping.signal.aborted) {
+      let wait: number;
+      try {
+        wait = await round();
+        deps.metrics.auditExportBacklog.set(await cursor.backlog());
+        redisLog.recovered();
+      } catch (error) {
+        // The stream or its group was removed (a flushed database): created again on the next round.
+        if (error instanceof Error && error.message.startsWith('NOGROUP')) groupReady = false;
+        else redisLog.failure(error, { part: 'audit export' });
+        wait = Math.min(policy.maxRetryMs, policy.firstRetryMs);
+      }
+      await pause(wait, stopping.signal);
+    }
+    await cursor.release().catch(() => undefined);
+  })();
+
+  deps.logger.info({ receiver, signed: deps.secret !== undefined }, 'audit export on');
+  return {
+    async stop(budgetMs = policy.timeoutMs) {
+      stopping.abort();
+      const timer = setTimeout(() => cut.abort(), budgetMs);
+      await loop;
+      clearTimeout(timer);
+    },
+  };
+}
