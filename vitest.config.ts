@@ -1,4 +1,7 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/** The benchmark's own tests: minutes long and about speed, so `npm run test:bench` runs them (vitest.bench.config.ts). */
+export const BENCH_TESTS = ['test/integration/bench-*.test.ts'];
 
 /** The e2e flows that run a second time with Slack reaching the bot over Socket Mode instead of signed HTTP. */
 const SOCKET_MODE_FLOWS = [
@@ -24,13 +27,24 @@ const SOCKET_MODE_FLOWS = [
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous: a test ends as soon as it passes, and a loaded machine (another suite beside this one) is slow.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    // Quiet when green: what a test prints (sample messages, measured figures) is shown only when it fails.
+    silent: 'passed-only',
     // Integration and e2e tests start servers and Redis clients; two cores are shared between files.
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/per-file.ts'],
     projects: [
-      { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'all',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...BENCH_TESTS],
+        },
+      },
       {
         extends: true,
         test: {

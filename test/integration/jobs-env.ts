@@ -19,6 +19,7 @@ import { SlackApi } from '../../src/slack-api/client.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { workerLifecycle } from '../helpers/lifecycle.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { WAIT_MS } from '../helpers/startup.ts';
 
 /** The policy the jobs tests run with: the sim's default project, CPU class and private network mapped as the sim names them. */
 export const JOBS_POLICY_YAML = `
@@ -140,7 +141,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
       await enqueueExecution(queues, created, new Date());
       return created;
     },
-    async waitForState(id, states, timeoutMs = 10_000) {
+    async waitForState(id, states, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const request = await store.get(id);
@@ -178,7 +179,7 @@ export async function waitForReplies(
   env: JobsEnv,
   id: string,
   count: number,
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -223,7 +224,7 @@ export function resizeOf(
 }
 
 /** Polls `predicate` every 25 ms until it holds; throws after `timeoutMs`. */
-export async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function until(predicate: () => boolean, what: string, timeoutMs = WAIT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
