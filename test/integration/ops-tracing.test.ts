@@ -703,20 +703,4 @@ describe('the standard samplers (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)',
       }
     },
   );
-
-  it.each([
-    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
-    [{ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG'],
-    [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, 'OTEL_TRACES_SAMPLER'],
-  ])('%o stops the start-up with one line naming %s', async (sampler, variable) => {
-    const bot = startBot(stage, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, ...sampler });
-    try {
-      const exit = await bot.exited;
-      expect(exit.code).toBe(1);
-      expect(bot.stderrLines()).toHaveLength(1);
-      expect(bot.stderrLines()[0]).toMatch(new RegExp(`^cloudops: ${variable}: `));
-    } finally {
-      bot.kill('SIGKILL');
-    }
-  });
 });
