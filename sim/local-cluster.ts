@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort, type LocalRedis, startLocalRedis } from './local-redis.ts';
+import { type LocalRedis, startLocalRedis } from './local-redis.ts';
 
 const run = promisify(execFile);
 

@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { killGroup, spawnGroup } from './process-group.ts';
 
 /** A redis-server this process started, in a temp dir of its own. */
 export interface LocalRedis {
@@ -44,7 +45,13 @@ export async function redisAnswers(url: string, timeoutMs = 500): Promise<boolea
   });
 }
 
-/** Asks the OS for a free TCP port on loopback. */
+/** How long a redis-server may take to answer after its spawn: generous, the machine may be loaded. */
+const STARTUP_WAIT_MS = 30_000;
+
+/**
+ * Asks the OS for a port free on loopback right now. Another process may take it before it is used: for a server
+ * that can listen on 0, listen on 0 instead; use this for a port that nothing should answer on, or for Redis.
+ */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -57,20 +64,50 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** The `process_id` a Redis server reports in `INFO server`, or undefined when none answers. */
+export async function redisPid(url: string, timeoutMs = 500): Promise<number | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let text = '';
+    const done = (pid: number | undefined) => {
+      socket.destroy();
+      resolve(pid);
+    };
+    socket.setTimeout(timeoutMs, () => done(undefined));
+    socket.once('error', () => done(undefined));
+    socket.connect(Number(port || 6379), hostname.replace(/^\[|\]$/g, '') || '127.0.0.1', () => {
+      socket.write('INFO server\r\n');
+    });
+    socket.on('data', (data) => {
+      text += data.toString();
+      const found = /process_id:(\d+)/.exec(text);
+      if (found) done(Number(found[1]));
+      else if (text.startsWith('-')) done(undefined);
+    });
+  });
+}
+
+/** How many ports a start tries when another process takes the free port first. */
+const PORT_TRIES = 5;
+
 /**
- * Starts `redis-server` on a free loopback port in a new temp dir.
+ * Starts `redis-server` on a free loopback port in a new temp dir, in a process group of its own.
  * `appendOnly` turns on AOF with fsync always, for tests that restart Redis and expect their queue back;
- * `extraArgs` are more `redis-server` options (e.g. `--replicaof`).
+ * `extraArgs` are more `redis-server` options (e.g. `--replicaof`). Redis cannot listen on port 0 and say which
+ * port it got, so a port found free may be taken before Redis binds it: then Redis exits and the start tries the
+ * next free port (unless `port` was given). It only counts as started when the server answering is the one it
+ * spawned (`INFO server` names its pid).
  */
 export async function startLocalRedis(
   options: { appendOnly?: boolean; port?: number; extraArgs?: string[] } = {},
 ): Promise<LocalRedis> {
-  const port = options.port ?? (await freePort());
+  let port = options.port ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'cloudops-redis-'));
-  const url = `redis://127.0.0.1:${port}`;
+  let url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
 
-  const args = [
+  const args = () => [
     '--port',
     String(port),
     '--bind',
@@ -88,18 +125,36 @@ export async function startLocalRedis(
     ...(options.extraArgs ?? []),
   ];
 
-  const launch = async () => {
-    child = await new Promise<ChildProcess>((resolve, reject) => {
-      const proc = spawn('redis-server', args, { stdio: 'ignore' });
-      proc.once('error', (error: NodeJS.ErrnoException) =>
+  /** Spawns once on `port`; resolves false when the server exited before answering (the port was taken). */
+  const launchOnce = async (): Promise<boolean> => {
+    const proc = await new Promise<ChildProcess>((resolve, reject) => {
+      const spawned = spawnGroup('redis-server', args(), { stdio: 'ignore' });
+      spawned.once('error', (error: NodeJS.ErrnoException) =>
         reject(error.code === 'ENOENT' ? new RedisNotInstalledError() : error),
       );
-      proc.once('spawn', () => resolve(proc));
+      spawned.once('spawn', () => resolve(spawned));
     });
-    const deadline = Date.now() + 5000;
-    while (!(await redisAnswers(url, 200))) {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer within 5 s`);
+    child = proc;
+    const deadline = Date.now() + STARTUP_WAIT_MS;
+    for (;;) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return false;
+      if ((await redisPid(url, 500)) === proc.pid) return true;
+      if (Date.now() > deadline) {
+        killGroup(proc);
+        throw new Error(`redis-server on port ${port} did not answer within ${STARTUP_WAIT_MS / 1000} s`);
+      }
       await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  const launch = async () => {
+    for (let attempt = 1; ; attempt++) {
+      if (await launchOnce()) return;
+      if (options.port !== undefined || attempt >= PORT_TRIES) {
+        throw new Error(`redis-server could not listen on port ${port} (exit ${child?.exitCode})`);
+      }
+      port = await freePort();
+      url = `redis://127.0.0.1:${port}`;
     }
   };
 
@@ -107,7 +162,7 @@ export async function startLocalRedis(
     new Promise<void>((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
       const timer = setTimeout(() => {
-        proc.kill('SIGKILL');
+        killGroup(proc, 'SIGKILL');
       }, ms);
       proc.once('exit', () => {
         clearTimeout(timer);
@@ -115,26 +170,31 @@ export async function startLocalRedis(
       });
     });
 
-  await launch();
+  try {
+    await launch();
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url,
     port,
     dir,
     async stop({ keepDir = false } = {}) {
       if (child) {
-        child.kill('SIGTERM');
+        killGroup(child, 'SIGTERM');
         await waitExit(child, 2000);
       }
       if (!keepDir) await rm(dir, { recursive: true, force: true });
     },
     async kill() {
       if (child) {
-        child.kill('SIGKILL');
+        killGroup(child, 'SIGKILL');
         await waitExit(child, 2000);
       }
     },
     async restart() {
-      await launch();
+      if (!(await launchOnce())) throw new Error(`redis-server could not listen on port ${port} again`);
     },
   };
 }

@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, type LocalRedis, redisAnswers, startLocalRedis } from './local-redis.ts';
+import { freePort, type LocalRedis, redisPid, startLocalRedis } from './local-redis.ts';
+import { killGroup, spawnGroup } from './process-group.ts';
 
 /** A master, its replicas and Sentinels watching them, all started by this process on free loopback ports. */
 export interface SentinelGroup {
@@ -131,25 +131,31 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
 
     const sentinelPorts: number[] = [];
     for (let i = 0; i < sentinelCount; i++) {
-      const port = await freePort();
       const dir = await mkdtemp(join(tmpdir(), 'cloudops-sentinel-'));
       dirs.push(dir);
       const conf = join(dir, 'sentinel.conf');
-      await writeFile(
-        conf,
-        [
-          `port ${port}`,
-          'bind 127.0.0.1',
-          `dir ${dir}`,
-          `sentinel monitor ${name} 127.0.0.1 ${master.port} ${quorum}`,
-          `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
-          `sentinel failover-timeout ${name} ${options.failoverTimeoutMs ?? 5000}`,
-          `sentinel parallel-syncs ${name} 1`,
-          '',
-        ].join('\n'),
-      );
-      sentinelNodes.push(await startSentinel(conf, port));
-      sentinelPorts.push(port);
+      // A port found free may be taken before the Sentinel binds it: then it exits, and the next free port is tried.
+      let started: LocalRedis | undefined;
+      for (let attempt = 1; !started; attempt++) {
+        const port = await freePort();
+        await writeFile(
+          conf,
+          [
+            `port ${port}`,
+            'bind 127.0.0.1',
+            `dir ${dir}`,
+            `sentinel monitor ${name} 127.0.0.1 ${master.port} ${quorum}`,
+            `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
+            `sentinel failover-timeout ${name} ${options.failoverTimeoutMs ?? 5000}`,
+            `sentinel parallel-syncs ${name} 1`,
+            '',
+          ].join('\n'),
+        );
+        started = await startSentinel(conf, port);
+        if (!started && attempt >= 5) throw new Error(`redis sentinel could not listen on port ${port}`);
+      }
+      sentinelNodes.push(started);
+      sentinelPorts.push(started.port);
     }
     const sentinelClients = sentinelPorts.map(client);
     for (const s of sentinelClients) {
@@ -235,25 +241,33 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
   }
 }
 
-/** `redis-server <conf> --sentinel` on `port`, stopped like a LocalRedis. */
-async function startSentinel(conf: string, port: number): Promise<LocalRedis> {
-  const child = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+/**
+ * `redis-server <conf> --sentinel` on `port` in a process group of its own, stopped like a LocalRedis; undefined
+ * when it exited before answering (the port was taken).
+ */
+async function startSentinel(conf: string, port: number): Promise<LocalRedis | undefined> {
+  const child = spawnGroup('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
     child.once('spawn', () => resolve());
   });
   const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 5000;
-  while (!(await redisAnswers(url, 200))) {
-    if (Date.now() > deadline) throw new Error(`redis sentinel on port ${port} did not answer within 5 s`);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) return undefined;
+    if ((await redisPid(url, 500)) === child.pid) break;
+    if (Date.now() > deadline) {
+      killGroup(child);
+      throw new Error(`redis sentinel on port ${port} did not answer within 30 s`);
+    }
     await sleep(25);
   }
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   const kill = async (signal: NodeJS.Signals) => {
     if (exited()) return;
     const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+    killGroup(child, signal);
+    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 2000);
     await gone;
     clearTimeout(timer);
   };

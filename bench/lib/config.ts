@@ -67,6 +67,7 @@ export const SCENARIOS = [
   'footprint',
   'tracing',
   'mcp',
+  'deadlines',
   'steady',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];

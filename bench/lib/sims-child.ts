@@ -91,7 +91,7 @@ const flows = {
 function flowIndex(standIn: StandIn): typeof flows {
   for (; flows.calls < standIn.calls.length; flows.calls++) {
     const call = standIn.calls[flows.calls];
-    if (!call || call.response.ok !== true) continue;
+    if (call?.response.ok !== true) continue;
     if (call.method === 'views.open' && typeof call.args.trigger_id === 'string') {
       flows.views.set(call.args.trigger_id, call.response.view as Record<string, unknown>);
       flows.sent.set(call.args.trigger_id, call.args.view);

@@ -185,7 +185,7 @@ export interface SlackStandIn {
   triggerId(): string;
   /** Checks a payload that reached Slack another way (an `ack()` body): records problems, returns them. */
   checkPayload(where: string, payload: { blocks?: unknown; view?: unknown }): string[];
-  /** Resolves with the predicate's first truthy value, re-checked after each call it receives; rejects after the timeout. */
+  /** Resolves with the predicate's first truthy value, re-checked after each call it receives; rejects after the timeout (30 s: generous, a loaded machine is slow). */
   waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs?: number): Promise<T>;
   /** The next call(s) of `method` fail as told; several failNext calls on one method apply in the order given. */
   failNext(method: string, options?: FailOptions): void;
@@ -527,8 +527,13 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
           },
         };
       case 'users.info': {
+        if (!scopes.includes('users:read')) return missingScope('users:read');
         const user = String(args.user);
         if (!/^[UW][A-Z0-9]+$/.test(user)) return { ok: false, error: 'user_not_found' };
+        // As Slack does: the profile's email only with users:read.email.
+        const email = scopes.includes('users:read.email')
+          ? { email: `${user.toLowerCase()}@example.com` }
+          : {};
         return {
           user: {
             id: user,
@@ -539,6 +544,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
             tz_offset: 3600,
             is_bot: false,
             deleted: false,
+            profile: { real_name: `User ${user}`, display_name: user.toLowerCase(), ...email },
           },
         };
       }
@@ -865,7 +871,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
       return id;
     },
     checkPayload,
-    waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
+    waitFor<T>(predicate: () => T | undefined | null | false, timeoutMs = 30_000): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const check = () => {
           const value = predicate();

@@ -3,6 +3,7 @@
  * duplicates at-least-once delivery may bring, and the HMAC that lets it check the batch came from this bot.
  */
 import { createHmac } from 'node:crypto';
+import { scrubSecrets } from '../observability/logger.ts';
 import type { AuditEntry } from '../requests/types.ts';
 
 /** The header carrying a batch's signature: `sha256=` and the hex HMAC-SHA256 of the body with AUDIT_WEBHOOK_SECRET. */
@@ -24,21 +25,24 @@ export interface ShippedAuditEntry {
   details: string | null;
 }
 
-/** An audit entry in the shape the receiver gets. */
-export function shippedEntry(entry: AuditEntry): ShippedAuditEntry {
+/**
+ * An audit entry in the shape the receiver gets; its details scrubbed of secrets as a log line is (`secrets`: the
+ * configured values), since history written before typed text was scrubbed this way is shipped too.
+ */
+export function shippedEntry(entry: AuditEntry, secrets: readonly string[] = []): ShippedAuditEntry {
   return {
     id: entry.id,
     request_id: entry.requestId === '' ? null : entry.requestId,
     act: entry.state,
     actor: entry.actor,
     time: entry.at,
-    details: entry.detail ?? null,
+    details: entry.detail === undefined ? null : scrubSecrets(entry.detail, secrets),
   };
 }
 
 /** The request body of a batch: a JSON array. */
-export function batchBody(entries: readonly AuditEntry[]): string {
-  return JSON.stringify(entries.map(shippedEntry));
+export function batchBody(entries: readonly AuditEntry[], secrets: readonly string[] = []): string {
+  return JSON.stringify(entries.map((entry) => shippedEntry(entry, secrets)));
 }
 
 /** The signature header's value for `body`. */

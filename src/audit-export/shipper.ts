@@ -40,6 +40,8 @@ export interface AuditShipperDeps {
   prefix: string;
   /** AUDIT_WEBHOOK_URL. Logged by host only: a URL can carry a token. */
   url: string;
+  /** The configured secret values, scrubbed from the entries' details (as from every log line). */
+  secrets?: readonly string[];
   /** AUDIT_WEBHOOK_SECRET; unset: batches go unsigned. */
   secret?: string;
   /** Carries the POSTs (the caller's pool, or its proxy). */
@@ -105,6 +107,19 @@ function failureCode(error: unknown): string {
   return typeof name === 'string' ? name : 'unknown';
 }
 
+/**
+ * The URL to POST to and its user:password@ as a Basic `authorization` header: undici drops a URL's user part
+ * without a word, so a receiver behind basic authentication would answer 401 forever.
+ */
+export function receiverTarget(url: string): { url: string; authorization?: string } {
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return { url };
+  const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), authorization: `Basic ${Buffer.from(credentials).toString('base64')}` };
+}
+
 /** A running export: `stop` lets a POST in flight finish within `budgetMs`, then cuts it (its batch stays unshipped). */
 export interface AuditShipper {
   stop(budgetMs?: number): Promise<void>;
@@ -117,6 +132,7 @@ export function startAuditShipper(
 ): AuditShipper {
   const cursor = new AuditCursor(deps.redis, deps.prefix);
   const receiver = new URL(deps.url).host;
+  const target = receiverTarget(deps.url);
   const log = new ReceiverLog(deps.logger, receiver);
   const redisLog = redisConnectionLog(deps.logger);
   const stopping = new AbortController();
@@ -125,14 +141,15 @@ export function startAuditShipper(
   let groupReady = false;
 
   const post = async (batch: AuditBatch): Promise<Failure | undefined> => {
-    const body = batchBody(batch.entries);
+    const body = batchBody(batch.entries, deps.secrets);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': deps.userAgent,
     };
     if (deps.secret) headers[SIGNATURE_HEADER] = signBody(deps.secret, body);
+    if (target.authorization) headers.authorization = target.authorization;
     try {
-      const response = await request(deps.url, {
+      const response = await request(target.url, {
         method: 'POST',
         headers,
         body,

@@ -101,11 +101,15 @@ export function isSurelyNotApplied(error: unknown): error is CloudRateLimitedErr
 }
 
 /**
- * The client's reason as a clause for "could not be read (…)": no final stop, and without the "nothing was
- * applied" tail that only matters for changes.
+ * The client's reason as a clause for "could not be read (…)": no final stop, and without the tails that only matter
+ * for changes ("nothing was applied", "so whether the call took effect is unknown"): a read changes nothing.
  */
 export function cloudReason(error: unknown): string {
   if (!(error instanceof CloudApiError)) return 'unexpected error';
-  const reason = error.reason.replace(/;?\s*nothing was applied\.?$/i, '').replace(/[.\s]+$/, '');
+  const reason = error.reason
+    .replace(/;?\s*nothing was (applied|sent)\.?$/i, '')
+    .replace(/,?\s*so whether (the call|it) took effect is unknown\.?$/i, '')
+    .replace(/\s+after the request was sent$/i, '')
+    .replace(/[.\s]+$/, '');
   return reason.charAt(0).toLowerCase() + reason.slice(1);
 }

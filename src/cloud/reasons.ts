@@ -100,7 +100,9 @@ function scrub(text: string, secrets: readonly (string | undefined)[]): string {
     if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
   }
   // Credentials the service might echo back even when they are not ours (a token holds a digit; prose does not).
-  return out.replace(/\b([Bb]earer|[Bb]asic)\s+(?=[^\s]*\d)[A-Za-z0-9._~+/=-]{6,}/g, '$1 [redacted]');
+  return out
+    .replace(/\b([Bb]earer|[Bb]asic)\s+(?=[^\s]*\d)[A-Za-z0-9._~+/=-]{6,}/g, '$1 [redacted]')
+    .replace(/\bcloudops_agent_[A-Za-z0-9_-]+/g, '[redacted]');
 }
 
 function scrubFields(fields: Record<string, string[]>, secrets: readonly (string | undefined)[] = []) {

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { verifySchema } from './verify-policy.ts';
 
 /** What an agent may ask for (`may:` in the policy). */
 export const AGENT_MAY = ['resize_up', 'resize_down', 'restore', 'lease'] as const;
@@ -46,6 +47,8 @@ const agentSchema = z
       .max(10_000, { message: 'expected at most 10000 requests per hour' })
       .default(DEFAULT_REQUESTS_PER_HOUR),
     unattended: z.boolean({ message: 'expected true or false' }).default(false),
+    /** Every request this agent makes needs a verified approval (a rule's own `verify:` names the methods). */
+    verify: verifySchema.optional(),
   })
   .strict();
 

@@ -13,6 +13,31 @@ const url = (what: string) =>
     message: `expected ${what}`,
   });
 
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|[a-z0-9-]+\.localhost)$/i;
+
+/**
+ * A base URL approvers' browsers open: https, or http on this machine for trials (passkeys and secure cookies need
+ * a secure context, which browsers grant to localhost alone). No query or fragment; a trailing slash is dropped.
+ */
+const browserUrl = (what: string) =>
+  z
+    .string()
+    .refine(
+      (v) => {
+        if (!URL.canParse(v)) return false;
+        const u = new URL(v);
+        return (
+          (u.protocol === 'https:' || (u.protocol === 'http:' && LOOPBACK.test(u.hostname))) &&
+          u.search === '' &&
+          u.hash === '' &&
+          u.username === '' &&
+          u.password === ''
+        );
+      },
+      { message: `expected ${what}` },
+    )
+    .transform((v) => v.replace(/\/+$/, ''));
+
 const port = z.coerce
   .number({ message: 'expected a port number' })
   .int({ message: 'expected a whole port number' })
@@ -93,11 +118,22 @@ const envSchema = z.object({
   /** Where agents reach the MCP server (web role, `/mcp`); unset: no MCP server (docs/agents.md). */
   MCP_PORT: port.optional(),
   MCP_HOST: host.default('127.0.0.1'),
-  /** Browser origins allowed to call `/mcp` (comma-separated); a request with any other `Origin` is refused. */
+  /**
+   * Browser origins allowed to call `/mcp` (comma-separated): a request with any other `Origin` is refused, and these
+   * get CORS answers. Each must be an http(s) origin with a host.
+   */
   MCP_ALLOWED_ORIGINS: z
     .string()
-    .refine((v) => v.split(',').every((o) => URL.canParse(o.trim())), {
-      message: 'expected origins such as https://agents.example.com, separated by commas',
+    .superRefine((value, ctx) => {
+      const bad = value
+        .split(',')
+        .map((o) => o.trim())
+        .find((o) => webOrigin(o) === undefined);
+      if (bad !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          message: `“${bad.slice(0, 100)}” is not a web origin: give each as scheme and host, e.g. https://agents.example.com or http://localhost:3000, separated by commas`,
+        });
     })
     .optional(),
   /** Where the audit log is shipped as it is written (docs/operations.md#audit-export); unset: not shipped. */
@@ -111,6 +147,26 @@ const envSchema = z.object({
   AUDIT_WEBHOOK_SECRET: z
     .string()
     .min(16, { message: 'expected at least 16 characters, e.g. from openssl rand -hex 32' })
+    .optional(),
+  /**
+   * Where approvers' browsers reach the web role for verified approvals (docs/policy.md#verified-approvals), without
+   * a trailing slash; the SSO redirect URI is `${PUBLIC_URL}/auth/callback`.
+   */
+  PUBLIC_URL: browserUrl(
+    'the https:// URL approvers open, e.g. https://cloudops.example.com (http only on localhost)',
+  ).optional(),
+  /** The OpenID Provider of the company SSO (its discovery document is at `/.well-known/openid-configuration`). */
+  OIDC_ISSUER: browserUrl(
+    'the issuer URL of the OpenID Provider, e.g. https://login.example.com/realms/company (http only on localhost)',
+  ).optional(),
+  OIDC_CLIENT_ID: z.string().min(1).max(512, { message: 'expected at most 512 characters' }).optional(),
+  OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+  /** Space-separated `acr_values` asked of the provider (e.g. a phishing-resistant MFA class); unset: none asked. */
+  OIDC_ACR_VALUES: z
+    .string()
+    .regex(/^[\x21-\x7e]+( [\x21-\x7e]+)*$/, {
+      message: 'expected acr values separated by single spaces, e.g. "phr phrh"',
+    })
     .optional(),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
@@ -133,6 +189,18 @@ const envSchema = z.object({
   HTTP_PROXY: proxyUrl.optional(),
   NO_PROXY: z.string().optional(),
 });
+
+/**
+ * The origin (`scheme://host[:port]`) of an http or https URL, as a browser sends it in `Origin`; undefined for
+ * anything else: no scheme (`localhost:3000` parses as scheme `localhost:`), another scheme, or no host, all of which
+ * would parse to the origin `null` that any sandboxed page sends.
+ */
+export function webOrigin(value: string): string | undefined {
+  if (!URL.canParse(value)) return undefined;
+  const url = new URL(value);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return undefined;
+  return url.origin;
+}
 
 /** The proxy variables, read in either case as curl and undici do: the lower-case one wins when both are set. */
 const EITHER_CASE = new Set(['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY']);
@@ -244,8 +312,28 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     problems.push(
       `MCP_PORT: ${data.MCP_PORT} is ${data.MCP_PORT === data.PORT ? 'PORT' : 'METRICS_PORT'} too; the MCP server needs a port of its own`,
     );
+  const oidc = (['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'] as const).filter(
+    (name) => data[name] !== undefined,
+  );
+  if (oidc.length > 0 && oidc.length < 3)
+    problems.push(
+      `${oidc[0]}: set without ${(['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'] as const).filter((n) => !oidc.includes(n)).join(' and ')}; the SSO login needs all three (docs/policy.md#verified-approvals)`,
+    );
+  if (oidc.length === 0 && data.OIDC_ACR_VALUES !== undefined)
+    problems.push('OIDC_ACR_VALUES: set without OIDC_ISSUER; it is asked of the SSO provider');
+  if (oidc.length === 3 && data.PUBLIC_URL === undefined)
+    problems.push(
+      'OIDC_ISSUER: set without PUBLIC_URL; the provider sends approvers back to PUBLIC_URL/auth/callback',
+    );
   if (problems.length > 0) throw new ConfigError(problems);
   return data;
+}
+
+/**
+ * The SSO redirect URI registered at the provider: `${PUBLIC_URL}/auth/callback`; undefined without PUBLIC_URL.
+ */
+export function oidcRedirectUri(env: Pick<Env, 'PUBLIC_URL'>): string | undefined {
+  return env.PUBLIC_URL === undefined ? undefined : `${env.PUBLIC_URL}/auth/callback`;
 }
 
 /**

@@ -192,7 +192,8 @@ export function closestKey(key: string, known: readonly string[]): string | unde
 
 type Path = (string | number)[];
 
-const fieldOf = (path: Path) =>
+/** A path as the messages name a field: `projects[0].approvals.rules[1].verify`. */
+export const fieldOf = (path: Path): string =>
   path.length > 0
     ? path
         .map((p) => (typeof p === 'number' ? `[${p}]` : p))
@@ -201,7 +202,7 @@ const fieldOf = (path: Path) =>
     : '(top level)';
 
 /** The line of the deepest node on `path` that exists: a missing key is reported at its parent's line. */
-function lineOf(doc: Document, lines: LineCounter, path: Path): number {
+export function lineOf(doc: Document, lines: LineCounter, path: Path): number {
   for (let depth = path.length; depth >= 0; depth--) {
     const node = doc.getIn(path.slice(0, depth), true);
     if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;

@@ -13,6 +13,7 @@ import {
   problemLine,
   problemsOf,
 } from './policy-problems.ts';
+import { verifySchema } from './verify-policy.ts';
 
 /** A size limit: a whole number above 0 that the modal's input for it can hold. */
 const limit = (field: NumberField) =>
@@ -80,6 +81,8 @@ const approvalRuleSchema = z
       })
       .strict(),
     count: approvalCount,
+    /** Replaces the block's `verify` for the requests this rule matches. */
+    verify: verifySchema.optional(),
   })
   .strict()
   .meta(nouns('a rule', 'rules'));
@@ -95,6 +98,8 @@ const approvalsSchema = z
       .max(24 * 30)
       .optional(),
     escalate_to: z.array(approverId).default([]),
+    /** Every approval of the requests this block covers is verified, unless the matching rule says otherwise. */
+    verify: verifySchema.optional(),
   })
   .strict();
 

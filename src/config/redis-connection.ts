@@ -71,6 +71,42 @@ export function describeRedis(target: RedisTarget): { variable: string; where: s
  */
 const CREDENTIAL_PARAM = /pass|pwd|user|token|key|secret|auth|sig|cred/i;
 
+/**
+ * A path and query as typed, with the values of credential-named query parameters replaced by `[redacted]` and the
+ * rest left as it was written (not re-encoded), for log lines.
+ */
+export function redactQuery(pathAndQuery: string): string {
+  const start = pathAndQuery.indexOf('?');
+  if (start < 0) return pathAndQuery;
+  const query = pathAndQuery
+    .slice(start)
+    .replace(/([?&])([^=&#]*)=([^&#]*)/g, (whole, sep: string, name: string) =>
+      CREDENTIAL_PARAM.test(name) ? `${sep}${name}=[redacted]` : whole,
+    );
+  return `${pathAndQuery.slice(0, start)}${query}`;
+}
+
+/**
+ * The credentials a configured URL carries (its password, and the values of query parameters named like
+ * credentials), as written and decoded: secrets to scrub from logs and typed text like the tokens.
+ */
+export function urlCredentials(url: string | undefined): string[] {
+  if (url === undefined || !URL.canParse(url)) return [];
+  const parsed = new URL(url);
+  const found = parsed.password === '' ? [] : [parsed.password, safeDecode(parsed.password)];
+  for (const [name, value] of parsed.searchParams)
+    if (CREDENTIAL_PARAM.test(name) && value !== '') found.push(value);
+  return [...new Set(found)];
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 /** `redis://user:secret@host/?password=secret` → `redis://host/?password=[redacted]`, for messages. */
 export function redactUrl(url: string): string {
   try {

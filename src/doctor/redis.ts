@@ -1,7 +1,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import { clusterHealth } from '../config/cluster-health.ts';
 import { createRedis, describeRedis, type RedisTarget } from '../config/redis-connection.ts';
-import { clusterNodeAsSingle, redisRefusal } from '../startup/checks.ts';
+import { redisRefusal, singleNodeMixUp } from '../startup/checks.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 
 /** How long doctor waits for Redis to answer. */
@@ -46,7 +46,7 @@ export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS
         ),
       ];
     }
-    const mixUp = await clusterNodeAsSingle(client, target);
+    const mixUp = await singleNodeMixUp(client, target);
     if (mixUp) return [fail('redis', mixUp.line, mixUp.fix)];
     const results: CheckResult[] = [ok('redis', `Redis answers at ${where}`)];
     if (client instanceof Cluster) {

@@ -12,6 +12,14 @@ import { REQUIRED_NODE_MAJOR } from '../startup/node-guard.ts';
 import { checkRedis } from './redis.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 import { checkAppToken, checkBotToken, checkChannels, checkUserGroups, SLACK_CHECK_MS } from './slack.ts';
+import {
+  checkApproverEmail,
+  checkOidcDiscovery,
+  checkPublicUrl,
+  checkVerifyEnvironment,
+  ssoInUse,
+  verifyInUse,
+} from './verify.ts';
 
 export { REQUIRED_NODE_MAJOR };
 /** A clock off by more than this is worth a warning: schedules, the 24-hour rule and expiries lean on it. */
@@ -50,15 +58,17 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     );
   }
 
-  const [redis, slack, cloud] = await Promise.all([
+  const [redis, slack, cloud, verify] = await Promise.all([
     checkRedis(redisTarget(env)),
     checkSlack(env, policy),
     checkCloud(env),
+    checkVerify(env, policy),
   ]);
   results.push(
     ...redis,
     ...slack.results.map(through(env, env.SLACK_API_URL)),
     ...cloud.results.map(through(env, env.CLOUD_API_URL)),
+    ...verify,
   );
   results.push(
     checkClock([
@@ -117,11 +127,28 @@ async function checkSlack(
     try {
       results.push(...(await checkUserGroups(slack, userGroupsOf(policy))));
       results.push(...(await checkChannels(slack, policy, token.granted)));
+      if (ssoInUse(env, policy)) results.push(await checkApproverEmail(slack, token.granted, policy));
     } finally {
       await slack.close();
     }
   }
   return { results, date: token.date };
+}
+
+/** Verified approvals, where they are in use: the environment, PUBLIC_URL and the SSO provider. */
+async function checkVerify(env: Env, policy: Policy | undefined): Promise<CheckResult[]> {
+  if (!verifyInUse(env, policy)) return [];
+  const [publicUrl, oidc] = await Promise.all([
+    env.PUBLIC_URL === undefined
+      ? undefined
+      : checkPublicUrl(env.PUBLIC_URL, env).then(through(env, env.PUBLIC_URL)),
+    env.OIDC_ISSUER === undefined
+      ? undefined
+      : checkOidcDiscovery(env.OIDC_ISSUER, env).then(through(env, env.OIDC_ISSUER)),
+  ]);
+  return [checkVerifyEnvironment(env, policy), publicUrl, oidc].filter(
+    (result): result is CheckResult => result !== undefined,
+  );
 }
 
 async function checkCloud(env: Env): Promise<{ results: CheckResult[]; date?: PeerDate }> {

@@ -2,6 +2,7 @@ import { request } from 'undici';
 import { failureCode, parseDate } from '../cloud/probe.ts';
 import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import type { Policy } from '../config/policy.ts';
+import { redactUrl } from '../config/redis-connection.ts';
 import { createLogger } from '../observability/logger.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import type { SlackApi } from '../slack-api/client.ts';
@@ -85,7 +86,7 @@ export async function checkBotToken(
       results: [
         fail(
           'slack.bot-token',
-          `Slack could not be reached at ${apiUrl} (${failureCode(error)})`,
+          `Slack could not be reached at ${redactUrl(apiUrl)} (${failureCode(error)})`,
           'check the network to Slack, and SLACK_API_URL if you set it',
         ),
       ],
@@ -150,7 +151,7 @@ export async function checkAppToken(
   } catch (error) {
     return fail(
       id,
-      `Slack could not be reached at ${apiUrl} (${failureCode(error)})`,
+      `Slack could not be reached at ${redactUrl(apiUrl)} (${failureCode(error)})`,
       'check the network to Slack',
     );
   }

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { PriceSource } from '../cloud/price-cache.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -33,6 +34,8 @@ export interface ExecutionDeps {
   requests: RequestLifecycle;
   vmFacts: VmFactsStore;
   cloud: CloudApi;
+  /** The cluster prices (cached): a request's cost is checked again before it is sent. */
+  prices: PriceSource;
   policy: Policy;
   queues: Queues;
   now: () => Date;

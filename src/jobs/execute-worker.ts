@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
-import { checkResizeUnder } from '../requests/resize-check.ts';
+import { recheckRequest } from '../requests/recheck.ts';
 import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
 import {
@@ -110,7 +110,10 @@ export class ExecuteProcessor {
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (request.state === 'queued') {
-      const stillAllowed = (await this.leaseKeptMeanwhile(request)) ?? this.recheckScheduled(request, known);
+      const stillAllowed =
+        (await this.leaseKeptMeanwhile(request)) ??
+        (await recheckRequest(this.deps, request, known, 'run')) ??
+        true;
       const first = stepsOf(request)[request.nextStep];
       const willSend =
         stillAllowed === true && (first === undefined || typeof this.bodyOf(first) !== 'string');
@@ -141,7 +144,8 @@ export class ExecuteProcessor {
         return 'skipped';
       }
       request = sending.request;
-      if (stillAllowed !== true) return this.refuse(request, request.nextStep, stillAllowed);
+      if (stillAllowed !== true)
+        return this.finishStep(request, request.nextStep, 'refused', stillAllowed, undefined, true);
     } else if (request.state !== 'sending') {
       await this.reannounce(request);
       return 'skipped';
@@ -341,8 +345,10 @@ export class ExecuteProcessor {
     to: 'refused' | 'unknown',
     reason: string,
     status?: number,
+    /** Refused by the re-check before anything was sent. */
+    notSent?: boolean,
   ): Promise<ExecuteOutcome> {
-    const outcome: StepOutcome = { step, status, reason, at: this.at() };
+    const outcome: StepOutcome = { step, status, reason, at: this.at(), ...(notSent ? { notSent } : {}) };
     const finished = await this.settle(request, {
       from: ['sending'],
       to,
@@ -356,10 +362,6 @@ export class ExecuteProcessor {
   }
 
   /**
-   * A scheduled downsize, and work that waited for a freeze to end, is checked against the rules again when it runs:
-   * true, or the reason it is not allowed. Other requests were checked when made and approved.
-   */
-  /**
    * A lease's return whose lease was kept meanwhile is not sent: a lease ends by Keep or by its return, never both.
    * Keep withdraws a return it knows of; this covers one made in the moment before the lease named it.
    */
@@ -369,20 +371,6 @@ export class ExecuteProcessor {
     const lease = await this.deps.store.get(leaseId);
     if (!lease?.lease?.kept) return undefined;
     return `Not sent: the temporary size of request ${leaseId} was kept meanwhile, so there is nothing to return.`;
-  }
-
-  private recheckScheduled(request: CloudRequest, vm: VmKnown): true | string {
-    if ((!request.runAt && !request.frozenUntil) || request.params.kind !== 'resize') return true;
-    const check = checkResizeUnder(this.deps.policy, {
-      vm,
-      target: request.params.target,
-      confirmedStopped: request.params.confirmedStopped,
-      acceptWanTwoStep: request.params.steps.length > 1,
-      now: this.deps.now(),
-    });
-    if (check.violations.length === 0) return true;
-    const when = request.runAt ? 'at its scheduled time' : 'when the freeze ended';
-    return `Not sent: ${when} the rules do not allow it. ${check.violations.map((v) => v.message).join(' ')}`;
   }
 
   /** What is known of the VM now: the policy's facts overlaid with what the bot applied. */

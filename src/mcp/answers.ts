@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Refusal } from '../requests/decision.ts';
 import type { CloudRequest, RequestState } from '../requests/types.ts';
-import { FINAL_STATES } from '../requests/types.ts';
+import { FINAL_STATES, refusedBeforeSending } from '../requests/types.ts';
 
 /** A tool's answer: the text an agent reads, and the same as structured content. */
 export function answer(text: string, structured: Record<string, unknown>): CallToolResult {
@@ -29,6 +30,11 @@ const STATE_WORDS: Record<RequestState, string> = {
   frozen: 'approved, waiting for a freeze to end',
 };
 
+/** The state in words; a refusal by cloudops's own re-check is not the API's. */
+function stateWords(request: CloudRequest): string {
+  return refusedBeforeSending(request) ? 'refused by cloudops before sending' : STATE_WORDS[request.state];
+}
+
 /** A request as an agent reads it: state, approvals, outcome, task id. */
 export function requestView(request: CloudRequest): Record<string, unknown> {
   const needed = request.requiredApprovals ?? (request.needsApproval ? 1 : 0);
@@ -38,7 +44,7 @@ export function requestView(request: CloudRequest): Record<string, unknown> {
     request_id: request.id,
     kind: request.kind,
     state: request.state,
-    state_text: STATE_WORDS[request.state],
+    state_text: stateWords(request),
     final: FINAL_STATES.includes(request.state),
     project: request.projectName,
     vm_id: request.vmid,
@@ -52,6 +58,8 @@ export function requestView(request: CloudRequest): Record<string, unknown> {
       needed,
       given: (request.approvals ?? []).map((a) => a.user),
       ...(request.approvalRule ? { rule: request.approvalRule } : {}),
+      // Each approval is verified by a passkey or the company SSO before it counts (docs/policy.md#verified-approvals).
+      ...(request.verify ? { verified_by: request.verify } : {}),
     },
     ...(request.rejectedBy ? { rejected_by: request.rejectedBy } : {}),
     ...(request.rejectReason ? { reject_reason: request.rejectReason } : {}),
@@ -83,12 +91,12 @@ export function requestText(request: CloudRequest): string {
     request.params.kind === 'resize'
       ? `resize of ${request.projectName} VM ${request.vmid}`
       : `restore of ${request.projectName} VM ${request.vmid} from ${request.params.backupSlug}`;
-  const parts = [`Request ${request.id} (${what}) is ${STATE_WORDS[request.state]}.`];
+  const parts = [`Request ${request.id} (${what}) is ${stateWords(request)}.`];
   const needed = request.requiredApprovals ?? (request.needsApproval ? 1 : 0);
   if (request.state === 'pending' && needed > 0) {
     const given = request.approvals?.length ?? 0;
     parts.push(
-      `${given} of ${needed} approval${needed === 1 ? '' : 's'} in Slack${request.approvalRule ? ` (${request.approvalRule})` : ''}; it expires at ${request.expiresAt}.`,
+      `${given} of ${needed} ${request.verify ? 'verified ' : ''}approval${needed === 1 ? '' : 's'} in Slack${request.approvalRule ? ` (${request.approvalRule})` : ''}; it expires at ${request.expiresAt}.`,
     );
   }
   if (request.state === 'frozen' && request.frozenUntil)
@@ -107,4 +115,26 @@ export function requestText(request: CloudRequest): string {
   const taskId = request.outcomes.findLast((o) => o.taskId !== undefined)?.taskId;
   if (taskId) parts.push(`Task id: ${taskId}.`);
   return parts.join(' ');
+}
+
+/**
+ * Why cancel_request changed nothing, in plain text: an agent reads no Slack markup (mentions, code spans, emoji
+ * names), so people are named by their ids.
+ */
+export function cancelRefusalText(refusal: Refusal, request: CloudRequest): string {
+  switch (refusal.code) {
+    case 'already': {
+      const now = refusal.request;
+      const by = now.approvedBy ?? now.rejectedBy ?? now.cancelledBy ?? now.resolvedBy;
+      return `Nothing changed: request ${now.id} is already ${STATE_WORDS[now.state]}${by ? ` (by ${by})` : ''}.`;
+    }
+    case 'expired':
+      return `Nothing changed: request ${request.id} has expired; ask for a new one.`;
+    case 'gone':
+      return `Nothing changed: request ${request.id} is gone.`;
+    case 'agent_disabled':
+      return `Nothing changed: agent ${refusal.agent} is disabled.`;
+    default:
+      return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
+  }
 }

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { agentForToken } from '../config/agents.ts';
+import { webOrigin } from '../config/env.ts';
 import { createAgentServer } from './server.ts';
 import type { McpDeps } from './tools.ts';
 
@@ -8,6 +9,18 @@ import type { McpDeps } from './tools.ts';
 export const MCP_PATH = '/mcp';
 /** The largest request body read: a tool call is a few hundred bytes; anything far larger is refused unread. */
 export const MAX_BODY_BYTES = 64 * 1024;
+/**
+ * How many calls one agent may have open at once on this process (a get_request wait holds its call up to 60 s);
+ * the next gets 429 until one ends, so one token cannot hold the server's sockets and memory.
+ */
+export const MAX_OPEN_PER_AGENT = 32;
+/** What the endpoint answers to: stateless, it has no stream to GET and no session to DELETE. */
+const ALLOW = 'POST, OPTIONS';
+/** The request headers an MCP client in a browser sends, allowed in a preflight's answer. */
+const CORS_ALLOW_HEADERS =
+  'Authorization, Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID';
+/** The answer headers a browser page may read. */
+const CORS_EXPOSE_HEADERS = 'WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version, Retry-After';
 
 export interface McpHttpOptions {
   port: number;
@@ -25,6 +38,7 @@ function reject(
   message: string,
   headers: Record<string, string> = {},
 ): void {
+  // Headers already set on the answer (an allowed origin's CORS headers) stay.
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
@@ -62,6 +76,8 @@ function foreignOrigin(
       return 'Host not allowed: this MCP server answers on loopback names only';
   }
   if (origin === undefined || allowed.has(origin)) return undefined;
+  // `null` (a sandboxed frame, a file: page, a redirect) names no site: never one that may call.
+  if (origin === 'null') return 'Origin not allowed (set MCP_ALLOWED_ORIGINS to allow a browser origin)';
   const name = hostName(origin, true);
   if (loopback && name && LOOPBACK_NAMES.has(name)) return undefined;
   return 'Origin not allowed (set MCP_ALLOWED_ORIGINS to allow a browser origin)';
@@ -76,19 +92,48 @@ function bearer(header: string | undefined): string | undefined {
 /**
  * The MCP Streamable HTTP endpoint at `/mcp`, stateless: every POST is served by a fresh server for the agent its
  * bearer token names (checked before the body is read), so any web process can answer any call. An `Origin` that is
- * not allowed gets 403, a missing or unknown token 401, a body over {@link MAX_BODY_BYTES} 413.
+ * not allowed gets 403, a missing or unknown token 401, a body over {@link MAX_BODY_BYTES} 413, a method other than
+ * POST 405 (there is no stream to open: OPTIONS is a browser's preflight), an agent with
+ * {@link MAX_OPEN_PER_AGENT} calls open 429. An origin of MCP_ALLOWED_ORIGINS gets CORS answers, its preflight
+ * before any token is asked for (browsers send none with it).
  */
 export function mcpRequestHandler(
   deps: McpDeps,
   options: Pick<McpHttpOptions, 'allowedOrigins' | 'version' | 'host'>,
 ): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
-  const allowed = new Set((options.allowedOrigins ?? []).map((o) => new URL(o).origin));
+  const allowed = new Set(
+    (options.allowedOrigins ?? []).map(webOrigin).filter((o): o is string => o !== undefined),
+  );
   const loopback = isLoopback(options.host);
+  const open = new Map<string, number>();
   return async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== MCP_PATH) return reject(res, 404, `Not found: the MCP endpoint is ${MCP_PATH}`);
     const foreign = foreignOrigin(req, loopback, allowed);
     if (foreign) return reject(res, 403, foreign);
+    const origin = req.headers.origin;
+    const cors = origin !== undefined && allowed.has(origin);
+    if (cors) {
+      res.setHeader('access-control-allow-origin', origin);
+      res.setHeader('access-control-expose-headers', CORS_EXPOSE_HEADERS);
+      res.setHeader('vary', 'Origin');
+    }
+    if (req.method === 'OPTIONS') {
+      if (!cors)
+        return reject(res, 403, 'Origin not allowed (set MCP_ALLOWED_ORIGINS to allow a browser origin)');
+      res.writeHead(204, {
+        'access-control-allow-methods': ALLOW,
+        'access-control-allow-headers': CORS_ALLOW_HEADERS,
+        'access-control-max-age': '600',
+        allow: ALLOW,
+      });
+      res.end();
+      return;
+    }
+    if (req.method !== 'POST')
+      return reject(res, 405, `Method not allowed: this MCP endpoint is stateless and answers POST only`, {
+        allow: ALLOW,
+      });
     const token = bearer(req.headers.authorization);
     const agent = token ? agentForToken(deps.policy.agents, token) : undefined;
     if (!agent)
@@ -98,17 +143,41 @@ export function mcpRequestHandler(
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > MAX_BODY_BYTES)
       return reject(res, 413, `Request body over ${MAX_BODY_BYTES} bytes`, { connection: 'close' });
+    const key = agent.name.toLowerCase();
+    const held = open.get(key) ?? 0;
+    if (held >= MAX_OPEN_PER_AGENT)
+      return reject(
+        res,
+        429,
+        `Agent ${agent.name} has ${MAX_OPEN_PER_AGENT} calls open on this server; wait for one to end`,
+        { 'retry-after': '1' },
+      );
+    open.set(key, held + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const left = (open.get(key) ?? 1) - 1;
+      if (left > 0) open.set(key, left);
+      else open.delete(key);
+    };
     const server = createAgentServer(deps, agent, options.version);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       maxRequestBodySize: MAX_BODY_BYTES,
     });
     res.on('close', () => {
+      release();
       void transport.close();
       void server.close();
     });
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res);
+    } catch (error) {
+      release();
+      throw error;
+    }
   };
 }
 

@@ -26,6 +26,16 @@ const requestId = z
   .regex(/^[0-9A-Z]{8}$/, { message: 'expected a request id such as R7K2M9QX' })
   .describe('The request id a request tool answered with, e.g. R7K2M9QX');
 
+const idempotencyKey = z
+  .string()
+  .regex(/^[A-Za-z0-9._:-]{1,64}$/, {
+    message: 'expected up to 64 letters, digits, ".", "_", ":" and "-"',
+  })
+  .optional()
+  .describe(
+    'Any string of yours naming this ask: asked again with the same key (a retry), it answers with the request it made instead of making another (for a day)',
+  );
+
 /** What a resize asks for, as `/cloud resize` takes it. */
 const resizeTarget = {
   project,
@@ -59,7 +69,7 @@ export const INPUTS = {
   get_cluster: { name: z.string().min(1).max(100).describe('The cluster name, as list_clusters shows it') },
   list_vms: { project },
   plan_resize: resizeTarget,
-  request_resize: { ...resizeTarget, reason },
+  request_resize: { ...resizeTarget, reason, idempotency_key: idempotencyKey },
   request_restore: {
     project,
     vm_id: vmId,
@@ -72,6 +82,7 @@ export const INPUTS = {
     autostart: z.boolean().default(false).describe('Start the VM after the restore (not for HA VMs)'),
     vm_stopped: z.boolean().describe('The VM is stopped: a restore overwrites its disk and needs it stopped'),
     reason,
+    idempotency_key: idempotencyKey,
   },
   get_request: {
     request_id: requestId,

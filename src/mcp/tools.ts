@@ -1,12 +1,14 @@
+import { createHash } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { cloudReason } from '../cloud/errors.ts';
 import type { PriceSource } from '../cloud/price-cache.ts';
-import type { CloudApi, Cluster } from '../cloud/types.ts';
+import type { Cluster } from '../cloud/types.ts';
 import type { AgentMay, AgentPolicy } from '../config/agents.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { agentBoundRefusal } from '../requests/agent-bound.ts';
 import {
   AgentLimitError,
   ApprovalUnreachableError,
@@ -18,13 +20,13 @@ import { checkResizeUnder } from '../requests/resize-check.ts';
 import type { RequestStore } from '../requests/store.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/types.ts';
 import { knownVm, type VmFactsStore } from '../requests/vm-facts.ts';
+import { approvalKind, classifyChange, scopeRefusal } from '../rules/change-scope.ts';
 import { checkLease } from '../rules/lease.ts';
 import { formatUtc } from '../rules/resize.ts';
 import { checkRestore } from '../rules/restore.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
-import { refusalText } from '../slack/blocks/refusals.ts';
-import type { AgentControls } from './agent-state.ts';
-import { answer, refusal, requestText, requestView } from './answers.ts';
+import type { AgentControls, AskClaim } from './agent-state.ts';
+import { answer, cancelRefusalText, refusal, requestText, requestView } from './answers.ts';
 import { INPUTS, type ToolArgs } from './inputs.ts';
 import type { RequestChanges } from './request-changes.ts';
 
@@ -35,7 +37,6 @@ export interface McpDeps {
   requests: RequestLifecycle;
   vmFacts: VmFactsStore;
   prices: PriceSource;
-  cloud: Pick<CloudApi, 'getCluster'>;
   controls: AgentControls;
   changes: RequestChanges;
   now: () => Date;
@@ -45,6 +46,14 @@ export interface McpDeps {
 
 /** The tool names, a closed set (they alone reach logs as labels). */
 export const TOOL_NAMES = Object.keys(INPUTS) as (keyof typeof INPUTS)[];
+
+/** How many reads (the tools that only look) one agent may make in a sliding minute, on all processes together. */
+export const READS_PER_MINUTE = 120;
+/** The tools rated as reads; asks have `requests_per_hour`, and get_request and cancel_request read one request. */
+const READ_TOOLS: ReadonlySet<string> = new Set(['list_clusters', 'get_cluster', 'list_vms', 'plan_resize']);
+/** How long an ask waits for an identical one being made at the same moment, to answer with its request. */
+const SAME_ASK_WAIT_MS = 5_000;
+const SAME_ASK_STEP_MS = 50;
 
 /** A tool's handler for one agent; a thrown error becomes a tool error saying nothing was done. */
 type Handler<K extends keyof typeof INPUTS> = (
@@ -126,7 +135,8 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
             ? refusal(
                 `Agent ${agent.name} is disabled: an admin stopped it (cloudops agents disable). Nothing was done.`,
               )
-            : await handler(args, extra.signal);
+            : ((READ_TOOLS.has(name) ? await readLimited(deps, agent) : undefined) ??
+              (await handler(args, extra.signal)));
         } catch (error) {
           deps.logger.error({ err: error, agent: agent.name, tool: name }, 'an MCP tool failed');
           failed = true;
@@ -150,6 +160,25 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
       }) as never,
     );
   }
+}
+
+/** The refusal of a read past {@link READS_PER_MINUTE}, or undefined when the read is counted. */
+async function readLimited(deps: McpDeps, agent: AgentPolicy): Promise<CallToolResult | undefined> {
+  const taken = await deps.controls.takeRead(agent.name, READS_PER_MINUTE);
+  if (taken.ok) return undefined;
+  return refusal(
+    `Not answered: agent ${agent.name} made its ${READS_PER_MINUTE} reads of the last minute; it may read again at ${taken.retryAt.toISOString()}.`,
+  );
+}
+
+/** What makes two asks the same change: everything but the reason (a retry may word it again). */
+function fingerprint(parts: Record<string, unknown>): string {
+  const sorted = Object.fromEntries(
+    Object.entries(parts)
+      .filter(([, value]) => value !== undefined)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+  return createHash('sha256').update(JSON.stringify(sorted)).digest('base64url').slice(0, 32);
 }
 
 /** The tools' handlers for `agent`. */
@@ -180,13 +209,18 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
     teamId: policy.workspace ?? '',
     // An agent's request is posted in the project's first channel.
     channel: project.channels[0] ?? '',
-    agent: { name: agent.name, unattended: agent.unattended, maxMonthlyDelta: agent.max_monthly_delta },
+    agent: {
+      name: agent.name,
+      unattended: agent.unattended,
+      maxMonthlyDelta: agent.max_monthly_delta,
+      verify: agent.verify,
+    },
   });
   /** The resize checked by the rules, with its lease; or the sentences a person would read. */
   const checkedResize = async (
     args: ToolArgs<'plan_resize'>,
     project: ProjectPolicy,
-  ): Promise<{ resize: CheckedResize; kind: AgentMay } | { refused: string[]; kind?: AgentMay }> => {
+  ): Promise<{ resize: CheckedResize } | { refused: string[]; scope?: true }> => {
     const vm = await vmOf(project, args.vm_id);
     const target: ResizeTarget = {};
     if (args.cores !== undefined) target.cores = args.cores;
@@ -204,13 +238,15 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       acceptWanTwoStep: true,
       now,
     });
-    const kind: AgentMay = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
     if (Object.keys(target).length === 0)
       return {
         refused: [
           'Nothing to change: give at least one of cores, ram_gb, os_disk_gb, cpu_class, wan, private_network.',
         ],
       };
+    // Every field against the agent's `may`: a change that raises anything is not a decrease, an unknown direction neither.
+    const outOfScope = scopeRefusal(classifyChange(vm, target), agent.may, `Agent ${agent.name}`);
+    if (outOfScope) return { refused: [outOfScope], scope: true };
     const term = args.for_hours !== undefined ? { hours: args.for_hours } : undefined;
     const lease = term ? checkLease({ vm, check, term, now }) : undefined;
     const violations = [
@@ -222,10 +258,9 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const refused = violations.map((v) => v.message);
       if (check.cooldownOnly && check.earliestAllowedAt && !lease)
         refused.push(`Ask again from ${formatUtc(check.earliestAllowedAt)}.`);
-      return { refused, kind };
+      return { refused };
     }
     return {
-      kind,
       resize: {
         project,
         vm,
@@ -244,18 +279,70 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
     const project = projectFor(request.projectName);
     return typeof project === 'string' ? notFound : request;
   };
-  /** Counts a request against the agent's hourly limit; the sentence saying when it may ask again when full. */
-  const rateLimited = async (): Promise<string | undefined> => {
-    const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
-    if (taken.ok) return undefined;
-    return `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`;
-  };
   const created = (request: CloudRequest): CallToolResult =>
     answer(
       // Posting is a job of its own, retried while Slack fails: the answer cannot say it is there yet.
       `${requestText(request)} ${request.messageTs ? 'It was posted' : 'It is being posted'} in the project's Slack channel (get_request says posted: true once it is there); follow it with get_request (wait_seconds up to 60).`,
       requestView(request),
     );
+  /**
+   * Makes an ask once: an identical ask (or one with the same idempotency key) answers with the request already made;
+   * else the ask's place in the hourly limit is taken, and given back when `make` makes nothing (a refusal it
+   * throws as one of `refusals`, which becomes the answer). Agents retry: two identical asks make one request.
+   */
+  const askOnce = async (
+    change: Record<string, unknown>,
+    key: string | undefined,
+    make: () => Promise<CloudRequest>,
+  ): Promise<CallToolResult> => {
+    const print = fingerprint(change);
+    let claim: AskClaim = await deps.controls.claimAsk(agent.name, key, print);
+    // An identical ask being made right now (a retry racing its original) is awaited: it ends in a few round trips.
+    for (let waited = 0; claim.kind === 'busy' && waited < SAME_ASK_WAIT_MS; waited += SAME_ASK_STEP_MS) {
+      await new Promise((resolve) => setTimeout(resolve, SAME_ASK_STEP_MS));
+      claim = await deps.controls.claimAsk(agent.name, key, print);
+    }
+    while (claim.kind === 'made') {
+      const { requestId } = claim;
+      if (!claim.same)
+        return refusal(
+          `Not requested: idempotency key “${key}” was used for request ${requestId}, a different ask.`,
+        );
+      const existing = await deps.store.get(requestId);
+      // An identical ask made after the request ended is a new one; a key's request answers however it ended.
+      if (key !== undefined || (existing && !FINAL_STATES.includes(existing.state))) {
+        if (!existing) return refusal(`There is no request ${requestId} that agent ${agent.name} may see.`);
+        return answer(
+          `${key !== undefined ? `Already asked with idempotency key “${key}”: nothing new was made.` : `An identical request (${requestId}) is already open: nothing new was made.`} ${requestText(existing)}`,
+          requestView(existing),
+        );
+      }
+      claim = await claim.retry();
+    }
+    if (claim.kind === 'busy')
+      return refusal(
+        `Not requested: an identical request by agent ${agent.name} is still being made; ask again in a few seconds for its id.`,
+      );
+    const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
+    if (!taken.ok) {
+      await claim.dropped();
+      return refusal(
+        `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`,
+      );
+    }
+    let request: CloudRequest;
+    try {
+      request = await make();
+    } catch (error) {
+      // Only what was made counts: a refusal (or a failure before anything was stored) gives the place back.
+      await Promise.all([taken.release(), claim.dropped()]);
+      if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
+        return refusal(error.message);
+      throw error;
+    }
+    await claim.made(request.id);
+    return created(request);
+  };
 
   return {
     async list_clusters() {
@@ -263,7 +350,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       try {
         clusters = await deps.prices.clusters();
       } catch (error) {
-        return refusal(`The cluster list could not be read: ${cloudReason(error)}`);
+        return refusal(`The cluster list could not be read: ${cloudReason(error)}.`);
       }
       const lines = clusters.map(
         (c) =>
@@ -277,13 +364,17 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       );
     },
     async get_cluster(args) {
-      let cluster: Cluster;
+      const name = args.name.slice(0, 64);
+      let cluster: Cluster | undefined;
       try {
-        cluster = await deps.cloud.getCluster(args.name, 'A');
+        // From the price cache: the list holds every active cluster, so an agent's reads cost the API nothing more.
+        cluster = (await deps.prices.clusters()).find((c) => c.name === args.name);
       } catch (error) {
-        return refusal(`Cluster “${args.name.slice(0, 64)}” could not be read: ${cloudReason(error)}`);
+        return refusal(`Cluster “${name}” could not be read: ${cloudReason(error)}.`);
       }
-      const view = clusterView(cluster);
+      if (!cluster) return refusal(`There is no active cluster “${name}”; list_clusters names them.`);
+      // The API lists active clusters only.
+      const view = { ...clusterView(cluster), status: cluster.status ?? 'active' };
       return answer(
         `${cluster.name} (${cluster.location})${cluster.status ? `, ${cluster.status}` : ''}: ${JSON.stringify(view.prices)}`,
         { currency: policy.currency, cluster: view },
@@ -317,8 +408,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const project = projectFor(args.project);
       if (typeof project === 'string') return refusal(project);
       const checked = await checkedResize(args, project);
-      const asked = args.for_hours !== undefined ? mayNot('lease') : undefined;
-      const notAllowed = (checked.kind ? mayNot(checked.kind) : undefined) ?? asked;
+      const notAllowed = args.for_hours !== undefined ? mayNot('lease') : undefined;
       if ('refused' in checked || notAllowed) {
         const refused = [
           ...('refused' in checked ? checked.refused : []),
@@ -333,6 +423,18 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const preview = await deps.requests.previewResize(origin(project), checked.resize);
       const { check } = checked.resize;
       const cost = preview.cost;
+      // What request_resize would refuse before anything exists, the plan says too.
+      const overBound = agentBoundRefusal(
+        { name: agent.name, maxMonthlyDelta: agent.max_monthly_delta },
+        cost?.diffMonthly,
+        policy.currency,
+      );
+      if (overBound)
+        return answer(`Would be refused: ${overBound} Nothing was created.`, {
+          allowed: false,
+          refused: [overBound],
+          created: false,
+        });
       const costText = cost
         ? `Cost after: ${cost.currency} ${cost.hourly}/h, ${cost.currency} ${cost.monthly}/month${cost.diffMonthly !== undefined ? ` (${cost.diffMonthly.startsWith('-') ? '' : '+'}${cost.diffMonthly}/month)` : ''}.`
         : (preview.costNote ?? 'Cost not shown.');
@@ -349,7 +451,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         {
           allowed: true,
           created: false,
-          kind: checked.kind,
+          kind: approvalKind(classifyChange(checked.resize.vm, checked.resize.target)),
           steps: check.steps,
           notes: [...check.notes, ...(checked.resize.leaseNotes ?? [])],
           cost: cost ?? null,
@@ -362,22 +464,16 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
       const project = projectFor(args.project);
       if (typeof project === 'string') return refusal(project);
       const checked = await checkedResize(args, project);
-      const notAllowed =
-        (checked.kind ? mayNot(checked.kind) : undefined) ??
-        (args.for_hours !== undefined ? mayNot('lease') : undefined);
+      // What the agent may not ask for at all is said before the rules' own refusals.
+      if ('scope' in checked) return refusal(checked.refused.join(' '));
+      const notAllowed = args.for_hours !== undefined ? mayNot('lease') : undefined;
       if (notAllowed) return refusal(notAllowed);
       if ('refused' in checked) return refusal(checked.refused.join(' '));
-      const limited = await rateLimited();
-      if (limited) return refusal(limited);
-      try {
-        return created(
-          await deps.requests.createResize(origin(project), { ...checked.resize, reason: args.reason }),
-        );
-      } catch (error) {
-        if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
-          return refusal(error.message);
-        throw error;
-      }
+      const { reason: _reason, idempotency_key: key, vm_stopped: _stopped, ...change } = args;
+      const resize = checked.resize;
+      return askOnce({ tool: 'request_resize', ...change, project: project.uuid }, key, () =>
+        deps.requests.createResize(origin(project), { ...resize, reason: args.reason }),
+      );
     },
     async request_restore(args) {
       const project = projectFor(args.project);
@@ -395,22 +491,22 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         confirmedStopped: args.vm_stopped,
       });
       if (violations.length > 0) return refusal(violations.map((v) => v.message).join(' '));
-      const limited = await rateLimited();
-      if (limited) return refusal(limited);
-      try {
-        return created(
-          await deps.requests.createRestore(origin(project), {
-            project,
-            vm,
-            backupSlug: args.backup,
-            autostart: args.autostart,
-            reason: args.reason,
-          }),
-        );
-      } catch (error) {
-        if (error instanceof ApprovalUnreachableError) return refusal(error.message);
-        throw error;
-      }
+      const change = {
+        tool: 'request_restore',
+        project: project.uuid,
+        vm_id: args.vm_id,
+        backup: args.backup,
+        autostart: args.autostart,
+      };
+      return askOnce(change, args.idempotency_key, () =>
+        deps.requests.createRestore(origin(project), {
+          project,
+          vm,
+          backupSlug: args.backup,
+          autostart: args.autostart,
+          reason: args.reason,
+        }),
+      );
     },
     async get_request(args, signal) {
       const found = await readable(args.request_id);
@@ -440,7 +536,7 @@ function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INP
         const text =
           decided.refusal.code === 'not_requester'
             ? `Agent ${agent.name} may cancel only the requests it made; request ${found.id} is not one of them.`
-            : refusalText(decided.refusal, 'cancel', found);
+            : cancelRefusalText(decided.refusal, found);
         return refusal(text);
       }
       return answer(

@@ -34,20 +34,22 @@ export const REDACT_PATHS = [
 ];
 
 /**
- * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh, a workflow step's), bearer
- * credentials, and the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's
- * events).
+ * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh, a workflow step's), agents'
+ * tokens (`cloudops_agent_…`: the bot knows only their hashes, so they are caught by shape), bearer credentials, and
+ * the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's events).
  */
 const SECRET_IN_TEXT =
-  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
+  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(cloudops_agent_[A-Za-z0-9_-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
 
 /** Secrets shorter than this are not scrubbed as literals: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 6;
 
-/** Replaces Slack tokens, bearer credentials and the given literal secrets in a string. */
+/** Replaces Slack tokens, agents' tokens, bearer credentials and the given literal secrets in a string. */
 export function scrubSecrets(text: string, secrets: readonly string[] = []): string {
-  let out = text.replace(SECRET_IN_TEXT, (_m, token: string | undefined, lead: string | undefined) =>
-    token ? '[redacted]' : `${lead}[redacted]`,
+  let out = text.replace(
+    SECRET_IN_TEXT,
+    (_m, token: string | undefined, agentToken: string | undefined, lead: string | undefined) =>
+      token || agentToken ? '[redacted]' : `${lead}[redacted]`,
   );
   for (const secret of secrets) {
     if (secret.length >= MIN_SECRET_LENGTH) out = out.split(secret).join('[redacted]');

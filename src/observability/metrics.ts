@@ -19,6 +19,7 @@ export const SLACK_ERROR_LABELS: ReadonlySet<string> = new Set([
   'ECONNRESET',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
+  'TimeoutError',
   'UND_ERR_SOCKET',
   'invalid_response',
   'http_500',
@@ -105,7 +106,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     }),
     approvals: new Counter({
       name: 'cloudops_approvals_total',
-      help: 'Approval decisions (approved, rejected, refused_click)',
+      help: 'Approval decisions (counted, approved, rejected, refused_click, verification_sent)',
       labelNames: ['decision'],
       registers: [registry],
     }),

@@ -7,6 +7,7 @@ import type {
   FreezeWindow,
   Weekday,
 } from '../config/policy.ts';
+import type { ChangeScope } from '../rules/change-scope.ts';
 import { Decimal } from '../rules/decimal.ts';
 import type { ResizeTarget } from '../rules/types.ts';
 import {
@@ -18,6 +19,7 @@ import {
   zonedToUtc,
 } from '../rules/zoned-time.ts';
 import type { ResizeParams } from './types.ts';
+import type { VerifyMethod } from './verification.ts';
 
 /**
  * The approval policy as pure functions (docs/policy.md#approval-policies): which rule applies to a request and
@@ -38,6 +40,11 @@ export interface ApprovalPlan {
   count: number;
   /** "rule 2 (monthly increase over 100 EUR)", "the project's default", "approval: none for restore". */
   rule: string;
+  /**
+   * Set when every approval must be verified (docs/policy.md#verified-approvals): the methods that satisfy it, either
+   * one. The matching rule's `verify` replaces the block's; a plan of no approval has none.
+   */
+  verify?: VerifyMethod[];
 }
 
 const FIELD_CHANGE: Record<keyof ResizeTarget, ChangeName> = {
@@ -62,6 +69,21 @@ export function resizeFacts(
       changes.push(FIELD_CHANGE[field]);
   }
   return { kind, changes, monthlyDelta };
+}
+
+/**
+ * The approval kind a resize is planned as: `resize_up` when it only raises, `resize_down` when it only lowers. One
+ * that raises and lowers, or whose direction the bot cannot tell, is planned as whichever kind needs more approvals
+ * (`resize_down` on a tie), so that neither kind's count-0 rule lets through what the other kind's rules would hold.
+ * `need` is the count the policy asks for a kind.
+ */
+export function resizeKindFor(
+  direction: ChangeScope['direction'],
+  need: (kind: 'resize_up' | 'resize_down') => number,
+): 'resize_up' | 'resize_down' {
+  if (direction === 'resize_up' || direction === 'none') return 'resize_up';
+  if (direction === 'resize_down') return 'resize_down';
+  return need('resize_up') > need('resize_down') ? 'resize_up' : 'resize_down';
 }
 
 /** A restore changes no size and has no cost difference: cost conditions never match it. */
@@ -114,8 +136,16 @@ export function planApproval(
   if (mode === 'none') return { count: 0, rule: `approval: none for ${facts.kind}` };
   const index = approvals.rules.findIndex((rule) => ruleMatches(rule, facts));
   const rule = approvals.rules[index];
-  if (rule) return { count: rule.count, rule: describeRule(rule, index, currency) };
-  return { count: approvals.count, rule: 'the default' };
+  const plan: ApprovalPlan = rule
+    ? { count: rule.count, rule: describeRule(rule, index, currency) }
+    : { count: approvals.count, rule: 'the default' };
+  const verify = rule?.verify ?? approvals.verify;
+  return plan.count > 0 && verify ? { ...plan, verify } : plan;
+}
+
+/** "passkey", "SSO", "passkey or SSO": the methods as the message and the CLI name them. */
+export function verifyText(methods: readonly VerifyMethod[]): string {
+  return methods.map((m) => (m === 'sso' ? 'SSO' : 'passkey')).join(' or ');
 }
 
 /** "1 approval", "2 approvals", "no approval". */

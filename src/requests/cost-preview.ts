@@ -41,14 +41,18 @@ export async function costPreview(
     monthly: cost.monthly.toFixed(2),
   };
   const before = sizeAfter(vm, {});
-  if (before) {
-    const diff = costDifference(prices, before, after);
+  const diff = before ? costDifference(prices, before, after) : undefined;
+  // A difference with a price nobody knows is no difference at all: it satisfies no cost bound and no cost rule.
+  if (diff && diff.missing.length === 0) {
     preview.diffHourly = diff.hourly.toFixed(4);
     preview.diffMonthly = diff.monthly.toFixed(2);
   }
   const back = leaseReturn ? sizeAfter(vm, { ...target, ...leaseReturn }) : undefined;
-  if (back) preview.leaseHourly = costDifference(prices, back, after).hourly.toFixed(4);
-  if (cost.missing.length > 0)
-    preview.note = `Prices unknown for ${cost.missing.join(', ')} (missing, malformed or negative in the API's answer); counted as 0.`;
+  const lease = back ? costDifference(prices, back, after) : undefined;
+  if (lease && lease.missing.length === 0) preview.leaseHourly = lease.hourly.toFixed(4);
+  const missing = [...new Set([...cost.missing, ...(diff?.missing ?? [])])];
+  if (missing.length > 0)
+    preview.note =
+      `Prices unknown for ${missing.join(', ')} (missing, malformed or negative in the API's answer); counted as 0. ${diff ? 'The difference is not known: no cost rule or limit is met by it.' : ''}`.trimEnd();
   return { preview };
 }

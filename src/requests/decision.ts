@@ -1,5 +1,6 @@
 import type { NotAllowed } from './approvers.ts';
 import type { CloudRequest } from './types.ts';
+import type { VerifyClaims } from './verification.ts';
 
 /** Why nothing changed; each surface words it for its place. */
 export type Refusal =
@@ -10,10 +11,20 @@ export type Refusal =
   | { code: 'expired'; request: CloudRequest }
   /** It is not in the store any more. */
   | { code: 'gone' }
+  /** Asked by an agent an admin has disabled: nobody may approve or run it until the agent is enabled again. */
+  | { code: 'agent_disabled'; agent: string }
   /** The lease was kept or returned already. */
   | { code: 'lease_closed'; request: CloudRequest }
   /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */
-  | { code: 'return_under_way'; request: CloudRequest };
+  | { code: 'return_under_way'; request: CloudRequest }
+  /** Checked again at an approval, it no longer stood: it ended refused, nothing sent (its outcome says why). */
+  | { code: 'rechecked'; request: CloudRequest }
+  /** The approval must be verified first: the surface sends the approver alone a link with these claims. */
+  | { code: 'needs_verification'; claims: VerifyClaims }
+  /** A verification link used on a request that changed since it was issued: nothing counted. */
+  | { code: 'verification_stale'; request: CloudRequest }
+  /** A verification that does not fit the request (another request or workspace, a method it does not allow). */
+  | { code: 'verification_mismatch' };
 
 /** What a decision on a request (the lifecycle's or a lease's) answers: the request as it is now, or why not. */
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };

@@ -9,7 +9,9 @@ import {
   FINAL_STATES,
   type NewRequest,
   type RequestState,
+  revisionOf,
 } from './types.ts';
+import type { VerifiedBy } from './verification.ts';
 import { RECORD_VM_LUA, type VmFactsWrite } from './vm-facts.ts';
 
 /** Crockford base32: no I, L, O or U, so an id read aloud or retyped is unambiguous. */
@@ -307,6 +309,7 @@ export class RequestStore {
         ...input,
         id: newRequestId(),
         version: 1,
+        revision: 1,
         createdAt: at.toISOString(),
         updatedAt: at.toISOString(),
         nextStep: 0,
@@ -377,26 +380,41 @@ export class RequestStore {
    * Counts one approval by `user` of a pending request, atomically: each user once, and the approval that reaches
    * `requiredApprovals` moves it to approved (exactly one of several concurrent approvals does). `duplicate`: this
    * user's approval was already counted. `known` as for {@link transition}.
+   *
+   * A request that needs verified approvals counts only one `verified` by a method it allows (`unverified`
+   * otherwise), and, given `revision`, only while the request is at that revision (`changed`): the same
+   * compare-and-set as a plain approval, so the count, freezes and concurrent clicks behave alike.
    */
   async approve(
     id: string,
     user: string,
     known?: CloudRequest,
-    options: { queue?: boolean } = {},
-  ): Promise<TransitionResult | { ok: false; reason: 'duplicate'; request: CloudRequest }> {
-    let duplicate: CloudRequest | undefined;
+    options: { queue?: boolean; verified?: VerifiedBy; revision?: number } = {},
+  ): Promise<
+    TransitionResult | { ok: false; reason: 'duplicate' | 'unverified' | 'changed'; request: CloudRequest }
+  > {
+    let refused: { reason: 'duplicate' | 'unverified' | 'changed'; request: CloudRequest } | undefined;
     const at = this.now().toISOString();
+    const { verified } = options;
     const result = await this.casLoop(
       id,
       (current) => {
-        duplicate = undefined;
+        refused = undefined;
         if (current.state !== 'pending') return undefined;
         const approvals = current.approvals ?? [];
         if (approvals.some((a) => a.user === user)) {
-          duplicate = current;
+          refused = { reason: 'duplicate', request: current };
           return undefined;
         }
-        const counted = [...approvals, { user, at }];
+        if (current.verify && !(verified && current.verify.includes(verified.method))) {
+          refused = { reason: 'unverified', request: current };
+          return undefined;
+        }
+        if (options.revision !== undefined && options.revision !== revisionOf(current)) {
+          refused = { reason: 'changed', request: current };
+          return undefined;
+        }
+        const counted = [...approvals, verified ? { user, at, verified } : { user, at }];
         const needed = Math.max(1, current.requiredApprovals ?? 1);
         const reached = counted.length >= needed;
         // The approval that completes the count also queues the request when asked: one decision, two entries.
@@ -412,14 +430,14 @@ export class RequestStore {
           audit: {
             state: reached ? 'approved' : 'approval',
             actor: user,
-            detail: `approval ${counted.length} of ${needed}`,
+            detail: `approval ${counted.length} of ${needed}${verified ? `, ${verifiedDetail(verified)}` : ''}`,
           },
           ...(queued ? { alsoAudit: { state: 'queued' as const, actor: 'cloudops' } } : {}),
         };
       },
       known,
     );
-    if (duplicate) return { ok: false, reason: 'duplicate', request: duplicate };
+    if (refused) return { ok: false, ...refused };
     return result;
   }
 
@@ -626,6 +644,7 @@ export class RequestStore {
       const next: CloudRequest = {
         ...planned.next,
         version: current.version + 1,
+        revision: revisionOf(current) + (revised(current, planned.next) ? 1 : 0),
         updatedAt: at.toISOString(),
       };
       const reply = (await CAS.run(
@@ -667,6 +686,25 @@ export class RequestStore {
     }
     throw new Error(`request ${id}: too many concurrent writes`);
   }
+}
+
+/** "verified: passkey, credential AbC…" / "verified: SSO, subject 00u1…": the audit's words for a verification. */
+export function verifiedDetail(verified: VerifiedBy): string {
+  return verified.method === 'sso'
+    ? `verified: SSO, subject ${verified.subject}`
+    : `verified: passkey, credential ${verified.subject}`;
+}
+
+/**
+ * Whether a write changes what a verification link was issued for: the state, what the request would do, or the
+ * verification it asks for (a re-planned approval).
+ */
+function revised(current: CloudRequest, next: CloudRequest): boolean {
+  return (
+    next.state !== current.state ||
+    JSON.stringify(next.params) !== JSON.stringify(current.params) ||
+    JSON.stringify(next.verify) !== JSON.stringify(current.verify)
+  );
 }
 
 /** The open-lease index's move for a write: the lease's end while open, 'closed' when it just closed. */

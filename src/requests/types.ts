@@ -1,5 +1,6 @@
 import type { LeaseReturn, LeaseTerm } from '../rules/lease.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+import type { VerifiedBy, VerifyMethod } from './verification.ts';
 
 export type RequestKind = 'resize' | 'restore';
 
@@ -35,7 +36,7 @@ export type ReplyEvent =
 
 /**
  * A request's life (docs/requests.md#a-requests-life). Arrows are the only moves `RequestStore.transition` allows:
- * pending → approved | rejected | expired | cancelled
+ * pending → approved | rejected | expired | cancelled | refused (checked again at an approval: nothing sent)
  * approved → queued; pending → queued (no approval needed)
  * queued → sending | cancelled (a scheduled run that has not started)
  * sending → succeeded | refused | unknown | queued (a retry that surely did not reach the API)
@@ -126,7 +127,14 @@ export interface StepOutcome {
   taskId?: string;
   /** For refusals and unknown outcomes: the clean sentence. */
   reason?: string;
+  /** cloudops refused it itself, checking it again before sending: nothing reached the API. */
+  notSent?: boolean;
   at: string;
+}
+
+/** Whether `request` ended refused by cloudops's own re-check (nothing sent), not by the API. */
+export function refusedBeforeSending(request: Pick<CloudRequest, 'state' | 'outcomes'>): boolean {
+  return request.state === 'refused' && request.outcomes.at(-1)?.notSent === true;
 }
 
 /** The cost preview shown on the request message, computed once when the request is made. */
@@ -151,6 +159,11 @@ export interface CloudRequest {
   state: RequestState;
   /** Incremented by every transition; compare-and-set guards concurrent clicks. */
   version: number;
+  /**
+   * Moves only when the request changes its state, what it would do (its params) or the verification it asks for;
+   * not with approvals short of the count, reminders or message updates. What a verification link is bound to; absent on older requests: 1.
+   */
+  revision?: number;
   teamId: string;
   channel: string;
   /** The request message in the channel, once posted; replies go in its thread. */
@@ -187,7 +200,12 @@ export interface CloudRequest {
   /** The rule that set the count, in words, shown on the message. */
   approvalRule?: string;
   /** Each approval so far, in order; the one that reached the count is last. */
-  approvals?: { user: string; at: string }[];
+  approvals?: Approval[];
+  /**
+   * Every approval must be verified, by one of these methods (docs/policy.md#verified-approvals); fixed when the
+   * request is made, like its approvers. Absent: a click counts.
+   */
+  verify?: VerifyMethod[];
   /** Users and groups mentioned at 75 % of the TTL; they may approve once `escalatedAt` is set. */
   escalateTo?: string[];
   escalatedAt?: string;
@@ -207,9 +225,23 @@ export interface CloudRequest {
   agent?: AgentRequester;
 }
 
+/** One counted approval: who, when, and how they proved who they are where the request needs it. */
+export interface Approval {
+  user: string;
+  at: string;
+  verified?: VerifiedBy;
+}
+
+/** A request's {@link CloudRequest.revision}: 1 for requests stored before it existed. */
+export function revisionOf(request: Pick<CloudRequest, 'revision'>): number {
+  return request.revision ?? 1;
+}
+
 /** The agent that asked, as the policy names it. */
 export interface AgentRequester {
   name: string;
+  /** Set while an admin has the agent disabled (`cloudops agents disable`): the request cannot be approved. */
+  disabled?: boolean;
 }
 
 /** How an agent appears as an actor in the audit and on the request message. */
@@ -251,7 +283,7 @@ export interface AuditEntry {
 
 /** The arrows of the state machine documented on {@link RequestState}; `RequestStore.transition` refuses any other. */
 export const ALLOWED_TRANSITIONS: Readonly<Record<RequestState, readonly RequestState[]>> = {
-  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued', 'frozen'],
+  pending: ['approved', 'rejected', 'expired', 'cancelled', 'queued', 'frozen', 'refused'],
   approved: ['queued', 'frozen'],
   frozen: ['queued', 'cancelled'],
   rejected: [],

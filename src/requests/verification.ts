@@ -1,3 +1,5 @@
+import type { Decision } from './decision.ts';
+
 /**
  * Verified approvals: where the policy says `verify:`, a click on Approve counts nothing until the approver
  * proves who they are on the web page (a passkey, or a fresh login at the company's SSO). These types are the
@@ -21,7 +23,11 @@ export interface VerifiedBy {
 /** What one verification link is bound to: one request, as it was when Approve was clicked, and one approver. */
 export interface VerifyClaims {
   requestId: string;
-  /** The request's version when the link was issued: a request that changed since refuses the link. */
+  /**
+   * The request's `revision` when the link was issued (see `CloudRequest.revision`): it moves when the request
+   * changes its state, what it would do or the verification it asks for, never with another approver's approval, a
+   * reminder or a message update. A request at another revision refuses the link.
+   */
   version: number;
   /** The Slack user id of the approver who clicked Approve: only they can complete the link. */
   approver: string;
@@ -34,4 +40,14 @@ export interface VerifyClaims {
 export interface VerificationLinks {
   /** The absolute URL the approver opens; only they are shown it (ephemeral message or DM). */
   issue(claims: VerifyClaims): Promise<string>;
+}
+
+/**
+ * What the page calls once the approver proved who they are: the lifecycle's `approveVerified`. It re-reads the
+ * request, checks the claims against it, and counts the approval in the same compare-and-set as a plain one; a
+ * refusal says why nothing counted (`already`, `expired`, `gone`, `verification_stale`, `verification_mismatch`,
+ * `already_approved`, `not_approver`, `own_request`).
+ */
+export interface VerifiedApprover {
+  approveVerified(claims: VerifyClaims, by: VerifiedBy): Promise<Decision>;
 }

@@ -45,7 +45,7 @@ export interface ResizeCheck {
   notes: string[];
   /** The bodies to send in order: one, or two for a WAN switch through `off`. Unchanged fields are left out. */
   steps: ResizeTarget[];
-  /** Cores or RAM are lowered, so the VM must be stopped. */
+  /** Cores or RAM are lowered (or their current value is unknown, so they may be), so the VM must be stopped. */
   needsStoppedConfirmation: boolean;
   /** True when the 24-hour rule is the only thing refusing it (the bot then offers to schedule it). */
   cooldownOnly: boolean;
@@ -234,7 +234,9 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
   }
 
   // Rule 2: lowering cores or RAM needs the VM stopped; the bot cannot see power state, so the requester confirms.
+  // A size the bot does not know may be lowered by any value asked: the same confirmation is asked.
   const lowersCoresOrRam = decreases.includes('cores') || decreases.includes('ramGb');
+  const unknownCoresOrRam = (['cores', 'ramGb'] as const).filter((f) => unknown.includes(f));
   if (lowersCoresOrRam && !input.confirmedStopped) {
     const keep = (['cores', 'ramGb'] as const)
       .filter((f) => decreases.includes(f))
@@ -244,6 +246,12 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
       field: 'confirmStopped',
       code: 'needs_stopped',
       message: `Lowering cores or RAM needs the VM stopped: stop the VM, then tick “The VM is stopped”. Otherwise ${keep}.`,
+    });
+  } else if (unknownCoresOrRam.length > 0 && !input.confirmedStopped) {
+    violations.push({
+      field: 'confirmStopped',
+      code: 'needs_stopped',
+      message: `The bot does not know this VM's current ${unknownCoresOrRam.map((f) => NAME[f]).join(' or ')}, so ${unknownCoresOrRam.map((f) => shown(f, sent[f])).join(' and ')} may lower ${unknownCoresOrRam.length === 1 ? 'it' : 'them'}, and lowering cores or RAM needs the VM stopped: stop the VM, then tick “The VM is stopped” (or add the VM's size to the policy file).`,
     });
   }
 
@@ -310,7 +318,7 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
     unknown,
     notes,
     steps,
-    needsStoppedConfirmation: lowersCoresOrRam,
+    needsStoppedConfirmation: lowersCoresOrRam || unknownCoresOrRam.length > 0,
     cooldownOnly,
     earliestAllowedAt,
     wanTwoStep,

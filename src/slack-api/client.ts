@@ -106,7 +106,7 @@ export interface SlackApiOptions {
   token: string;
   /** Sockets kept open to Slack (default 32). */
   connections?: number;
-  /** One call's limit for the answer's headers and body (default 10 s). */
+  /** One call's deadline, the whole answer included (default 10 s). */
   timeoutMs?: number;
   /** Tests and benches may pass their own; the default is one keep-alive pool. */
   dispatcher?: Dispatcher;
@@ -276,13 +276,13 @@ export class SlackApi {
         body,
         headersTimeout: timeout,
         bodyTimeout: timeout,
-        signal: options.signal,
+        signal: deadline(timeout, options.signal),
       });
       status = response.statusCode;
       retryAfter = response.headers['retry-after'];
       text = await response.body.text();
     } catch (error) {
-      const code = (error as { code?: string }).code ?? (error as Error).name ?? 'request_failed';
+      const code = transportCode(error);
       throw new SlackRequestError(method, code, !NOT_SENT.has(code), { cause: error });
     }
     if (status === 429) {
@@ -390,12 +390,12 @@ export class SlackApi {
         dispatcher: this.uploads,
         headersTimeout: timeout,
         bodyTimeout: timeout,
-        signal: options.signal,
+        signal: deadline(timeout, options.signal),
       });
       status = response.statusCode;
       await response.body.dump();
     } catch (error) {
-      const code = (error as { code?: string }).code ?? (error as Error).name ?? 'request_failed';
+      const code = transportCode(error);
       throw new SlackRequestError(method, code, !NOT_SENT.has(code), { cause: error });
     }
     if (status === 429) throw new SlackRateLimitedError(method, DEFAULT_RETRY_AFTER_MS);
@@ -405,6 +405,22 @@ export class SlackApi {
   async close(): Promise<void> {
     if (this.ownsDispatcher) await this.dispatcher.close();
   }
+}
+
+/** A failed request's code: undici's (`ECONNREFUSED`, …) or the error's name (`TimeoutError`, whose `code` is 23). */
+function transportCode(error: unknown): string {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  if (typeof code === 'string') return code;
+  return typeof name === 'string' ? name : 'request_failed';
+}
+
+/**
+ * The whole request's deadline (and the caller's signal): undici's headers and body timeouts are idle timeouts, which
+ * an answer that sends a byte now and then never reaches.
+ */
+function deadline(timeoutMs: number, signal?: AbortSignal): AbortSignal {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  return signal ? AbortSignal.any([signal, timeout]) : timeout;
 }
 
 /** Form fields as Slack reads them: objects and arrays JSON-encoded. */

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { App, type CustomRoute, ErrorCode, HTTPReceiver, LogLevel } from '@slack/bolt';
 import type { Env } from '../config/env.ts';
 import { fetchThrough, outboundDispatcher, proxyConfigured } from '../config/outbound.ts';
+import { redactQuery } from '../config/redis-connection.ts';
 import { scrubSecrets } from '../observability/logger.ts';
 import { tracingOn } from '../observability/tracing.ts';
 import { register as registerApprove } from './actions/approve.ts';
@@ -71,9 +72,9 @@ function registerWorkspaceGuard(app: App, deps: SlackDeps): void {
 /** Longest path a log line keeps: a scanner's junk URL stays one short line. */
 const MAX_LOGGED_PATH = 200;
 
-/** The path and query as typed, for the log: Slack tokens and bearer credentials scrubbed, clipped. */
+/** The path and query as typed, for the log: tokens, bearer credentials and credential-named query values scrubbed; clipped. */
 function typedPath(url: string | undefined): string {
-  const path = scrubSecrets(url ?? '/');
+  const path = redactQuery(scrubSecrets(url ?? '/'));
   return path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path;
 }
 

@@ -6,6 +6,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
 import type { RequestLifecycle } from '../requests/lifecycle/index.ts';
 import type { RequestStore } from '../requests/store.ts';
+import type { VerificationLinks } from '../requests/verification.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import type { DraftStore } from './drafts.ts';
@@ -31,6 +32,11 @@ export interface SlackDeps {
   now: () => Date;
   logger: Logger;
   metrics: Metrics;
+  /**
+   * Issues approvers' verification links (src/verify/); unset where no verification page runs, and then an approval
+   * that must be verified is refused with that said.
+   */
+  links?: VerificationLinks;
   /** Extra `/cloud` words from other features (pricing). */
   words?: CommandWord[];
 }

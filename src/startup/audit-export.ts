@@ -26,6 +26,7 @@ export function startAuditExport(core: Core, dispatcher?: Dispatcher): void {
       prefix: core.prefix,
       url: env.AUDIT_WEBHOOK_URL,
       secret: env.AUDIT_WEBHOOK_SECRET,
+      secrets: core.secrets,
       dispatcher: dispatcher ?? own!,
       logger: core.logger,
       metrics: core.metrics,

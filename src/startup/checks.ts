@@ -35,6 +35,13 @@ export function redisRefusal(error: Error, target: RedisTarget): RedisRefusal | 
       line: `REDIS_URL: Redis at ${where} refused the user name or password (WRONGPASS)`,
       fix: 'give the right password in REDIS_URL',
     };
+  if (target.sentinels && /unknown command 'sentinel'/i.test(message)) {
+    const list = target.sentinels.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`);
+    return {
+      line: `REDIS_SENTINELS: ${list.join(',')} is a Redis, not a Sentinel: set REDIS_URL to it instead (and leave REDIS_SENTINELS empty), or give the Sentinels' addresses (port 26379 unless changed)`,
+      fix: 'set REDIS_URL to that Redis and leave REDIS_SENTINELS empty, or name the Sentinels',
+    };
+  }
   if (target.clusterNodes && /cluster support disabled/i.test(message)) {
     const nodes = target.clusterNodes.map(
       (n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`,
@@ -48,15 +55,21 @@ export function redisRefusal(error: Error, target: RedisTarget): RedisRefusal | 
 }
 
 /**
- * A single-node client (REDIS_URL, no Sentinels) that reached a node of a Redis Cluster: every command on a key of
- * another node's slots would fail with MOVED, so it is refused before any work, naming what to set.
+ * A single-node client (REDIS_URL, no Sentinels) that reached a node of a Redis Cluster (every command on a key of
+ * another node's slots would fail with MOVED) or a Sentinel (which has no data commands at all): refused before any
+ * work, naming what to set.
  */
-export async function clusterNodeAsSingle(
+export async function singleNodeMixUp(
   client: Redis | Cluster,
   target: RedisTarget,
 ): Promise<RedisRefusal | undefined> {
   if (target.clusterNodes || target.sentinels || 'nodes' in client) return undefined;
-  const info = await client.info('cluster').catch(() => '');
+  const info = await client.info().catch(() => '');
+  if (/^redis_mode:sentinel\s*$/m.test(info))
+    return {
+      line: `REDIS_URL: the Redis at ${redactUrl(target.url)} is a Sentinel: set REDIS_SENTINELS to the Sentinels (host:port,host:port,…) and keep only the password and TLS in REDIS_URL`,
+      fix: 'set REDIS_SENTINELS to the Sentinels (host:port,…)',
+    };
   if (!/^cluster_enabled:1\s*$/m.test(info)) return undefined;
   return {
     line: `REDIS_URL: the Redis at ${redactUrl(target.url)} is a node of a Redis Cluster: set REDIS_CLUSTER_NODES to its nodes (host:port,host:port,…) instead`,
@@ -76,7 +89,7 @@ export async function waitForRedis(
   signal?: AbortSignal,
 ): Promise<void> {
   if (client.status !== 'ready') await readyWithin(client, target, timeoutMs, signal);
-  const mixUp = await clusterNodeAsSingle(client, target);
+  const mixUp = await singleNodeMixUp(client, target);
   if (mixUp) throw new StartupError(mixUp.line);
 }
 

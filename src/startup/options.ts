@@ -9,6 +9,7 @@ import type { LockPolicy } from '../jobs/retry-policy.ts';
 import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { VerificationLinks, VerifiedApprover } from '../requests/verification.ts';
 import type { ReconnectPolicy } from '../slack/socket-link.ts';
 import type { CloudCheckPolicy } from './cloud-check.ts';
 
@@ -63,4 +64,9 @@ export interface StartOptions {
   homeOpenCoalesceMs?: number;
   /** Socket Mode's reconnect backoff and hello deadline; default RECONNECT_POLICY of `src/slack/socket-link.ts`. */
   reconnectPolicy?: ReconnectPolicy;
+  /**
+   * The approvers' verification links, given what counts a verified approval (web role). Unset: the web role runs no
+   * verification page, and an approval that must be verified is refused with that said.
+   */
+  verificationLinks?: (approvals: VerifiedApprover) => VerificationLinks;
 }

@@ -10,6 +10,7 @@ import type { Policy } from '../config/policy.ts';
 import type { RedisClient } from '../config/redis-connection.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import type { Queues } from '../jobs/queues.ts';
+import { AgentControls } from '../mcp/agent-state.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { createApprovalPolicy, type UserGroups } from '../requests/approvers.ts';
@@ -47,6 +48,7 @@ export function openRequests(parts: {
     metrics: parts.metrics,
     vmFacts,
     secrets: parts.secrets,
+    agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
   };
   return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
 }

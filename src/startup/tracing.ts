@@ -40,6 +40,7 @@ const ACTS = [
   'createResize',
   'createRestore',
   'approve',
+  'approveVerified',
   'breakGlass',
   'reject',
   'cancel',
@@ -97,9 +98,12 @@ function isDecision(value: unknown): value is Decision {
   return typeof value === 'object' && value !== null && 'ok' in value;
 }
 
+/** The request's id, or a verification link's (`requestId` of its claims). */
 function idOf(value: unknown): string | undefined {
-  const id = typeof value === 'object' && value !== null ? (value as { id?: unknown }).id : undefined;
-  return typeof id === 'string' ? id : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { id, requestId } = value as { id?: unknown; requestId?: unknown };
+  if (typeof id === 'string') return id;
+  return typeof requestId === 'string' ? requestId : undefined;
 }
 
 /** The tracing configuration with the outbound proxy the exporter goes through. */

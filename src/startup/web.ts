@@ -64,6 +64,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       now: core.now,
       logger: core.logger,
       metrics: core.metrics,
+      links: core.options.verificationLinks?.(core.requests),
       words: pricingWords({
         policy,
         cloud: core.cloud,

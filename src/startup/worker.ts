@@ -54,6 +54,7 @@ export function startWorker(core: Core): void {
     records,
     vmFacts: new VmFactsStore(records, { prefix }),
     cloud: core.cloud,
+    prices: core.prices,
     policy: core.policy,
     queues: core.queues,
     now,

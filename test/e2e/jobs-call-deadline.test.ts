@@ -31,7 +31,7 @@ describe('a whole API call has a deadline (docs/operations.md#deadlines)', () =>
     const ack = await h.submitView(view, {}, USERS.dev);
     expect(ack.json).toEqual({ response_action: 'clear' });
     const request = await h.nextRequest(CHANNELS.staging);
-    const unknown = await h.waitForRequest(request.id, (r) => r.state === 'unknown', 8_000);
+    const unknown = await h.waitForRequest(request.id, (r) => r.state === 'unknown', 30_000);
     expect(unknown.outcomes[0]?.reason).toContain(
       '1 s after the request was sent (the deadline of a whole call)',
     );
@@ -52,7 +52,7 @@ describe('a whole API call has a deadline (docs/operations.md#deadlines)', () =>
     const next = await h.openModal('resize shop-staging 201 cores=2', USERS.dev, CHANNELS.staging);
     await h.submitView(next, {}, USERS.dev);
     const second = await h.nextRequest(CHANNELS.staging);
-    await h.waitForRequest(second.id, (r) => r.state === 'succeeded', 8_000);
+    await h.waitForRequest(second.id, (r) => r.state === 'succeeded', 30_000);
     expect(h.sim.applied.filter((a) => a.vmid === 201)).toHaveLength(2);
   });
 });

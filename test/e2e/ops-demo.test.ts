@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../sim/local-redis.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 // `npm run demo` as a newcomer runs it: a child process, no Slack or cloud configuration at all.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -14,19 +14,14 @@ function demo(
   env: Record<string, string>,
   args: string[] = [],
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'demo/main.ts', ...args],
-      { cwd: repo, env, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr });
-      },
-    );
+  return runProcess(process.execPath, ['--import', 'tsx', 'demo/main.ts', ...args], {
+    cwd: repo,
+    env,
+    timeoutMs: 60_000,
   });
 }
 
-describe('npm run demo', { timeout: 60_000 }, () => {
+describe('npm run demo', { timeout: 120_000 }, () => {
   it('plays the whole session on the simulators, prints it as Slack shows it, and exits 0', async () => {
     const run = await demo({ PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl() });
     expect(run.stderr).toBe('');

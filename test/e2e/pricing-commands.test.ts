@@ -22,7 +22,7 @@ async function answers(result: CommandResult, count = 1): Promise<Body[]> {
   return h.slack.waitFor(() => {
     const found = h.slack.responses.filter((r) => r.id === id).map((r) => r.body as Body);
     return found.length >= count ? found : undefined;
-  }, 8000);
+  }, 30_000);
 }
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -64,7 +64,7 @@ describe('/cloud clusters and /cloud cluster', () => {
     // Charts of earlier commands may still be uploading: this one is zone-2's, in the channel it was asked in.
     const file = await h.slack.waitFor(
       () => h.slack.files().find((f) => f.channel === CHANNELS.random && f.filename.includes('zone-2')),
-      8000,
+      30_000,
     );
     expect(file.threadTs).toBeUndefined();
     expect(file.bytes?.subarray(0, 8).equals(PNG_SIGNATURE)).toBe(true);
@@ -140,7 +140,7 @@ describe('/cloud digest', () => {
     await answers(await h.command('digest now', USERS.dev, CHANNELS.staging));
     const digest = await h.slack.waitFor(
       () => h.slack.messages(CHANNELS.staging).find((m) => (m.text ?? '').startsWith('Pricing digest')),
-      8000,
+      30_000,
     );
     expect(json(digest.blocks)).toContain('First digest in this channel');
 
@@ -169,7 +169,7 @@ describe('/cloud digest', () => {
     }
     const first = Number(/<!date\^(\d+)\^/.exec(queued[0]?.text ?? '')?.[1]);
     expect(first * 1000 - h.clock.now().getTime()).toBeGreaterThan(9 * 60_000);
-    await h.slack.waitFor(() => h.slack.messages(channel).find(isDigest), 8000);
+    await h.slack.waitFor(() => h.slack.messages(channel).find(isDigest), 30_000);
     // Long enough for 29 more digests to have been posted, had they been queued.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(h.slack.messages(channel).filter(isDigest)).toHaveLength(1);

@@ -58,7 +58,7 @@ beforeAll(async () => {
     redisTarget: redisTarget(loadEnv({ REDIS_CLUSTER_NODES: cluster.nodesEnv })),
     startOptions: { vmLock: FAST_VM_LOCK },
   });
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await h?.close();
   await cluster?.stop();
@@ -91,7 +91,7 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
     const approve = ({ request, message }: (typeof batch)[number]) =>
       h.click('approve', request.id, USERS.lead, CHANNELS.prod, message);
     const first = Promise.all(batch.slice(0, BATCH / 2).map(approve));
-    await h.slack.waitFor(() => h.sim.calls.filter((c) => c.route === 'resize').length >= 2, 10_000);
+    await h.slack.waitFor(() => h.sim.calls.filter((c) => c.route === 'resize').length >= 2, 30_000);
     const failing = cluster.failover(`${h.prefix}:audit`);
     const second: Promise<{ status: number }>[] = [];
     for (const item of batch.slice(BATCH / 2)) {
@@ -111,7 +111,7 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
     expect(await cluster.masterOf(`${h.prefix}:audit`)).toBe(failover.to);
     const after = await requestFor(vmids[BATCH]!);
     await h.click('approve', after.request.id, USERS.lead, CHANNELS.prod, after.message);
-    const afterDone = await h.waitForRequest(after.request.id, (r) => FINAL.has(r.state), 20_000);
+    const afterDone = await h.waitForRequest(after.request.id, (r) => FINAL.has(r.state), 30_000);
     expect(afterDone.state).toBe('succeeded');
 
     const all = [...batch, after];
@@ -124,7 +124,7 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
     expect(h.sim.applied).toHaveLength(succeeded.length);
 
     // Every reply once: the approval and the outcome in each thread, none twice.
-    await h.slack.waitFor(() => all.every(({ message }) => threadTexts(message.ts).length >= 2), 15_000);
+    await h.slack.waitFor(() => all.every(({ message }) => threadTexts(message.ts).length >= 2), 30_000);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     for (const { request, message } of all) {
       const texts = threadTexts(message.ts);
@@ -142,5 +142,5 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
         ),
       )}; ${posts.length} POSTs for ${all.length} requests`,
     );
-  }, 60_000);
+  }, 120_000);
 });

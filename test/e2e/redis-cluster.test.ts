@@ -35,7 +35,7 @@ beforeAll(async () => {
     env: () => ({ REDIS_URL: 'redis://unused.invalid:1', REDIS_CLUSTER_NODES: cluster.nodesEnv }),
     redisTarget: redisTarget(loadEnv({ REDIS_CLUSTER_NODES: cluster.nodesEnv })),
   });
-}, 60_000);
+}, 120_000);
 afterEach(() => {
   expect(h.slack.problems).toEqual([]);
 });
@@ -63,7 +63,7 @@ describe('the bot on a Redis Cluster', () => {
     // Ready at once; the connections to the replicas open in the background, so on a loaded machine the first
     // answers may count one node fewer (a full run saw "5 of 6" once): every node answers within seconds.
     const all = 'Redis Cluster: 6 of 6 nodes answering, 16384 of 16384 slots covered (3 masters, state ok)';
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 30_000;
     let line: string | undefined;
     for (;;) {
       const ready = await fetch(`${h.baseUrl}/readyz`);
@@ -87,12 +87,12 @@ describe('the bot on a Redis Cluster', () => {
     expect(homeButtons(home.blocks)).toContainEqual({ action: 'approve', value: request.id });
 
     await h.click('approve', request.id, USERS.lead, CHANNELS.prod, message);
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 15_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     expect(h.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
     const replies = await h.slack.waitFor(() => {
       const thread = h.slack.thread(CHANNELS.prod, message.ts);
       return thread.some((m) => (m.text ?? '').startsWith(':white_check_mark: Done')) ? thread : undefined;
-    }, 10_000);
+    }, 30_000);
     expect(replies.map((m) => m.text?.split(' ')[0])).toEqual(['Approved', ':white_check_mark:']);
     expect((await h.auditOf(request.id)).map((line) => line.split(' ')[0])).toEqual([
       'created',
@@ -116,10 +116,10 @@ describe('the bot on a Redis Cluster', () => {
     );
     expect(await h.queues.notify.getJob(`expire.${expiring.id}`)).toBeDefined();
     h.clock.advance(2 * 3_600_000 + 60_000);
-    await h.waitForRequest(expiring.id, (r) => r.remindedAt !== undefined, 15_000);
+    await h.waitForRequest(expiring.id, (r) => r.remindedAt !== undefined, 30_000);
     await h.slack.waitFor(
       () => h.slack.thread(CHANNELS.prod, message.ts).find((m) => (m.text ?? '').startsWith('Reminder:')),
-      10_000,
+      30_000,
     );
 
     h.clock.advance(23 * 3_600_000);
@@ -128,7 +128,7 @@ describe('the bot on a Redis Cluster', () => {
     await h.slack.waitFor(
       () =>
         h.slack.thread(CHANNELS.prod, message.ts).find((m) => (m.text ?? '').startsWith('Expired without')),
-      10_000,
+      30_000,
     );
 
     await h.fillAndSubmit('resize shop-prod 101 ram=8', {});
@@ -149,7 +149,7 @@ describe('the bot on a Redis Cluster', () => {
     await h.command('digest now', USERS.dev, CHANNELS.staging);
     const digest = await h.slack.waitFor(
       () => h.slack.messages(CHANNELS.staging).find((m) => (m.text ?? '').startsWith('Pricing digest')),
-      15_000,
+      30_000,
     );
     expect(JSON.stringify(digest.blocks)).toContain('First digest in this channel');
     await h.command('digest off', USERS.dev, CHANNELS.staging);

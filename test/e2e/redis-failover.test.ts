@@ -57,7 +57,7 @@ beforeAll(async () => {
     redisTarget: { url: 'redis://127.0.0.1/0', sentinels, sentinelName: group.name },
     startOptions: { vmLock: FAST_VM_LOCK },
   });
-}, 30_000);
+}, 120_000);
 afterAll(async () => {
   await h?.close();
   await group?.stop();
@@ -89,7 +89,7 @@ describe('Redis failover (SENTINEL FAILOVER) in the middle of approved work', ()
     const clicks = Promise.all(
       batch.map(({ request, message }) => h.click('approve', request.id, USERS.lead, CHANNELS.prod, message)),
     );
-    await h.slack.waitFor(() => h.sim.calls.filter((c) => c.route === 'resize').length >= 2, 10_000);
+    await h.slack.waitFor(() => h.sim.calls.filter((c) => c.route === 'resize').length >= 2, 30_000);
     const failover = await group.failover();
     for (const response of await clicks) expect(response.status).toBe(200);
 
@@ -103,7 +103,7 @@ describe('Redis failover (SENTINEL FAILOVER) in the middle of approved work', ()
     await group.waitForReplicas();
     const after = await requestFor(vmids[BATCH]!);
     await h.click('approve', after.request.id, USERS.lead, CHANNELS.prod, after.message);
-    const afterDone = await h.waitForRequest(after.request.id, (r) => FINAL.has(r.state), 20_000);
+    const afterDone = await h.waitForRequest(after.request.id, (r) => FINAL.has(r.state), 30_000);
     expect(afterDone.state).toBe('succeeded');
 
     const all = [...batch, after];
@@ -116,7 +116,7 @@ describe('Redis failover (SENTINEL FAILOVER) in the middle of approved work', ()
     expect(h.sim.applied).toHaveLength(succeeded.length);
 
     // Every reply once: the approval and the outcome in each thread, none twice.
-    await h.slack.waitFor(() => all.every(({ message }) => threadTexts(message.ts).length >= 2), 15_000);
+    await h.slack.waitFor(() => all.every(({ message }) => threadTexts(message.ts).length >= 2), 30_000);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     for (const { request, message } of all) {
       const texts = threadTexts(message.ts);
@@ -134,5 +134,5 @@ describe('Redis failover (SENTINEL FAILOVER) in the middle of approved work', ()
         ),
       )}; ${posts.length} POSTs for ${all.length} requests`,
     );
-  }, 60_000);
+  }, 120_000);
 });

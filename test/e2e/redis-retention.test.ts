@@ -18,11 +18,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** Polls `check` until it holds, for up to 5 s. */
+/** Polls `check` until it holds, for up to 30 s. */
 async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`still not so after 5 s: ${what}`);
+    if (Date.now() > deadline) throw new Error(`still not so after 30 s: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -39,7 +39,7 @@ describe('retention in the running bot', () => {
     const done = await h.nextRequest();
     const doneMessage = await h.requestMessage(done.id);
     await h.click('approve', done.id, USERS.lead, CHANNELS.prod, doneMessage);
-    await h.waitForRequest(done.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(done.id, (r) => r.state === 'succeeded', 30_000);
 
     await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
     const cancelled = await h.nextRequest();
@@ -90,7 +90,7 @@ describe('retention in the running bot', () => {
     await h.fillAndSubmit('resize shop-prod 104 cores=4 for=7d', {});
     const leased = await h.nextRequest();
     await h.click('approve', leased.id, USERS.lead, CHANNELS.prod, await h.requestMessage(leased.id));
-    await h.waitForRequest(leased.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 10_000);
+    await h.waitForRequest(leased.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 30_000);
 
     // A later request is rejected: it ends now.
     await h.fillAndSubmit('resize shop-prod 102 cores=8', {});

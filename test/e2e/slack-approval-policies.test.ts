@@ -139,7 +139,7 @@ describe('two of two, with a group member as the second', () => {
     );
     const lookups = h.slack.callsOf('usergroups.users.list').length;
     await h.click('approve', created.id, GROUPIE);
-    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
+    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     expect(done.approvals?.map((a) => a.user)).toEqual([USERS.lead, GROUPIE]);
     // The member was in the cache: no call to Slack for their click.
     expect(h.slack.callsOf('usergroups.users.list').length).toBe(lookups);
@@ -183,7 +183,7 @@ describe('count 0 and counts nobody can reach', () => {
     expect(ack.json).toEqual({ response_action: 'clear' });
     const created = await h.nextRequest();
     expect(created.requiredApprovals).toBe(0);
-    await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     const message = await h.requestMessage(created.id);
     expect(contextOf(message)).toContain('Needs no approval by rule 2 (changes disk)');
     expect(await h.auditOf(created.id)).toContain(`created ${USERS.dev} rule 2 (changes disk): no approval`);
@@ -225,7 +225,7 @@ describe('a freeze', () => {
     expect((await h.submitView(modal, { break_glass_reason: 'hotfix for the outage' }, CTO)).json).toEqual({
       response_action: 'clear',
     });
-    const ran = await h.waitForRequest(first.id, (r) => r.state === 'succeeded', 10_000);
+    const ran = await h.waitForRequest(first.id, (r) => r.state === 'succeeded', 30_000);
     expect(ran.breakGlass).toMatchObject({ by: CTO, reason: 'hotfix for the outage' });
     expect(await h.auditOf(first.id)).toEqual(
       expect.arrayContaining([
@@ -259,7 +259,7 @@ describe('a freeze', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect((await h.store.get(held.id))?.state).toBe('frozen');
     h.clock.advance(HOUR + 60_000);
-    const ran = await h.waitForRequest(held.id, (r) => r.state === 'succeeded', 10_000);
+    const ran = await h.waitForRequest(held.id, (r) => r.state === 'succeeded', 30_000);
     expect(ran.breakGlass).toBeUndefined();
     expect(await h.auditOf(held.id)).toContain(
       'queued cloudops the freeze ended: queued, the rules are checked again when it runs',
@@ -303,7 +303,7 @@ describe('reminder and escalation', () => {
       ),
     );
     await h.click('approve', created.id, BOSS);
-    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
+    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     expect(done.approvals?.map((a) => a.user)).toEqual([GROUPIE, BOSS]);
     // Each fell due once: one reminder, one escalation.
     const audit = await h.auditOf(created.id);

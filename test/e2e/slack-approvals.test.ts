@@ -90,7 +90,7 @@ describe('approve', () => {
         (j) => j.data.requestId === request.id,
       );
     // The job is added just after the state turns queued (same handler): wait for it, then for any second one.
-    await vi.waitFor(async () => expect((await jobsOf()).length).toBeGreaterThan(0), { timeout: 5000 });
+    await vi.waitFor(async () => expect((await jobsOf()).length).toBeGreaterThan(0), { timeout: 30_000 });
     await new Promise((resolve) => setTimeout(resolve, 300));
     const jobs = await jobsOf();
     expect(jobs).toHaveLength(1);

@@ -30,14 +30,14 @@ describe('expiry without a click', () => {
     expect(buttonsOf(message.blocks)).toContain('approve');
     h.clock.advance(60_000);
 
-    const expired = await h.waitForRequest(request.id, (r) => r.state === 'expired', 15_000);
+    const expired = await h.waitForRequest(request.id, (r) => r.state === 'expired', 30_000);
     expect(expired.approvedBy).toBeUndefined();
     const updated = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Expired'));
     expect(buttonsOf(updated.blocks)).toEqual([]);
     await h.slack.waitFor(
       () =>
         h.slack.thread(CHANNELS.prod, message.ts).find((m) => (m.text ?? '').startsWith('Expired without')),
-      8000,
+      30_000,
     );
     expect(h.sim.calls.filter((c) => c.method === 'POST')).toHaveLength(0);
     expect(h.slack.problems).toEqual([]);

@@ -37,14 +37,14 @@ describe('the whole flow', () => {
       h.click('approve', request.id, USERS.lead, CHANNELS.prod, message),
       h.click('approve', request.id, USERS.lead2, CHANNELS.prod, message),
     ]);
-    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     expect(h.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
     expect(h.sim.vm(PROD_UUID, 102).cores).toBe(6);
 
     const replies = await h.slack.waitFor(() => {
       const thread = h.slack.thread(CHANNELS.prod, message.ts);
       return thread.some((m) => (m.text ?? '').startsWith(':white_check_mark: Done')) ? thread : undefined;
-    }, 8000);
+    }, 30_000);
     expect(replies.map((m) => m.text?.split(' ')[0])).toEqual(['Approved', ':white_check_mark:']);
     const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'));
     expect(buttonsOf(final.blocks)).toEqual([]);
@@ -91,7 +91,7 @@ describe('the whole flow', () => {
     const ack = await h.submitView(view, { confirm: ['stopped'], typed_vmid: '201' }, USERS.dev);
     expect(ack.json).toEqual({ response_action: 'clear' });
     const request = await h.nextRequest(CHANNELS.staging);
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     const message = await h.requestMessage(request.id);
     const reply = await h.slack.waitFor(() =>
       h.slack.thread(CHANNELS.staging, message.ts).find((m) => (m.text ?? '').includes('Task id')),
@@ -107,7 +107,7 @@ describe('the whole flow', () => {
     const request = await h.nextRequest();
     const message = await h.requestMessage(request.id);
     await h.click('approve', request.id, USERS.lead2, CHANNELS.prod, message);
-    await h.waitForRequest(request.id, (r) => r.state === 'unknown', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'unknown', 30_000);
     const reply = await h.slack.waitFor(() =>
       h.slack
         .thread(CHANNELS.prod, message.ts)
@@ -141,16 +141,16 @@ describe('the whole flow', () => {
     const view = await h.openModal('resize shop-staging 201 ram=4', USERS.dev, CHANNELS.staging);
     await h.submitView(view, {}, USERS.dev);
     const request = await h.nextRequest(CHANNELS.staging);
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     // The message is posted on the fourth try: after the 429's Retry-After of 1 s, then 2 s and 4 s of backoff (each
     // ±20 %), up to 8.2 s; its update to Done follows at one message a second. 8 s was not always enough.
-    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'), 20_000);
+    const final = await h.requestMessage(request.id, (m) => (m.text ?? '').includes('Done'), 30_000);
     await h.slack.waitFor(
       () =>
         h.slack
           .thread(CHANNELS.staging, final.ts)
           .find((m) => (m.text ?? '').startsWith(':white_check_mark: Done')),
-      15_000,
+      30_000,
     );
     // The first post met the 429, then the outage twice (and the per-channel limit, as it came); each was retried.
     const errors = h.slack

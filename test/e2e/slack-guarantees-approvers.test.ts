@@ -121,7 +121,7 @@ describe('a user group Slack will not resolve', () => {
     expect(h.sim.applied.filter((a) => a.vmid === 401)).toEqual([]);
     // The listed user still approves.
     await approve(request, USERS.lead, UNRESOLVED.channel);
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
   });
 });
 
@@ -129,7 +129,7 @@ describe('a user group Slack stops resolving', () => {
   it('loses the members it had: one who approved before is refused now', async () => {
     const before = await pending('resize refused 402 cores=3', REFUSED.channel);
     await approve(before, GROUPIE, REFUSED.channel);
-    await h.waitForRequest(before.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(before.id, (r) => r.state === 'succeeded', 30_000);
 
     // The group is deleted (or the bot lost the scope to read it): Slack refuses it from now on.
     h.slack.setUserGroup('S0LEADS', { error: 'no_such_subteam' });

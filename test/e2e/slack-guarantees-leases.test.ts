@@ -30,7 +30,7 @@ async function leased(text: string): Promise<CloudRequest> {
   expect(ack.json).toEqual({ response_action: 'clear' });
   const created = await h.nextRequest();
   await h.click('approve', created.id, USERS.lead, CHANNELS.prod, await h.requestMessage(created.id));
-  return h.waitForRequest(created.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 8000);
+  return h.waitForRequest(created.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 30_000);
 }
 
 /** `user` opens their Home tab (so a click on it carries the home, as Slack's does). */

@@ -122,7 +122,7 @@ describe('which way a resize goes', () => {
     // The same rule does run a pure increase at once: the rule itself works.
     const up = await asked('resize mixed 301 cores=6 disk=60', MIXED.channel);
     expect(up).toMatchObject({ requiredApprovals: 0, approvalRule: 'rule 1 (kind resize_up)' });
-    await h.waitForRequest(up.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(up.id, (r) => r.state === 'succeeded', 30_000);
     expect(resizesOf(301).map((a) => a.body)).toEqual([{ cores: 6, os_disk_gb: 60 }]);
   });
 });
@@ -143,7 +143,7 @@ describe('the sign of the monthly cost difference', () => {
       requiredApprovals: 0,
       approvalRule: 'rule 1 (monthly cost difference under 5 EUR)',
     });
-    await h.waitForRequest(down.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(down.id, (r) => r.state === 'succeeded', 30_000);
     expect(resizesOf(302).map((a) => a.body)).toEqual([{ cores: 2 }]);
   });
 });
@@ -173,7 +173,7 @@ describe('a scheduled downsize whose run time falls inside a freeze', () => {
     expect((await h.store.get(request.id))?.state).toBe('frozen');
     expect(resizesOf(vmid)).toEqual([]);
     h.clock.set(new Date(FREEZE_TO.getTime() + 60_000));
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     expect(resizesOf(vmid).map((a) => a.body)).toEqual([{ cores: 2 }]);
     expect(new Date(resizesOf(vmid)[0]?.at ?? 0).getTime()).toBeGreaterThanOrEqual(FREEZE_TO.getTime());
   }

@@ -63,7 +63,7 @@ async function home(user: string) {
 function refreshed(user: string, seen: number, holds: (text: string) => boolean) {
   return h.slack.waitFor(
     () => h.slack.homes.slice(seen).find((p) => p.user === user && holds(JSON.stringify(p.view.blocks))),
-    10_000,
+    30_000,
   );
 }
 
@@ -88,7 +88,7 @@ describe('App Home of a user group’s member', () => {
       clickOnHome(h, 'approve', request.id, GROUPIE),
     ]);
     expect([a.status, b.status]).toEqual([200, 200]);
-    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     expect(done.approvals?.map((x) => x.user)).toEqual([GROUPIE]);
     expect(done.approvedBy).toBe(GROUPIE);
     const audit = await h.auditOf(request.id);
@@ -136,7 +136,7 @@ describe('App Home of an escalation target', () => {
     expect(buttonsFor((await home(BOSS)).blocks, request.id)).toHaveLength(2);
 
     await clickOnHome(h, 'approve', request.id, BOSS);
-    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    const done = await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     expect(done.approvals?.map((x) => x.user)).toEqual([BOSS]);
     expect(await h.auditOf(request.id)).toEqual(
       expect.arrayContaining(['escalation cloudops', `approved ${BOSS} approval 1 of 1`]),
@@ -157,7 +157,7 @@ describe('requests stored before the App Home indexes', () => {
 
     await h.restart();
     await expect
-      .poll(() => h.redis.hget(`${h.prefix}:index-backfill:home-v1`, 'done'), { timeout: 5000 })
+      .poll(() => h.redis.hget(`${h.prefix}:index-backfill:home-v1`, 'done'), { timeout: 30_000 })
       .toBe('1');
     expect(buttonsFor((await home(GROUPIE)).blocks, request.id)).toHaveLength(2);
     expect(buttonsFor((await home(USERS.lead)).blocks, request.id)).toHaveLength(2);
@@ -171,7 +171,7 @@ describe('a group member’s App Home with a lease and a request to approve', ()
     expect(ack.json).toEqual({ response_action: 'clear' });
     const created = await h.nextRequest();
     await clickOnHome(h, 'approve', created.id, USERS.lead);
-    const leased = await h.waitForRequest(created.id, (r) => r.leaseOpen === true, 10_000);
+    const leased = await h.waitForRequest(created.id, (r) => r.leaseOpen === true, 30_000);
     const waiting = await pending('resize shop-prod 102 cores=8');
 
     const member = await home(GROUPIE);

@@ -32,7 +32,7 @@ async function approvedResize(text: string): Promise<CloudRequest> {
   const created = await h.nextRequest();
   const message = await h.requestMessage(created.id);
   await h.click('approve', created.id, USERS.lead, CHANNELS.prod, message);
-  return h.waitForRequest(created.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 8000);
+  return h.waitForRequest(created.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 30_000);
 }
 
 /** `user` opens their Home tab; the home it publishes. */

@@ -33,7 +33,7 @@ describe('App Home refresh', () => {
         h.slack.homes
           .slice(seen)
           .find((p) => p.user === USERS.lead && JSON.stringify(p.view).includes(request.id)),
-      8000,
+      30_000,
     );
     expect(homeButtons(withIt.view.blocks as Record<string, unknown>[])).toContainEqual({
       action: 'approve',
@@ -45,13 +45,13 @@ describe('App Home refresh', () => {
     const message = await h.requestMessage(request.id);
     const before = h.slack.homes.length;
     await h.click('approve', request.id, USERS.lead2, CHANNELS.prod, message);
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     const after = await h.slack.waitFor(
       () =>
         h.slack.homes
           .slice(before)
           .find((p) => p.user === USERS.lead && !JSON.stringify(p.view).includes(request.id)),
-      8000,
+      30_000,
     );
     expect(after.user).toBe(USERS.lead);
   });
@@ -63,7 +63,7 @@ describe('App Home refresh', () => {
     await submit('resize shop-staging 201 cores=2', USERS.dev, CHANNELS.staging);
     const request = await h.nextRequest(CHANNELS.staging);
     // shop-staging needs no approval: queued at once, then done by the worker.
-    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     const done = await h.slack.waitFor(
       () =>
         h.slack.homes
@@ -74,7 +74,7 @@ describe('App Home refresh', () => {
               JSON.stringify(p.view).includes(request.id) &&
               JSON.stringify(p.view).includes(':white_check_mark: Done'),
           ),
-      8000,
+      30_000,
     );
     expect(done.user).toBe(USERS.dev);
   });
@@ -90,7 +90,7 @@ describe('App Home refresh', () => {
     await h.slack.waitFor(() => {
       const last = publishesFor(USERS.lead2).at(-1);
       return last && made.every((r) => JSON.stringify(last.view).includes(r.id));
-    }, 10_000);
+    }, 30_000);
     const publishes = publishesFor(USERS.lead2).length - seen;
     console.info(
       `home refresh: 12 new requests (a change each for the approver) -> ${publishes} views.publish`,

@@ -36,7 +36,7 @@ it('a freeze holds the return; the lease ends when the return has run after the 
   const leased = await h.waitForRequest(
     created.id,
     (r) => r.state === 'succeeded' && r.leaseOpen === true,
-    8000,
+    30_000,
   );
 
   h.clock.advance(48 * HOUR);
@@ -61,7 +61,7 @@ it('a freeze holds the return; the lease ends when the return has run after the 
   expect((await h.store.get(leased.id))?.leaseOpen).toBe(true);
 
   h.clock.advance(2 * HOUR + 60_000);
-  await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 8000);
+  await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 30_000);
   const ended = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
   expect(ended.lease?.returned?.requestId).toBe(back.id);
   expect(h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize').length - before).toBe(1);
@@ -74,7 +74,7 @@ it('an increase whose outcome was unknown opens its lease when a person marks it
   const created = await h.nextRequest();
   const message = await h.requestMessage(created.id);
   await h.click('approve', created.id, USERS.lead, CHANNELS.prod, message);
-  const unknown = await h.waitForRequest(created.id, (r) => r.state === 'unknown', 10_000);
+  const unknown = await h.waitForRequest(created.id, (r) => r.state === 'unknown', 30_000);
   expect(unknown.leaseOpen).toBeUndefined();
   await h.click('resolve_done', created.id, USERS.dev, CHANNELS.prod, { ts: message.ts });
   const resolved = await h.waitForRequest(created.id, (r) => r.state === 'resolved_done');

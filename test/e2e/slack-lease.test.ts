@@ -110,7 +110,7 @@ async function approvedResize(text: string): Promise<CloudRequest> {
   const created = await h.nextRequest();
   const message = await h.requestMessage(created.id);
   await h.click('approve', created.id, USERS.lead, CHANNELS.prod, message);
-  return h.waitForRequest(created.id, (r) => r.state === 'succeeded', 8000);
+  return h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
 }
 
 /** The thread replies of a request so far. */
@@ -124,7 +124,7 @@ async function replyWith(requestId: string, part: string): Promise<{ text: strin
   const message = await h.requestMessage(requestId);
   const found = await h.slack.waitFor(
     () => h.slack.thread(CHANNELS.prod, message.ts).find((m) => (m.text ?? '').includes(part)),
-    8000,
+    30_000,
   );
   return { text: found.text ?? '', blocks: found.blocks };
 }
@@ -193,7 +193,7 @@ describe('a lease after its increase ran', () => {
     const callsBefore = h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize').length;
     const backMessage = await h.requestMessage(back.id);
     await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, backMessage);
-    await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 8000);
+    await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 30_000);
     const ended = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
     expect(ended.lease?.returned).toEqual({ requestId: back.id, at: expect.any(String) });
     const calls = h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize');
@@ -365,7 +365,7 @@ describe('"Keep it" while a return is asked for', () => {
     const { leased, back } = await leaseWithReturn('resize shop-prod 102 cores=8 for=1d');
     h.sim.fault('resize', { kind: 'latency', ms: 3000 });
     await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, await h.requestMessage(back.id));
-    await h.waitForRequest(back.id, (r) => r.state === 'sending', 8000);
+    await h.waitForRequest(back.id, (r) => r.state === 'sending', 30_000);
     const refused = await keep(leased.id, USERS.lead, 'the traffic stays');
     expect(refused.json).toEqual({
       response_action: 'errors',
@@ -373,7 +373,7 @@ describe('"Keep it" while a return is asked for', () => {
         keep_reason: `The return to the previous size is already under way (request \`${back.id}\`): the lease ends when it succeeds, or stays open if it fails.`,
       },
     });
-    await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(back.id, (r) => r.state === 'succeeded', 30_000);
     const ended = await h.waitForRequest(leased.id, (r) => r.leaseOpen === false);
     expect(ended.lease?.returned).toMatchObject({ requestId: back.id });
     expect(ended.lease?.kept).toBeUndefined();
@@ -398,7 +398,7 @@ describe('"Keep it" while a return is asked for', () => {
     const calls = () => h.sim.applied.filter((a) => a.vmid === 102 && a.route === 'resize').length;
     const callsBefore = calls();
     await h.click('approve', back.id, USERS.lead2, CHANNELS.prod, await h.requestMessage(back.id));
-    const ended = await h.waitForRequest(back.id, (r) => r.state === 'refused', 8000);
+    const ended = await h.waitForRequest(back.id, (r) => r.state === 'refused', 30_000);
     expect(calls()).toBe(callsBefore);
     expect(JSON.stringify(ended)).toContain(`the temporary size of request ${leased.id} was kept meanwhile`);
     expect((await h.store.get(leased.id))?.lease?.returned).toBeUndefined();

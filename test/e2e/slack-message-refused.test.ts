@@ -23,7 +23,7 @@ describe('Slack refuses the request message', () => {
     const ack = await h.fillAndSubmit('resize shop-prod 102 cores=6', { reason: 'more traffic' });
     expect(ack.json).toEqual({ response_action: 'clear' });
     const request = await h.nextRequest();
-    const cancelled = await h.waitForRequest(request.id, (r) => r.state === 'cancelled', 8_000);
+    const cancelled = await h.waitForRequest(request.id, (r) => r.state === 'cancelled', 30_000);
     expect(cancelled.messageTs).toBeUndefined();
 
     const [told] = await h.slack.waitFor(() => {
@@ -56,7 +56,7 @@ describe('Slack refuses the request message', () => {
     h.slack.failNext('chat.postMessage', { error: 'channel_not_found' });
     await h.fillAndSubmit('resize shop-prod 101 disk=60', {}, USERS.dev2);
     const request = await h.nextRequest();
-    await h.waitForRequest(request.id, (r) => r.state === 'cancelled', 8_000);
+    await h.waitForRequest(request.id, (r) => r.state === 'cancelled', 30_000);
     const told = await h.slack.waitFor(() => directMessages(USERS.dev2)[0]);
     expect(told).toContain(`cloudops cannot see <#${CHANNELS.prod}>`);
     expect(told).toContain('bind project shop-prod to another channel');

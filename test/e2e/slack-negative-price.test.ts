@@ -18,8 +18,9 @@ describe('a negative price from the API', () => {
     const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.cost !== undefined);
     expect(request.cost?.hourly.startsWith('-')).toBe(false);
     expect(request.cost?.monthly.startsWith('-')).toBe(false);
+    expect(request.cost?.diffMonthly).toBeUndefined();
     expect(request.cost?.note).toBe(
-      "Prices unknown for ram (missing, malformed or negative in the API's answer); counted as 0.",
+      "Prices unknown for ram (missing, malformed or negative in the API's answer); counted as 0. The difference is not known: no cost rule or limit is met by it.",
     );
     const message = await h.requestMessage(request.id);
     const shown = JSON.stringify(message.blocks);

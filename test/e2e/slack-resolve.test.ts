@@ -24,7 +24,7 @@ describe('"it was applied" records the change like a success (issue 17.8)', () =
     const request = await h.nextRequest();
     const message = await h.requestMessage(request.id);
     await h.click('approve', request.id, USERS.lead, CHANNELS.prod, message);
-    const unknown = await h.waitForRequest(request.id, (r) => r.state === 'unknown', 10_000);
+    const unknown = await h.waitForRequest(request.id, (r) => r.state === 'unknown', 30_000);
     expect(h.sim.vm(PROD_UUID, 102)).toMatchObject({ cores: 6 });
     const reply = await h.slack.waitFor(() =>
       h.slack

@@ -58,7 +58,7 @@ describe('a workflow step across a restart', () => {
     const done = await h.slack.waitFor(() => {
       const now = h?.slack.execution(run.id);
       return now && now.state !== 'running' ? now : undefined;
-    }, 15_000);
+    }, 30_000);
     expect(done).toMatchObject({
       state: 'completed',
       outputs: { request_id: request.id, state: 'succeeded' },

@@ -1,11 +1,25 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../sim/local-redis.ts';
+import { newAgentToken } from '../../src/config/agents.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // Whatever people type (a reason, a reject reason) reaches the store, the audit and the channel; a secret pasted
 // into it must not. The whole bot runs, so the request message and the thread reply are really posted.
 let h: Harness;
+// Credentials inside a configured URL (the audit receiver's, the proxy's; REDIS_URL's are read the same way) are secrets.
+const URL_PASSWORD = 'receiver-pass-5e21';
+const URL_TOKEN = 'receiver-token-9c07';
+const PROXY_PASSWORD = 'proxy-pass-2b6d';
 beforeAll(async () => {
-  h = await startHarness({ role: 'all' });
+  const port = await freePort();
+  h = await startHarness({
+    role: 'all',
+    env: () => ({
+      AUDIT_WEBHOOK_URL: `http://vector:${URL_PASSWORD}@127.0.0.1:${port}/audit?token=${URL_TOKEN}`,
+      // Only https:// goes through it: the stand-ins here are http:// on loopback.
+      HTTPS_PROXY: `http://egress:${PROXY_PASSWORD}@127.0.0.1:${port}`,
+    }),
+  });
 });
 afterEach(() => {
   expect(h.slack.problems).toEqual([]);
@@ -22,9 +36,14 @@ describe('a secret typed into a reason', () => {
     const pasted = [
       'xoxp-1234567890-abcdefABCDEF',
       'xwfp-W123-secretpart',
+      // An agent's token, copied from wherever it was shown: the bot knows only its hash, so it is caught by shape.
+      newAgentToken(),
       `Bearer ${'k9'.repeat(10)}`,
       h.signingSecret,
       h.sim.apiKey,
+      URL_PASSWORD,
+      URL_TOKEN,
+      PROXY_PASSWORD,
     ];
     const typed = `Black Friday, see ${pasted.join(' and ')}`;
     const ack = await h.fillAndSubmit('resize shop-prod 102 cores=6', { reason: typed });

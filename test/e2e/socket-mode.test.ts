@@ -67,7 +67,7 @@ describe('the flows, over the socket', () => {
       [USERS.lead, USERS.lead2].map((u) => h.click('approve', created.id, u, CHANNELS.prod, message)),
     );
     expect(clicks.map((c) => c.status)).toEqual([200, 200]);
-    await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     expect(h.sim.applied.filter((a) => a.vmid === 102).length).toBe(1);
     expect(h.sim.vm(PROD_UUID, 102).cores).toBe(6);
     const done = await h.slack.waitFor(
@@ -75,7 +75,7 @@ describe('the flows, over the socket', () => {
         h.slack
           .thread(CHANNELS.prod, message.ts)
           .find((m) => (m.text ?? '').startsWith(':white_check_mark: Done')),
-      8000,
+      30_000,
     );
     expect(done.thread_ts).toBe(message.ts);
   });
@@ -83,12 +83,12 @@ describe('the flows, over the socket', () => {
   it('a digest command subscribes the channel, and `digest now` posts the digest', async () => {
     const sub = await h.command('digest daily 09:00 Europe/Paris', USERS.dev, CHANNELS.staging);
     const id = sub.responseUrl.split('/').at(-1);
-    const answer = await h.slack.waitFor(() => h.slack.responses.find((r) => r.id === id), 8000);
+    const answer = await h.slack.waitFor(() => h.slack.responses.find((r) => r.id === id), 30_000);
     expect(String(answer.body.text)).toContain('subscribed this channel to the pricing digest');
     await h.command('digest now', USERS.dev, CHANNELS.staging);
     const digest = await h.slack.waitFor(
       () => h.slack.messages(CHANNELS.staging).find((m) => (m.text ?? '').startsWith('Pricing digest')),
-      8000,
+      30_000,
     );
     expect(JSON.stringify(digest.blocks)).toContain('First digest in this channel');
   });
@@ -101,7 +101,7 @@ describe('reconnects', () => {
       const before = h.slack.socket.connections;
       const opened = h.slack.callsOf('apps.connections.open').length;
       h.slack.socket.disconnect(reason);
-      await h.slack.socket.waitForConnection(before + 1, 5000);
+      await h.slack.socket.waitForConnection(before + 1, 30_000);
       // A fresh URL for each link: tickets are single-use.
       expect(h.slack.callsOf('apps.connections.open')).toHaveLength(opened + 1);
       const answer = await h.command('help');
@@ -123,11 +123,11 @@ describe('reconnects', () => {
       body: { status: 'not ready', redis: true, policy: true, slack: false, cloud: expect.any(Boolean) },
     });
     const openCalls = h.slack.callsOf('apps.connections.open').length;
-    await h.slack.socket.waitForConnection(before + 1, 5000);
+    await h.slack.socket.waitForConnection(before + 1, 30_000);
     expect(h.slack.callsOf('apps.connections.open').length).toBeGreaterThanOrEqual(openCalls + 1);
     await h.slack.waitFor(() => h.slack.socket.open === 1);
     const up = await new Promise<Awaited<ReturnType<typeof readyz>>>((resolve, reject) => {
-      const deadline = Date.now() + 2000;
+      const deadline = Date.now() + 30_000;
       const poll = async () => {
         const r = await readyz();
         if (r.status === 200) return resolve(r);
@@ -183,7 +183,7 @@ describe('redelivery', () => {
     await h.click('approve', created.id, USERS.lead, CHANNELS.prod, message);
     const click = h.slack.socket.envelopes.at(-1);
     expect(click?.payload.type).toBe('block_actions');
-    await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 10_000);
+    await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     const heard = h.slack.ephemerals(CHANNELS.prod, USERS.lead).length;
     // Acted on again, the click would tell the approver "Nothing changed"; it is acked and dropped instead.
     const again = await h.slack.socket.redeliver(click?.envelope_id ?? '');

@@ -30,6 +30,7 @@ import {
   viewState,
   viewSubmissionPayload,
 } from './slack-request.ts';
+import { WAIT_MS } from './startup.ts';
 
 /** The team id of the test workspace; the default policy's `workspace`. */
 export const TEAM = 'T0TEST';
@@ -102,6 +103,7 @@ export interface HarnessOptions {
     | 'duePolicy'
     | 'userGroupCache'
     | 'homeRate'
+    | 'verificationLinks'
   >;
   /** Slack user groups the stand-in knows before the bot starts: members, or the error Slack answers. */
   userGroups?: Record<string, string[] | { error: string }>;
@@ -207,7 +209,7 @@ export interface Harness {
   readonly acksChecked: number;
   /** The channel's requests, newest first, from the bot's store. */
   requests(channel?: string): Promise<CloudRequest[]>;
-  /** The channel's newest request that this helper has not returned before, waiting up to 5 s for it. */
+  /** The channel's newest request that this helper has not returned before, waiting up to 30 s for it. */
   nextRequest(channel?: string): Promise<CloudRequest>;
   /** The request once `predicate` holds (the bot acks before it finishes writing), waiting up to `timeoutMs`. */
   waitForRequest(
@@ -424,7 +426,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return store.listByChannel(channel, 50);
     },
     async nextRequest(channel = CHANNELS.prod) {
-      const deadline = Date.now() + 5000;
+      const deadline = Date.now() + WAIT_MS;
       for (;;) {
         // The injected clock may stand still, so creation times tie: "new" means not returned before.
         const fresh = (await store.listByChannel(channel, 1000)).find((r) => !returned.has(r.id));
@@ -436,7 +438,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await new Promise((r) => setTimeout(r, 25));
       }
     },
-    async waitForRequest(id, predicate, timeoutMs = 5000) {
+    async waitForRequest(id, predicate, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const request = await store.get(id);
@@ -447,7 +449,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       }
     },
     async waitForJob(id) {
-      const deadline = Date.now() + 5000;
+      const deadline = Date.now() + WAIT_MS;
       for (;;) {
         const job = await queues.execute.getJob(id);
         if (job) return job;
@@ -455,7 +457,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         await new Promise((r) => setTimeout(r, 25));
       }
     },
-    async requestMessage(requestId, predicate = () => true, timeoutMs = 8000) {
+    async requestMessage(requestId, predicate = () => true, timeoutMs = WAIT_MS) {
       const found = await slack.waitFor(
         () =>
           slack

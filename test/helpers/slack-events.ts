@@ -3,6 +3,7 @@ import { request } from 'undici';
 import type { FunctionExecution } from '../../sim/slack/server.ts';
 import type { Harness } from './harness.ts';
 import { type SlackHttpResponse, slackSignature } from './slack-request.ts';
+import { WAIT_MS } from './startup.ts';
 
 /** POSTs a JSON body to the bot as Slack's Events API does: real HTTP, signed v0 headers. */
 export async function postSignedJson(
@@ -83,7 +84,7 @@ export async function homeAfter(
   h: Harness,
   user: string,
   after: number,
-  timeoutMs = 5000,
+  timeoutMs = WAIT_MS,
 ): Promise<{ blocks: Record<string, unknown>[]; text: string }> {
   const view = await h.slack.waitFor(
     () =>

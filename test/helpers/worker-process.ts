@@ -1,5 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { killGroup, spawnGroup } from '../../sim/process-group.ts';
+import { STARTUP_WAIT_MS } from './startup.ts';
 
 /** What a worker child process connects to. */
 export interface WorkerProcessConfig {
@@ -25,9 +27,12 @@ export interface WorkerProcess {
 
 const READY = 'worker-process-ready';
 
-/** Starts `createExecution` in a child process (`node --import tsx`) and resolves once its workers run. */
+/**
+ * Starts `createExecution` in a child process (`node --import tsx`, in a process group of its own) and resolves
+ * once its workers run.
+ */
 export async function startWorkerProcess(config: WorkerProcessConfig): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+  const child = spawnGroup(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
     env: { ...process.env, CLOUDOPS_WORKER_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -37,10 +42,10 @@ export async function startWorkerProcess(config: WorkerProcessConfig): Promise<W
     stderr += chunk.toString();
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`worker process not ready after 20 s: ${stderr}`)),
-      20_000,
-    );
+    const timer = setTimeout(() => {
+      killGroup(child);
+      reject(new Error(`worker process not ready after ${STARTUP_WAIT_MS} ms: ${stderr}`));
+    }, STARTUP_WAIT_MS);
     child.stdout?.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes(READY)) {
         clearTimeout(timer);
@@ -56,7 +61,7 @@ export async function startWorkerProcess(config: WorkerProcessConfig): Promise<W
     child,
     exited,
     async kill(signal = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null) killGroup(child, signal);
       return exited;
     },
   };
@@ -69,6 +74,7 @@ async function runChild(): Promise<void> {
   const { CloudApiClient, DEFAULT_TIMEOUTS } = await import('../../src/cloud/client.ts');
   const { parsePolicy } = await import('../../src/config/policy.ts');
   const { createExecution } = await import('../../src/jobs/execution.ts');
+  const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { workerLifecycle } = await import('./lifecycle.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
@@ -101,6 +107,7 @@ async function runChild(): Promise<void> {
     requests,
     vmFacts,
     cloud,
+    prices: createPriceCache(cloud),
     policy,
     queues,
     now,

@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { spawnGroup } from '../../sim/process-group.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -62,15 +62,16 @@ describe('npm run bench --quick (issue 15 scenarios, smallest sizes)', () => {
       '--out',
       out,
     ];
-    const child = spawn(process.execPath, args, {
+    // Its own process group: the bench's bots, baselines and load go with it if the test ends early.
+    const child = spawnGroup(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, REDIS_URL: inject('redisUrl') },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout.on('data', (d: Buffer) => {
+    child.stdout?.on('data', (d: Buffer) => {
       stdout += d.toString();
     });
-    child.stderr.on('data', (d: Buffer) => {
+    child.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
     code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));

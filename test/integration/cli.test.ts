@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { RequestStore } from '../../src/requests/store.ts';
 import type { AuditEntry } from '../../src/requests/types.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 // The shipped binary: it runs dist/ (built by the global setup, as `npm start` builds it), as in the image.
@@ -24,21 +24,8 @@ interface Run {
 
 /** Runs the real `cloudops` binary in a child process with only the environment given (plus PATH/HOME). */
 function cloudops(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runProcess(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
   });
 }
 
@@ -174,6 +161,62 @@ describe.concurrent('cloudops policy check', () => {
   });
 });
 
+describe.concurrent('cloudops policy check and plan: verified approvals', () => {
+  const verified = () =>
+    policyText('2025-03-01T10:00:00Z')
+      .replace('approvers: [U0ADMIN]', 'approvers: [U0ADMIN, U0LEAD]')
+      .replace(
+        '    channels: [C0PROD]\n',
+        '    channels: [C0PROD]\n    approvals:\n      count: 1\n      verify: passkey\n      rules:\n        - { when: { monthly_delta_over: 10 }, count: 2, verify: [passkey, sso] }\n',
+      );
+
+  it('policy check shows which approvals are verified, and warns of a method the environment cannot serve', async () => {
+    const file = join(dir, 'verified.yml');
+    await writeFile(file, verified());
+    const run = await cloudops(['policy', 'check', file], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(
+      'approvers U0ADMIN, U0LEAD; verified approvals: passkey by default, passkey or SSO for rule 1 (monthly cost difference over 10 CHF)\n',
+    );
+    expect(run.stdout).toContain(
+      '  warning: projects[0].approvals.verify: passkey needs PUBLIC_URL (the passkey page), which is not set;',
+    );
+    const json = await cloudops(['policy', 'check', file, '--json'], {
+      ...env,
+      PUBLIC_URL: 'https://cloudops.example.com',
+    });
+    const summary = JSON.parse(json.stdout) as { projects: { verify: unknown }[]; warnings: string[] };
+    expect(summary.projects[0]?.verify).toEqual({
+      default: ['passkey'],
+      rules: [{ rule: 'rule 1 (monthly cost difference over 10 CHF)', verify: ['passkey', 'sso'] }],
+    });
+    expect(summary.warnings).toEqual([
+      'projects[0].approvals.rules[0].verify: sso needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (the SSO login), which are not set; set them or remove the verify (docs/policy.md#verified-approvals)',
+    ]);
+  });
+
+  it('plan names the approvals a resize needs and whether they are verified', async () => {
+    const file = join(dir, 'verified-plan.yml');
+    await writeFile(file, verified());
+    const planEnv = { ...env, POLICY_FILE: file };
+    // +2 cores cost 17.52 a month more: rule 1; 2 GB more RAM on VM 102 costs less than 10: the default.
+    const up = await cloudops(['plan', 'resize', 'shop-prod', '101', 'cores=4'], planEnv);
+    expect(up.code).toBe(0);
+    expect(up.stdout).toContain(
+      'Approval: 2 approvals (rule 1 (monthly cost difference over 10 CHF)), each verified by passkey or SSO.\n',
+    );
+    const json = await cloudops(['plan', 'resize', 'shop-prod', '102', 'cores=6', '--json'], planEnv);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      allowed: true,
+      approval: { count: 2, verify: ['passkey', 'sso'] },
+    });
+    const small = await cloudops(['plan', 'resize', 'shop-prod', '102', 'ram=10', '--json'], planEnv);
+    expect(JSON.parse(small.stdout)).toMatchObject({
+      approval: { count: 1, rule: 'the default', verify: ['passkey'] },
+    });
+  });
+});
+
 describe('cloudops policy check: user groups', () => {
   it('warns about each user group Slack will not resolve (it grants nobody), and says when none could be asked', async () => {
     const slack = await startSlackStandIn({ botToken: 'xoxb-cli-groups-test' });
@@ -233,6 +276,9 @@ describe.concurrent('cloudops plan resize', () => {
       steps: [{ cores: 4, wanMode: 'off' }, { wanMode: 'dual' }],
       bodies: [{ cores: 4, wan_mode: 'off' }, { wan_mode: 'dual' }],
       increases: ['cores'],
+      // ipv4 → dual adds a network: a raise, like the cores.
+      changes: { cores: 'raise', wanMode: 'raise' },
+      approvalKind: 'resize_up',
       // +2 cores × 0.0120 = +0.0240/h; dual keeps the one public IPv4 address.
       cost: {
         cluster: 'zone-1',

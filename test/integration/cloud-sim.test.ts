@@ -1,12 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type CloudSim, DEFAULT_SEED, type SimSeed, startCloudSim } from '../../sim/cloud/server.ts';
+import { killGroup, spawnGroup } from '../../sim/process-group.ts';
 import { CloudApiClient, FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { CloudRateLimitedError } from '../../src/cloud/errors.ts';
+import { STARTUP_WAIT_MS } from '../helpers/startup.ts';
 
 const PROJECT = '0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10';
 
@@ -244,7 +245,7 @@ describe('npm run sim', () => {
     const seedFile = join(dir, 'seed.json');
     const seed: SimSeed = { clusters: [{ name: 'only-1', prices: { ram: '0.1' } }], projects: [] };
     await writeFile(seedFile, JSON.stringify(seed));
-    const child = spawn(
+    const child = spawnGroup(
       process.execPath,
       ['--import', 'tsx', 'sim/cloud/main.ts', '--port', '0', '--seed', seedFile],
       {
@@ -256,8 +257,8 @@ describe('npm run sim', () => {
     try {
       let out = '';
       const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no URL printed: ${out}`)), 15_000);
-        child.stdout.on('data', (chunk: Buffer) => {
+        const timer = setTimeout(() => reject(new Error(`no URL printed: ${out}`)), STARTUP_WAIT_MS);
+        child.stdout?.on('data', (chunk: Buffer) => {
           out += chunk.toString();
           const match = /listening on (http:\/\/\S+)/.exec(out);
           if (match?.[1] && out.includes('API key: spawned-key')) {
@@ -270,10 +271,10 @@ describe('npm run sim', () => {
       expect((await spawnedClient.listClusters()).map((c) => c.name)).toEqual(['only-1']);
       await spawnedClient.close();
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      child.kill('SIGTERM');
+      killGroup(child, 'SIGTERM');
       expect(await exited).toBe(0);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (child.exitCode === null) killGroup(child);
       await rm(dir, { recursive: true, force: true });
     }
   });

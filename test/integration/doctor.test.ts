@@ -1,14 +1,16 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
+import { startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
 import { startForwardProxy } from '../helpers/proxies.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 // `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global
 // setup), against the cloud simulator, the Slack stand-in and Redis servers of this file's own.
@@ -19,6 +21,7 @@ const BOT_TOKEN = 'xoxb-doctor-test-5d1e';
 const APP_TOKEN = 'xapp-1-doctor-test-77aa';
 const API_KEY = 'doctor-test-key-9c2b41';
 const MANIFEST_SCOPES = Object.keys(BOT_SCOPES);
+const OIDC_SECRET = 'oidc-doctor-secret-6b0f';
 
 interface Check {
   id: string;
@@ -40,22 +43,9 @@ let dir: string;
 let env: Record<string, string>;
 
 function doctor(args: string[], overrides: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'doctor', ...args], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runProcess(process.execPath, [BIN, 'doctor', ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
   });
 }
 
@@ -65,7 +55,7 @@ async function checks(
 ): Promise<{ code: number | null; checks: Check[] }> {
   const run = await doctor(['--json'], overrides);
   expect(run.stderr).toBe('');
-  for (const secret of [BOT_TOKEN, APP_TOKEN, API_KEY, 'wrong-key-31337', 'xoxb-wrong-4242'])
+  for (const secret of [BOT_TOKEN, APP_TOKEN, API_KEY, 'wrong-key-31337', 'xoxb-wrong-4242', OIDC_SECRET])
     expect(run.stdout).not.toContain(secret);
   const out = JSON.parse(run.stdout) as { ok: boolean; checks: Check[] };
   expect(out.ok).toBe(run.code === 0);
@@ -224,6 +214,54 @@ describe('cloudops doctor', () => {
       expect(run.code).toBe(1);
       expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
       expect(run.stdout + run.stderr).not.toContain('query-pw-41c7');
+    }
+  });
+
+  it("credentials in SLACK_API_URL or CLOUD_API_URL (a gateway's user:password@ or ?token=) are printed by neither output", async () => {
+    const port = await freePort();
+    const overrides = {
+      SLACK_API_URL: `http://gw-user:gw-pass-8e1f@127.0.0.1:${port}/api/?token=gw-token-77d2`,
+      CLOUD_API_URL: `http://cloud-user:cloud-pass-3a9c@127.0.0.1:${port}/?api_key=cloud-query-5b20`,
+    };
+    for (const run of [await doctor([], overrides), await doctor(['--json'], overrides)]) {
+      expect(run.code).toBe(1);
+      expect(run.stdout + run.stderr).toContain(`127.0.0.1:${port}`);
+      for (const secret of [
+        'gw-user',
+        'gw-pass-8e1f',
+        'gw-token-77d2',
+        'cloud-pass-3a9c',
+        'cloud-query-5b20',
+      ])
+        expect(run.stdout + run.stderr).not.toContain(secret);
+    }
+  });
+
+  it('REDIS_SENTINELS naming a Redis, not a Sentinel: ✗ saying so and what to set, not "no answer"', async () => {
+    const address = redis.url.replace('redis://', '');
+    const { code, checks: list } = await checks({ REDIS_SENTINELS: address });
+    expect(code).toBe(1);
+    const check = one(list, 'redis');
+    expect(check.status).toBe('fail');
+    expect(check.summary).toBe(
+      `REDIS_SENTINELS: ${address} is a Redis, not a Sentinel: set REDIS_URL to it instead (and leave REDIS_SENTINELS empty), or give the Sentinels' addresses (port 26379 unless changed)`,
+    );
+    expect(check.fix).toContain('REDIS_URL');
+  });
+
+  it('REDIS_URL naming a Sentinel: ✗ saying so and what to set, not "Redis answers"', async () => {
+    const group = await startSentinelGroup({ replicas: 0, sentinels: 1, quorum: 1 });
+    try {
+      const { code, checks: list } = await checks({ REDIS_URL: `redis://${group.sentinels}` });
+      expect(code).toBe(1);
+      const check = one(list, 'redis');
+      expect(check.status).toBe('fail');
+      expect(check.summary).toBe(
+        `REDIS_URL: the Redis at redis://${group.sentinels} is a Sentinel: set REDIS_SENTINELS to the Sentinels (host:port,host:port,…) and keep only the password and TLS in REDIS_URL`,
+      );
+      expect(check.fix).toContain('REDIS_SENTINELS');
+    } finally {
+      await group.stop();
     }
   });
 
@@ -387,5 +425,120 @@ describe('cloudops doctor', () => {
       expect(out).toContain(`${name}: `);
     expect(out).toContain('4 variables are malformed');
     expect(out).not.toMatch(/SECRET/);
+  });
+});
+
+describe('cloudops doctor: verified approvals', () => {
+  let web: Server;
+  let base: string;
+  /** What the stand-in of the web role and the SSO provider answers; the tests change it. */
+  let discovery: Record<string, unknown> | undefined;
+  let verifyEnv: Record<string, string>;
+
+  beforeAll(async () => {
+    // One small server stands for both what PUBLIC_URL leads to (the web role's /healthz) and the provider's
+    // discovery document (a real provider's is only JSON at that path).
+    web = createServer((req, res) => {
+      if (req.url === '/healthz') return void res.writeHead(200).end('ok');
+      if (req.url === '/realms/co/.well-known/openid-configuration' && discovery)
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(discovery));
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+    const address = web.address();
+    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const policy = join(dir, 'verify-policy.yml');
+    await writeFile(
+      policy,
+      `approvers: [U0ADMIN, S0OPS]
+approvals:
+  count: 1
+  rules:
+    - { when: { kind: restore }, count: 1, verify: [passkey, sso] }
+projects:
+  - name: shop-prod
+    uuid: 0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10
+    channels: [C0PROD]
+`,
+    );
+    verifyEnv = {
+      POLICY_FILE: policy,
+      PUBLIC_URL: base,
+      OIDC_ISSUER: `${base}/realms/co`,
+      OIDC_CLIENT_ID: 'cloudops',
+      OIDC_CLIENT_SECRET: OIDC_SECRET,
+    };
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => web?.close(resolve));
+  });
+
+  const good = () => ({
+    issuer: `${base}/realms/co`,
+    authorization_endpoint: `${base}/realms/co/auth`,
+    token_endpoint: `${base}/realms/co/token`,
+    jwks_uri: `${base}/realms/co/jwks`,
+    code_challenge_methods_supported: ['plain', 'S256'],
+  });
+
+  it('all there: the environment the policy needs, PUBLIC_URL answering, the discovery document, approvers’ emails', async () => {
+    discovery = good();
+    const run = await doctor([], verifyEnv);
+    expect(run.stdout).not.toContain(OIDC_SECRET);
+    expect(run.code, run.stdout).toBe(0);
+    for (const part of [
+      /^✓ verified approvals: the policy asks for passkey and sso, and the environment has what they need$/m,
+      new RegExp(`^✓ PUBLIC_URL answers: ${base}/healthz is the web role$`, 'm'),
+      new RegExp(`^✓ the SSO provider's discovery document fits: issuer ${base}/realms/co$`, 'm'),
+      /^✓ Slack gives approvers' emails \(users\.info of U0ADMIN\)$/m,
+    ])
+      expect(run.stdout).toMatch(part);
+  });
+
+  it('a wrong issuer, no PKCE, a PUBLIC_URL that does not answer, no email scope, a missing variable: ✗ each with the fix', async () => {
+    discovery = { ...good(), issuer: 'https://elsewhere.example.com' };
+    const port = await freePort();
+    const wrong = await checks({
+      ...verifyEnv,
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      OIDC_ISSUER: `${base}/realms/co`,
+    });
+    expect(wrong.code).toBe(1);
+    expect(one(wrong.checks, 'verify.oidc-discovery')).toMatchObject({
+      status: 'fail',
+      summary: `the discovery document names the issuer https://elsewhere.example.com, not OIDC_ISSUER ${base}/realms/co`,
+    });
+    expect(one(wrong.checks, 'verify.public-url')).toMatchObject({
+      status: 'fail',
+      summary: expect.stringMatching(/^PUBLIC_URL does not answer from here \(ECONNREFUSED at /),
+    });
+
+    discovery = { ...good(), code_challenge_methods_supported: ['plain'] };
+    expect(one((await checks(verifyEnv)).checks, 'verify.oidc-discovery').summary).toMatch(/PKCE with S256/);
+    discovery = undefined;
+    expect(one((await checks(verifyEnv)).checks, 'verify.oidc-discovery').summary).toMatch(
+      /^the SSO provider has no discovery document: HTTP 404 at /,
+    );
+
+    slack.grantScopes(MANIFEST_SCOPES.filter((scope) => scope !== 'users:read.email'));
+    try {
+      const noEmail = await checks(verifyEnv);
+      expect(one(noEmail.checks, 'verify.slack-email')).toMatchObject({
+        status: 'fail',
+        summary: "verify: sso compares the approver's Slack email, and the token lacks users:read.email",
+      });
+      // Elsewhere the scope is optional: a warning, not a failure.
+      expect(one(noEmail.checks, 'slack.scopes').status).toBe('warn');
+    } finally {
+      slack.grantScopes([...MANIFEST_SCOPES, 'channels:read', 'groups:read']);
+    }
+
+    const { OIDC_ISSUER: _i, OIDC_CLIENT_ID: _c, OIDC_CLIENT_SECRET: _s, ...noSso } = verifyEnv;
+    const unmet = await checks(noSso);
+    expect(one(unmet.checks, 'verify.environment')).toMatchObject({
+      status: 'fail',
+      summary:
+        'verified approvals: approvals.rules[0].verify: sso needs OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, which are not set',
+    });
   });
 });

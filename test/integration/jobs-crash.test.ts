@@ -138,7 +138,7 @@ describe('a worker killed mid-call', () => {
     expect(await child.kill('SIGKILL')).toBeNull();
 
     current.startWorkers();
-    const done = await current.waitForState(request.id, [...FINAL], 20_000);
+    const done = await current.waitForState(request.id, [...FINAL], 30_000);
     expect(done.state).toBe('unknown');
     expect(done.outcomes[0]?.reason).toMatch(/worker stopped while this call was in flight/);
     const replies = await waitForReplies(current, request.id, 1);
@@ -174,10 +174,10 @@ describe('Redis outage', () => {
     expect(env.sim.calls).toHaveLength(0);
     await ownRedis.restart();
     for (const r of [first, second]) {
-      expect((await env.waitForState(r.id, [...FINAL], 20_000)).state).toBe('succeeded');
+      expect((await env.waitForState(r.id, [...FINAL], 30_000)).state).toBe('succeeded');
     }
     expect(env.sim.applied).toHaveLength(2);
-    expect(await waitForReplies(env, first.id, 1, 15_000)).toHaveLength(1);
+    expect(await waitForReplies(env, first.id, 1, 30_000)).toHaveLength(1);
   });
 });
 
@@ -201,7 +201,7 @@ describe('a worker killed after Slack accepted a thread reply, before it recorde
     expect(await current.redis.exists(recorded)).toBe(0);
 
     startWorkers();
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 30_000;
     while ((await current.redis.exists(recorded)) === 0) {
       if (Date.now() > deadline) throw new Error('the retried report never finished');
       await new Promise((r) => setTimeout(r, 50));

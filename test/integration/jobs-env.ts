@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { CloudApiClient, FAST_TIMEOUTS, type TimeoutPolicy } from '../../src/cloud/client.ts';
+import { createPriceCache } from '../../src/cloud/price-cache.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { createExecution, type Execution, type ExecutionDeps } from '../../src/jobs/execution.ts';
 import { createQueues, enqueueExecution, enqueueNotify, type Queues } from '../../src/jobs/queues.ts';
@@ -18,6 +19,7 @@ import { SlackApi } from '../../src/slack-api/client.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { workerLifecycle } from '../helpers/lifecycle.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { WAIT_MS } from '../helpers/startup.ts';
 
 /** The policy the jobs tests run with: the sim's default project, CPU class and private network mapped as the sim names them. */
 export const JOBS_POLICY_YAML = `
@@ -100,6 +102,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
     requests,
     vmFacts,
     cloud,
+    prices: createPriceCache(cloud),
     policy,
     queues,
     now,
@@ -138,7 +141,7 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
       await enqueueExecution(queues, created, new Date());
       return created;
     },
-    async waitForState(id, states, timeoutMs = 10_000) {
+    async waitForState(id, states, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const request = await store.get(id);
@@ -176,7 +179,7 @@ export async function waitForReplies(
   env: JobsEnv,
   id: string,
   count: number,
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -221,7 +224,7 @@ export function resizeOf(
 }
 
 /** Polls `predicate` every 25 ms until it holds; throws after `timeoutMs`. */
-export async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function until(predicate: () => boolean, what: string, timeoutMs = WAIT_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);

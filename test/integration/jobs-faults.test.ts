@@ -88,7 +88,7 @@ describe('reporting is a step of its own', () => {
     env.slack.failNext('chat.postMessage', { status: 429, retryAfter: 1, times: 2 });
     const done = await env.waitForState(request.id, [...FINAL]);
     expect(done.state).toBe('succeeded');
-    const replies = await waitForReplies(env, request.id, 1, 15_000);
+    const replies = await waitForReplies(env, request.id, 1, 30_000);
     expect(replies).toHaveLength(1);
     expect(env.slack.callsOf('chat.postMessage').filter((c) => c.status === 429)).toHaveLength(2);
     await new Promise((r) => setTimeout(r, 500));
@@ -105,7 +105,7 @@ describe('reporting is a step of its own', () => {
     const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
     const done = await env.waitForState(request.id, [...FINAL]);
     expect(done.state).toBe('succeeded');
-    const replies = await waitForReplies(env, request.id, 1, 15_000);
+    const replies = await waitForReplies(env, request.id, 1, 30_000);
     expect(replies).toHaveLength(1);
     expect(env.slack.messages('C0PROD').filter((m) => !m.thread_ts)).toHaveLength(1);
     expect(resizeCalls()).toHaveLength(1);

@@ -73,7 +73,7 @@ describe('one notify job per decision', () => {
     await env.deps.requests.reject(request, 'U0LEAD', 'not now');
     await env.slack.waitFor(
       () => JSON.stringify(messageOf(request)?.blocks ?? []).includes('Rejected* · request'),
-      10_000,
+      30_000,
     );
     const updates = env.slack.callsOf('chat.update');
     expect(updates.filter((c) => c.status === 503)).toHaveLength(2);

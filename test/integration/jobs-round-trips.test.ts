@@ -38,9 +38,9 @@ function recordCommands(connection: Redis): { name: string; args: string[] }[] {
 
 /** Waits for the request's execute job to finish, looking at the job alone (not at the request, which is counted). */
 async function jobFinished(id: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   while (!(await env.queues.execute.getJob(id))?.finishedOn) {
-    if (Date.now() > deadline) throw new Error(`execute job ${id} not finished after 10 s`);
+    if (Date.now() > deadline) throw new Error(`execute job ${id} not finished after 30 s`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }

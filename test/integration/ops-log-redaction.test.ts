@@ -237,7 +237,7 @@ describe('the running bot at LOG_LEVEL=debug, under traffic and faults', () => {
         slack
           .messages(OPS.channel)
           .find((m) => m.thread_ts === undefined && /\(request [^)]+\)/.test(m.text ?? '')),
-      8000,
+      30_000,
     );
     const requestId = /\(request ([^)]+)\)/.exec(posted.text ?? '')![1]!;
     const approve = blockActionsPayload(
@@ -254,7 +254,7 @@ describe('the running bot at LOG_LEVEL=debug, under traffic and faults', () => {
     expect((await ops.send(interactionBody(approve))).status).toBe(200);
     await slack.waitFor(
       () => slack.thread(OPS.channel, posted.ts).find((m) => /resized|succeeded|done/i.test(m.text ?? '')),
-      15_000,
+      30_000,
     );
     expect(sim.applied.map((a) => a.vmid)).toEqual([102]);
 
@@ -279,7 +279,7 @@ describe('the running bot at LOG_LEVEL=debug, under traffic and faults', () => {
   });
 });
 
-describe('the logger npm start builds itself (no injected logger)', { timeout: 60_000 }, () => {
+describe('the logger npm start builds itself (no injected logger)', { timeout: 120_000 }, () => {
   it('scrubs the cloud API key pasted into a reason from the Web API client’s debug lines', async () => {
     const env = await startJobsEnv({ name: 'redaction-start' });
     const dir = await mkdtemp(join(tmpdir(), 'cloudops-redaction-'));
@@ -307,7 +307,7 @@ describe('the logger npm start builds itself (no injected logger)', { timeout: 6
       // catch it.
       const reason = `portal key ${env.sim.apiKey} rotated`;
       const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }, { reason }));
-      await waitForReplies(env, request.id, 1, 20_000);
+      await waitForReplies(env, request.id, 1, 30_000);
       const lines = () =>
         bot
           .stdout()
@@ -316,7 +316,7 @@ describe('the logger npm start builds itself (no injected logger)', { timeout: 6
       await until(
         () => lines().some((line) => line.includes('http request body') && line.includes('portal key')),
         'the request message in a debug line',
-        10_000,
+        30_000,
       );
       const posted = lines().filter(
         (line) => line.includes('http request body') && line.includes('portal key'),

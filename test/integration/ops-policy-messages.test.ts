@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { START_ARGS } from '../helpers/bot-process.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 // A policy file with several problems, through both doors an operator uses: `npm start` (the compiled bot in its
 // own process) and `cloudops policy check` (the shipped binary). Each lists every problem at once, in file order,
@@ -19,16 +19,10 @@ interface Run {
 }
 
 function run(args: string[], env: Record<string, string>, cwd: string): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      args,
-      { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 45_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
+  return runProcess(process.execPath, args, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeoutMs: 45_000,
   });
 }
 
@@ -79,7 +73,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe.concurrent('a policy file with several problems', { timeout: 60_000 }, () => {
+describe.concurrent('a policy file with several problems', { timeout: 120_000 }, () => {
   it('npm start lists them all, each with file:line and field, and exits 1 before connecting anywhere', async () => {
     const started = await run(START_ARGS, { ...SECRETS, POLICY_FILE: file }, dir);
     expect(started.code).toBe(1);

@@ -7,13 +7,14 @@ import { freePort } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { STARTUP_WAIT_MS } from '../helpers/startup.ts';
 
 // Socket Mode as an operator runs it (the compiled bot in its own process, docs/operations.md#start-up): /healthz answers
 // while the link connects, /readyz is 503 until it is up and after it is lost, SIGTERM works while connecting, and a
-// start-up that cannot connect prints one line and exits 1 within 10 s. Slack is the stand-in in this process.
+// start-up that cannot connect prints one line and exits 1. Slack is the stand-in in this process. How long these
+// take is the benchmark's to report, not a test's to assert.
 const BOT_TOKEN = 'xoxb-0000-0000-sockettest';
 const APP_TOKEN = 'xapp-1-A0CLOUDOPS-0000-sockettest';
-const STARTUP_LIMIT_MS = 10_000;
 
 let dir: string;
 let policyFile: string;
@@ -73,7 +74,11 @@ async function get(port: number, path: string): Promise<{ status: number; body: 
 }
 
 /** Polls `probe` until it returns a value, or fails after `timeoutMs`. */
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = STARTUP_WAIT_MS,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -84,7 +89,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
-describe('Socket Mode start-up and shutdown', { timeout: 60_000 }, () => {
+describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_000 }, () => {
   it('/healthz answers while the link connects, /readyz 503 until it is up and again while it is lost', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     // The first two upgrades fail: the link retries after 1 s, then 2 s.
@@ -132,11 +137,10 @@ describe('Socket Mode start-up and shutdown', { timeout: 60_000 }, () => {
     });
     expect(answered.payload?.response_type).toBe('ephemeral');
 
-    const sentAt = bot?.kill('SIGTERM') ?? 0;
+    bot?.kill('SIGTERM');
     const exit = await bot?.exited;
     expect(exit?.code).toBe(0);
-    expect((exit?.atMs ?? 0) - sentAt).toBeLessThan(5_000);
-    await slack.socket.waitForNoConnection(2000);
+    await slack.socket.waitForNoConnection(STARTUP_WAIT_MS);
     const output = bot?.stdout() ?? '';
     expect(output).not.toContain(APP_TOKEN);
     expect(output).not.toMatch(/ticket=(?!\[redacted\])/);
@@ -150,29 +154,22 @@ describe('Socket Mode start-up and shutdown', { timeout: 60_000 }, () => {
     await until('an attempt to connect', async () =>
       slack.callsOf('apps.connections.open').length ? true : undefined,
     );
-    const sentAt = bot?.kill('SIGTERM') ?? 0;
+    bot?.kill('SIGTERM');
     const exit = await bot?.exited;
     expect(exit?.code).toBe(0);
-    const ms = (exit?.atMs ?? 0) - sentAt;
-    expect(ms).toBeLessThan(3_000);
     expect(bot?.stderrLines()).toEqual([]);
     expect(bot?.stdout()).toContain('"signal":"SIGTERM","msg":"SIGTERM received while starting, stopping"');
-    console.info(`ops-socket-mode: SIGTERM while connecting ended in ${Math.round(ms)} ms`);
   });
 
-  it('a link that never comes up: one line naming it, exit 1 within 10 s', async () => {
+  it('a link that never comes up: one line naming it, exit 1 when the start-up deadline passes', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     slack.socket.refuseConnections(Number.MAX_SAFE_INTEGER);
-    await startBot();
+    await startBot({ STARTUP_TIMEOUT_SECONDS: '10' });
     const exit = await bot?.exited;
     expect(exit?.code).toBe(1);
-    expect(exit?.atMs).toBeLessThan(STARTUP_LIMIT_MS);
     expect(bot?.stderrLines()).toEqual([
       'cloudops: could not start: still waiting for the Socket Mode connection to Slack (apps.connections.open at SLACK_API_URL) when the start-up deadline passed',
     ]);
-    console.info(
-      `ops-socket-mode: a link that never comes up exited 1 after ${Math.round(exit?.atMs ?? 0)} ms`,
-    );
   });
 
   it('an app-level token Slack refuses: one line naming SLACK_APP_TOKEN, exit 1 at once', async () => {
@@ -180,7 +177,6 @@ describe('Socket Mode start-up and shutdown', { timeout: 60_000 }, () => {
     await startBot();
     const exit = await bot?.exited;
     expect(exit?.code).toBe(1);
-    expect(exit?.atMs).toBeLessThan(STARTUP_LIMIT_MS);
     expect(bot?.stderrLines()).toEqual([
       'cloudops: could not start: SLACK_APP_TOKEN: Slack refused the app-level token (invalid_auth)',
     ]);

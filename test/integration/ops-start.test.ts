@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../sim/local-redis.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 // `npm start` as an operator runs it: a child process with only the environment given (PATH kept for node),
 // running the compiled dist/ (the global setup builds it when stale, as npm start's prestart does).
@@ -23,16 +23,10 @@ interface Exit {
 }
 
 function start(env: Record<string, string>, timeoutMs = 45_000, cwd = dir): Promise<Exit> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      START,
-      { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: timeoutMs },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
+  return runProcess(process.execPath, START, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeoutMs,
   });
 }
 
@@ -56,7 +50,7 @@ afterAll(async () => {
 });
 
 // Each start loads the whole bot (~1.5 s idle, ~10 s on a loaded CI box): the cases run side by side.
-describe.concurrent('npm start without a working configuration', { timeout: 60_000 }, () => {
+describe.concurrent('npm start without a working configuration', { timeout: 120_000 }, () => {
   it('with an empty environment: one line listing what is missing for Socket Mode (as the manifest ships) and pointing to npm run demo, exit 1', async () => {
     const run = await start({});
     expect(run.code).toBe(1);
@@ -115,6 +109,19 @@ describe.concurrent('npm start without a working configuration', { timeout: 60_0
     for (const secret of Object.values(COMPLETE)) expect(run.stderr).not.toContain(secret);
   });
 
+  it('a verify: rule the environment cannot serve: one line naming the rule (file, line, field) and the variables, exit 1', async () => {
+    const file = join(dir, 'verify.yml');
+    await writeFile(
+      file,
+      'approvers: [U0ADMIN]\napprovals:\n  count: 1\n  rules:\n    - { when: { kind: restore }, count: 1, verify: sso }\n',
+    );
+    const run = await start({ ...COMPLETE, POLICY_FILE: file, PUBLIC_URL: 'https://cloudops.example.com' });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([
+      `cloudops: ${file}:5: approvals.rules[0].verify: sso needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (the SSO login), which are not set; set them or remove the verify (docs/policy.md#verified-approvals)`,
+    ]);
+  });
+
   it('Redis not answering at REDIS_URL: one line naming REDIS_URL, exit 1', async () => {
     const file = join(dir, 'ok.yml');
     await writeFile(file, 'approvers: [U0ADMIN]\n');
@@ -137,7 +144,7 @@ describe.concurrent('npm start without a working configuration', { timeout: 60_0
 });
 
 describe.concurrent('npm start reads .env from its working directory, the environment winning', {
-  timeout: 60_000,
+  timeout: 120_000,
 }, () => {
   /** A working directory of its own with this `.env`, and two policy files with different bad fields. */
   async function withDotEnvFile(): Promise<{ cwd: string; fromFile: string; fromEnv: string }> {

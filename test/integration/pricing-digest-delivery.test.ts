@@ -38,7 +38,7 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
       const found = digests('C0BIG');
       const total = Number(/\((\d+)\/(\d+)\)/.exec(found[0]?.text ?? '')?.[2] ?? 0);
       return total > 0 && found.length >= total ? found : undefined;
-    }, 20_000);
+    }, 30_000);
     expect(parts.length).toBeGreaterThanOrEqual(3);
     expect(env.standIn.calls.some((c) => c.method === 'chat.postMessage' && c.status === 429)).toBe(true);
     await sleep(1500);
@@ -59,14 +59,14 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
     await pricing.scheduler.subscribe('C0DOWN', EVERY_SECOND);
     const notice = await env.standIn.waitFor(
       () => env.standIn.messages('C0DOWN').find((m) => (m.text ?? '').includes('could not be read')),
-      8000,
+      30_000,
     );
     expect(notice.text).toMatch(
       /^:warning: Pricing digest: the cloud API could not be read \(the service is unavailable \(HTTP 503\)\)\. The next digest is at <!date\^\d+\^/,
     );
     expect(notice.text).not.toContain(env.sim.apiKey);
     // The next tick reads the API again and posts a real digest.
-    const digest = await env.standIn.waitFor(() => digests('C0DOWN')[0], 8000);
+    const digest = await env.standIn.waitFor(() => digests('C0DOWN')[0], 30_000);
     expect(blocksText(digest)).toContain('First digest in this channel');
     await pricing.scheduler.unsubscribe('C0DOWN');
   });
@@ -77,7 +77,7 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
     await pricing.scheduler.subscribe('C0GONE', EVERY_SECOND);
     const notice = await env.standIn.waitFor(
       () => env.standIn.messages('C0GONE').find((m) => (m.text ?? '').includes('could not be read')),
-      8000,
+      30_000,
     );
     expect(notice.text).toContain(':warning: Pricing digest: the cloud API could not be read (');
     expect(notice.text).toContain('The next digest is at');
@@ -90,7 +90,7 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
     // internal_error says "try later": the digest is posted on the job's next attempt (the notify worker agrees).
     env.standIn.failNext('chat.postMessage', { error: 'internal_error' });
     await pricing.scheduler.sendNow('C0FLAKY');
-    const digest = await env.standIn.waitFor(() => digests('C0FLAKY')[0], 10_000);
+    const digest = await env.standIn.waitFor(() => digests('C0FLAKY')[0], 30_000);
     expect(blocksText(digest)).toContain('First digest in this channel');
     const attempts = () =>
       env.standIn.calls.filter((c) => c.method === 'chat.postMessage' && c.args.channel === 'C0FLAKY').length;
@@ -100,7 +100,7 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
     await pricing.scheduler.sendNow('C0GONE2');
     await env.standIn.waitFor(
       () => env.standIn.calls.some((c) => c.method === 'chat.postMessage' && c.args.channel === 'C0GONE2'),
-      5000,
+      30_000,
     );
     await sleep(3000);
     expect(
@@ -112,7 +112,7 @@ describe('pricing digest delivery: size, rate limits, API failures, many channel
     const { pricing } = await startInstance({ concurrency: 20 });
     const channels = Array.from({ length: 15 }, (_, i) => `C0MANY${i}`);
     await Promise.all(channels.map((c) => pricing.scheduler.subscribe(c, EVERY_SECOND)));
-    await env.standIn.waitFor(() => channels.every((c) => digests(c).length >= 1), 10_000);
+    await env.standIn.waitFor(() => channels.every((c) => digests(c).length >= 1), 30_000);
     await Promise.all(channels.map((c) => pricing.scheduler.unsubscribe(c)));
     expect(env.standIn.problems).toEqual([]);
   });

@@ -19,7 +19,7 @@ describe('pricing digest schedules over BullMQ, the cloud sim and the Slack stan
   it('posts on schedule, shows a changed price with its percentage, and stops on unsubscribe', async () => {
     const { pricing } = await startInstance();
     await pricing.scheduler.subscribe('C0DIGEST', EVERY_SECOND, 'U0DEV');
-    const first = await env.standIn.waitFor(() => digests('C0DIGEST')[0], 8000);
+    const first = await env.standIn.waitFor(() => digests('C0DIGEST')[0], 30_000);
     const text = blocksText(first);
     expect(text).toContain('First digest in this channel');
     for (const name of ['zone-1', 'zone-2', 'zone-3']) expect(text).toContain(`*${name}*`);
@@ -33,12 +33,12 @@ describe('pricing digest schedules over BullMQ, the cloud sim and the Slack stan
         digests('C0DIGEST')
           .slice(seen)
           .find((m) => blocksText(m).includes('RAM 0.0040 → 0.0044')),
-      8000,
+      30_000,
     );
     expect(blocksText(changed)).toContain('*zone-1* RAM 0.0040 → 0.0044 (:arrow_up: +10.0%)');
     // The digest after that compares with the changed price: no change any more.
     const after = digests('C0DIGEST').length;
-    const calm = await env.standIn.waitFor(() => digests('C0DIGEST')[after], 8000);
+    const calm = await env.standIn.waitFor(() => digests('C0DIGEST')[after], 30_000);
     expect(blocksText(calm)).toContain('No changes since the last digest');
 
     expect(await pricing.scheduler.unsubscribe('C0DIGEST')).toBe(true);
@@ -56,7 +56,7 @@ describe('pricing digest schedules over BullMQ, the cloud sim and the Slack stan
     // Both subscribe (the later replaces the earlier: one scheduler per channel).
     await a.pricing.scheduler.subscribe('C0TWICE', EVERY_SECOND);
     await b.pricing.scheduler.subscribe('C0TWICE', EVERY_SECOND);
-    await env.standIn.waitFor(() => digests('C0TWICE').length >= 4, 12_000);
+    await env.standIn.waitFor(() => digests('C0TWICE').length >= 4, 30_000);
     await a.pricing.scheduler.unsubscribe('C0TWICE');
     await sleep(1500);
     const completed = await a.pricing.scheduler.queue.getJobs(['completed']);
@@ -83,13 +83,13 @@ describe('pricing digest schedules over BullMQ, the cloud sim and the Slack stan
   it('the schedule survives a restart: a new instance goes on without subscribing again', async () => {
     const first = await startInstance();
     await first.pricing.scheduler.subscribe('C0RESTART', EVERY_SECOND);
-    await env.standIn.waitFor(() => digests('C0RESTART')[0], 8000);
+    await env.standIn.waitFor(() => digests('C0RESTART')[0], 30_000);
     await first.close();
     const before = digests('C0RESTART').length;
     await sleep(1200);
     const second = await startInstance();
     expect((await second.pricing.scheduler.get('C0RESTART'))?.pattern).toBe('*/1 * * * * *');
-    await env.standIn.waitFor(() => digests('C0RESTART').length >= before + 2, 8000);
+    await env.standIn.waitFor(() => digests('C0RESTART').length >= before + 2, 30_000);
     // The snapshot from before the restart is the base: no "first digest" again.
     expect(blocksText(digests('C0RESTART').at(-1) as SlackMessage)).toContain(
       'No changes since the last digest',

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
@@ -18,6 +17,7 @@ import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
+import { runProcess } from '../helpers/run-process.ts';
 
 // The operator's side of a Redis Cluster: `cloudops doctor` and `cloudops audit` (the shipped binary, dist/ built by
 // the global setup) against 3 masters and 3 replicas of this file's own; the one line when a node is gone; the
@@ -34,7 +34,7 @@ beforeAll(async () => {
     REDIS_CLUSTER_NODES: cluster.nodesEnv,
     REDIS_PREFIX: 'ops-eu',
   };
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   for (const client of clients) client.disconnect();
   await cluster?.stop();
@@ -51,21 +51,8 @@ function cli(
   args: string[],
   overrides: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  return runProcess(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
   });
 }
 
@@ -172,7 +159,7 @@ describe('the operator CLI on a Redis Cluster', () => {
     } finally {
       await guarded.stop();
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a cluster named where a single Redis belongs, and the other way round', () => {

@@ -18,7 +18,7 @@ let group: SentinelGroup;
 const clients: RedisClient[] = [];
 beforeAll(async () => {
   group = await startSentinelGroup({ downAfterMs: 1000, failoverTimeoutMs: 5000 });
-}, 30_000);
+}, 120_000);
 afterAll(async () => {
   for (const client of clients) client.disconnect();
   await group?.stop();
@@ -97,7 +97,7 @@ describe('Redis through Sentinels', () => {
     const { to } = await group.failover();
     expect(to).not.toBe(first);
     // The same client, after the switch: its next writes reach the new master (the old one is not a master now).
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     let wroteOn: number | undefined;
     while (Date.now() < deadline) {
       await redis.set('sentinel-test:after', 'x');
@@ -159,7 +159,7 @@ describe('Redis through Sentinels', () => {
         .poll(
           () => client.set(`sentinel-test:after-crash:${i}`, '1').catch((error: Error) => error.message),
           {
-            timeout: 10_000,
+            timeout: 30_000,
           },
         )
         .toBe('OK');

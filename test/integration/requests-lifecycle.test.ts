@@ -294,7 +294,7 @@ async function counted(
 }
 
 describe('RequestLifecycle: round trips of an approval', () => {
-  it('an approval is one compare-and-set that approves and queues, then one batch for its announcement and the job: 2 round trips', async () => {
+  it('an approval reads the VM’s facts for its re-check, then is one compare-and-set that approves and queues, then one batch for its announcement and the job: 3 round trips', async () => {
     const request = await newResize();
     // As the bot runs: the store on a plain connection, the queues on the auto-pipelined one.
     const storeRedis = testRedis();
@@ -311,9 +311,10 @@ describe('RequestLifecycle: round trips of an approval', () => {
     expect(approved.ok && approved.request.state).toBe('queued');
     // Before: get + compare-and-set twice, and four announcement writes one after another, then the job: 9; then
     // the two compare-and-sets and the job after the announcement: 4.
-    expect(onStore.commands).toEqual(['evalsha']);
+    // The VM's facts are read first: the request is checked again against them before the approval counts.
+    expect(onStore.commands).toEqual(['hgetall', 'evalsha']);
     expect(onQueues.commands).toHaveLength(4);
-    expect(onStore.writes() + onQueues.writes()).toBe(2);
+    expect(onStore.writes() + onQueues.writes()).toBe(3);
     // In that batch the announcement goes before the job, so Redis stores it first.
     expect(onQueues.queuesNamed.at(-1)).toBe('execute');
     expect(onQueues.queuesNamed.slice(0, -1)).not.toContain('execute');

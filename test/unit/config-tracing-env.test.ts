@@ -84,6 +84,9 @@ describe('OTEL_* variables', () => {
       ],
       [{ OTEL_TRACES_EXPORTER: 'zipkin' }, /^OTEL_TRACES_EXPORTER: expected otlp or none/],
       [{ OTEL_BSP_MAX_QUEUE_SIZE: '0' }, /^OTEL_BSP_MAX_QUEUE_SIZE: expected at least 1 span/],
+      [{ OTEL_TRACES_SAMPLER: 'sometimes' }, /^OTEL_TRACES_SAMPLER: expected one of always_on, /],
+      [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, /^OTEL_TRACES_SAMPLER: .*remote samplers/],
+      [{ OTEL_TRACES_SAMPLER_ARG: '2' }, /^OTEL_TRACES_SAMPLER_ARG: expected a ratio from 0 to 1/],
       [
         { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign-secret' },
         /^OTEL_EXPORTER_OTLP_HEADERS: expected key=value pairs/,

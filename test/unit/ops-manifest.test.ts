@@ -68,6 +68,11 @@ const ARRAY_METHODS = new Set(Object.getOwnPropertyNames(Array.prototype));
  * membership with conversations.info when channels:read or groups:read is there, and says which scope would otherwise.
  */
 const OPTIONAL_SCOPE_CALLS = new Set(['conversations.info']);
+/**
+ * Scopes that no method requires but that add fields to a method's answer: the profile's email in users.info
+ * (verify: sso compares it with the SSO login's). Used when that method is called.
+ */
+const FIELD_SCOPES: Record<string, string> = { 'users:read.email': 'users.info' };
 /** WebClient helpers that are not Web API methods themselves, and the methods they call. */
 const HELPERS: Record<string, string[]> = {
   'files.uploadV2': ['files.getUploadURLExternal', 'files.completeUploadExternal'],
@@ -174,6 +179,8 @@ describe('manifest.yml', () => {
       if (OPTIONAL_SCOPE_CALLS.has(method)) continue;
       for (const scope of botScopesOf(method)) used.add(scope);
     }
+    for (const [scope, method] of Object.entries(FIELD_SCOPES))
+      if (methodsCalled().has(method)) used.add(scope);
     expect(botScopes.filter((scope) => !used.has(scope))).toEqual([]);
     expect(new Set(botScopes).size).toBe(botScopes.length);
   });

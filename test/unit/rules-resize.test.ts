@@ -224,10 +224,17 @@ describe('checkResize: bounds, configuration and nothing to do', () => {
 });
 
 describe('checkResize: unknown current values', () => {
-  it('sends them, says the API judges them, and asks for no confirmation it cannot justify', () => {
+  it('sends them and says the API judges them; cores or RAM it cannot tell may be lowered, so the VM must be stopped', () => {
     const vm: VmKnown = { vmid: 102, ha: false };
-    const c = check({ cores: 2, ramGb: 4, osDiskGb: 20 }, { vm });
+    const unconfirmed = check({ cores: 2, ramGb: 4, osDiskGb: 20 }, { vm });
+    expect(codes(unconfirmed)).toEqual(['confirmStopped:needs_stopped']);
+    expect(unconfirmed.violations[0]?.message).toBe(
+      "The bot does not know this VM's current cores or RAM, so 2 and 4 GB may lower them, and lowering cores or RAM needs the VM stopped: stop the VM, then tick “The VM is stopped” (or add the VM's size to the policy file).",
+    );
+    expect(check({ osDiskGb: 20 }, { vm }).violations).toEqual([]);
+    const c = check({ cores: 2, ramGb: 4, osDiskGb: 20 }, { vm, confirmedStopped: true });
     expect(c.violations).toEqual([]);
+    expect(c.needsStoppedConfirmation).toBe(true);
     expect(c.unknown).toEqual(['cores', 'ramGb', 'osDiskGb']);
     expect(c.directions).toEqual({ cores: 'unknown', ramGb: 'unknown', osDiskGb: 'unknown' });
     expect(c.steps).toEqual([{ cores: 2, ramGb: 4, osDiskGb: 20 }]);

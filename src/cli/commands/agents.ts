@@ -1,7 +1,11 @@
 import { userInfo } from 'node:os';
 import { findAgent, newAgentToken, tokenHash } from '../../config/agents.ts';
 import { redisKeyPrefix } from '../../config/redis-connection.ts';
+import { createOutbox } from '../../jobs/outbox.ts';
+import { createQueues } from '../../jobs/queues.ts';
 import { AgentControls } from '../../mcp/agent-state.ts';
+import { markAgentRequests } from '../../requests/agent-marks.ts';
+import { RequestStore } from '../../requests/store.ts';
 import { policyOf } from '../cloud.ts';
 import { CliError, type CliIo, table, UsageError, write } from '../io.ts';
 import { withCliRedis } from '../redis.ts';
@@ -86,14 +90,34 @@ export async function agentsCommand(io: CliIo, args: string[], json: boolean): P
         throw new CliError(`no agent "${name.slice(0, 64)}" in ${io.env.POLICY_FILE} (agents: ${names})`);
       }
       const disable = sub === 'disable';
-      const changed = await withRedis(io, (controls) =>
-        controls.setDisabled(agent.name, disable, operator()),
-      );
+      const prefix = redisKeyPrefix(io.env);
+      const { changed, marked } = await withCliRedis(io.env, async (redis) => {
+        const changed = await new AgentControls(redis, prefix, io.now).setDisabled(
+          agent.name,
+          disable,
+          operator(),
+        );
+        // Its open requests say so in Slack (the bot's workers update the messages), changed or not: a mark lost
+        // to a failure before is set now.
+        const queues = createQueues(redis, prefix);
+        try {
+          const store = new RequestStore(redis, { prefix, now: io.now });
+          const outbox = createOutbox(queues, io.now);
+          const marked = await markAgentRequests({ store, outbox }, agent.name, agent.on_behalf_of, disable);
+          return { changed, marked };
+        } finally {
+          await queues.close();
+        }
+      });
+      const requests =
+        marked > 0
+          ? ` ${marked} open request${marked === 1 ? '' : 's'} of it ${disable ? 'marked in Slack: they cannot be approved until it is enabled again' : 'approvable again'}.`
+          : '';
       await write(
         io.stdout,
         changed
-          ? `Agent ${agent.name} is ${disable ? 'disabled: every tool call now answers that it is disabled' : 'enabled again'} (audited).\n`
-          : `Agent ${agent.name} was already ${disable ? 'disabled' : 'enabled'}; nothing changed.\n`,
+          ? `Agent ${agent.name} is ${disable ? 'disabled: every tool call now answers that it is disabled' : 'enabled again'} (audited).${requests}\n`
+          : `Agent ${agent.name} was already ${disable ? 'disabled' : 'enabled'}; nothing changed.${requests}\n`,
       );
       return 0;
     }

@@ -1,10 +1,18 @@
 import { CloudApiError } from '../../cloud/errors.ts';
 import type { Cluster } from '../../cloud/types.ts';
-import { findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
+import { approvalsOf, findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
 import { resizeBody } from '../../jobs/resize-body.ts';
+import {
+  type ApprovalPlan,
+  approvalsText,
+  planApproval,
+  resizeFacts,
+  verifyText,
+} from '../../requests/approval-rules.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
 import type { CostPreview } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
+import { approvalKind, classifyChange } from '../../rules/change-scope.ts';
 import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';
 import {
   isViolation,
@@ -130,12 +138,38 @@ function knownLine(vm: VmKnown): string {
   return parts.filter((p): p is string => p !== undefined).join(', ');
 }
 
+/** The approvals a request for this resize would need (by the project's rules), and whether they are verified. */
+function approvalPlan(
+  policy: Policy,
+  project: ProjectPolicy,
+  vm: VmKnown,
+  target: ResizeTarget,
+  check: ResizeCheck,
+  cost: CostPlan | string,
+): ApprovalPlan {
+  const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
+  const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
+  const facts = resizeFacts(
+    { kind: 'resize', target, steps: check.steps, before, confirmedStopped: false },
+    kind,
+    typeof cost === 'string' ? undefined : cost.diffMonthly,
+  );
+  return planApproval(approvalsOf(policy, project), project.approval[kind], facts, policy.currency);
+}
+
+/** "Approval: 2 approvals (rule 1 (…)), each verified by passkey or SSO." */
+function approvalLine(plan: ApprovalPlan): string {
+  const verified = plan.verify ? `, each verified by ${verifyText(plan.verify)}` : '';
+  return `Approval: ${approvalsText(plan.count)} (${plan.rule})${verified}.`;
+}
+
 function human(
   label: string,
   vm: VmKnown,
   check: ResizeCheck,
   bodies: Record<string, string | number>[],
   cost: CostPlan | string,
+  approval: ApprovalPlan,
 ): string {
   const lines = [`Plan: resize ${label}`, `Known (policy file): ${knownLine(vm)}`];
   if (check.violations.length > 0) {
@@ -162,6 +196,7 @@ function human(
     lines.push(text);
     if (cost.missing.length > 0) lines.push(`Prices missing, counted as 0: ${cost.missing.join(', ')}.`);
   }
+  if (check.violations.length === 0) lines.push(approvalLine(approval));
   return `${lines.join('\n')}\n`;
 }
 
@@ -196,10 +231,12 @@ export async function planResizeCommand(io: CliIo, args: string[], options: Plan
     acceptWanTwoStep: options.twoStep,
     now,
   });
+  const scope = classifyChange(vm, target);
   const allowed = check.violations.length === 0;
   const bodies = allowed ? check.steps.map((step) => resizeBody(step, policy.resize_fields)) : [];
   const cost = await costPlan(io, policy, project, vm, target);
   const label = `${project.name} / VM ${vmid}${vm.name ? ` (${vm.name})` : ''}`;
+  const approval = approvalPlan(policy, project, vm, target, check, cost);
   if (options.json) {
     const out = {
       project: project.name,
@@ -216,14 +253,20 @@ export async function planResizeCommand(io: CliIo, args: string[], options: Plan
       increases: check.increases,
       unknown: check.unknown,
       needsStoppedConfirmation: check.needsStoppedConfirmation,
+      // The same classification as an agent's scope and the approval kind: raise, lower, both or unknown per field.
+      changes: scope.fields,
+      approvalKind: approvalKind(scope),
       cooldownOnly: check.cooldownOnly,
       earliestAllowedAt: check.earliestAllowedAt?.toISOString() ?? null,
       cost: typeof cost === 'string' ? null : cost,
       costNote: typeof cost === 'string' ? cost : null,
+      approval: allowed
+        ? { count: approval.count, rule: approval.rule, verify: approval.verify ?? null }
+        : null,
     };
     await write(io.stdout, `${JSON.stringify(out)}\n`);
   } else {
-    await write(io.stdout, human(label, vm, check, bodies, cost));
+    await write(io.stdout, human(label, vm, check, bodies, cost, approval));
   }
   return allowed ? 0 : EXIT_REFUSED;
 }

@@ -1,5 +1,15 @@
-import { type Policy, PolicyError, userGroupsOf } from '../../config/policy.ts';
+import {
+  approvalsOf,
+  type Policy,
+  PolicyError,
+  type ProjectPolicy,
+  userGroupsOf,
+} from '../../config/policy.ts';
+import { fieldOf } from '../../config/policy-problems.ts';
+import { unmetVerify, unmetWords } from '../../config/verify-policy.ts';
 import { createLogger } from '../../observability/logger.ts';
+import { describeRule, verifyText } from '../../requests/approval-rules.ts';
+import type { VerifyMethod } from '../../requests/verification.ts';
 import { createUserGroups } from '../../slack/user-groups.ts';
 import { SlackApi } from '../../slack-api/client.ts';
 import { policyOf } from '../cloud.ts';
@@ -27,6 +37,8 @@ export async function policyCheckCommand(
   }
   const vms = policy.projects.reduce((n, p) => n + p.vms.length, 0);
   const groupWarnings = await unresolvedGroups(io, userGroupsOf(policy));
+  const unmet = unmetVerify(io.env, policy);
+  const warnings = unmet ? [...groupWarnings, `${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : groupWarnings;
   const summary = {
     ok: true,
     file: path,
@@ -37,15 +49,17 @@ export async function policyCheckCommand(
       channels: p.channels,
       approvers: p.approvers ?? policy.approvers,
       approval: p.approval,
+      verify: verifiedApprovals(policy, p),
       vms: p.vms.length,
     })),
+    agents: policy.agents.map((a) => ({ name: a.name, verify: a.verify ?? null })),
     currency: policy.currency,
     limits: policy.limits,
     resizeFields: {
       cpuClass: policy.resize_fields.cpu_class?.field ?? null,
       privateNetwork: policy.resize_fields.private_network?.field ?? null,
     },
-    warnings: groupWarnings,
+    warnings,
   };
   if (json) {
     await write(io.stdout, `${JSON.stringify(summary)}\n`);
@@ -55,17 +69,49 @@ export async function policyCheckCommand(
     `${path}: OK, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
     ...policy.projects.map(
       (p) =>
-        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}`,
+        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}${verifiedLine(policy, p)}`,
     ),
+    ...policy.agents
+      .filter((a) => a.verify)
+      .map(
+        (a) => `  agent ${a.name}: every request needs verified approvals (${verifyText(a.verify ?? [])})`,
+      ),
   ];
   if (!policy.resize_fields.cpu_class)
     lines.push('  CPU class is not configured (resize_fields.cpu_class): it is never sent.');
   if (!policy.resize_fields.private_network) {
     lines.push('  Private network is not configured (resize_fields.private_network): it is never sent.');
   }
-  lines.push(...groupWarnings.map((w) => `  warning: ${w}`));
+  lines.push(...warnings.map((w) => `  warning: ${w}`));
   await write(io.stdout, `${lines.join('\n')}\n`);
   return 0;
+}
+
+/** Which approvals of a project must be verified: by default (the block's `verify`) and per rule. */
+function verifiedApprovals(
+  policy: Policy,
+  project: ProjectPolicy,
+): { default: VerifyMethod[] | null; rules: { rule: string; verify: VerifyMethod[] }[] } {
+  const approvals = approvalsOf(policy, project);
+  return {
+    default: approvals.verify ?? null,
+    rules: approvals.rules.flatMap((rule, index) => {
+      const verify = rule.verify ?? approvals.verify;
+      return verify && rule.count > 0 ? [{ rule: describeRule(rule, index, policy.currency), verify }] : [];
+    }),
+  };
+}
+
+/** "; verified approvals: passkey or SSO by default, SSO for rule 2 (…)", or nothing when none are. */
+function verifiedLine(policy: Policy, project: ProjectPolicy): string {
+  const verified = verifiedApprovals(policy, project);
+  const parts = [
+    ...(verified.default ? [`${verifyText(verified.default)} by default`] : []),
+    ...verified.rules
+      .filter((r) => verified.default === null || verifyText(r.verify) !== verifyText(verified.default))
+      .map((r) => `${verifyText(r.verify)} for ${r.rule}`),
+  ];
+  return parts.length > 0 ? `; verified approvals: ${parts.join(', ')}` : '';
 }
 
 /**

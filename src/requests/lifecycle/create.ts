@@ -1,7 +1,16 @@
 import type { ProjectPolicy } from '../../config/policy.ts';
 import { scrubSecrets } from '../../observability/logger.ts';
+import { classifyChange } from '../../rules/change-scope.ts';
 import type { VmKnown } from '../../rules/types.ts';
-import { approvalsText, type RuleFacts, resizeFacts, restoreFacts } from '../approval-rules.ts';
+import { agentBoundRefusal } from '../agent-bound.ts';
+import {
+  approvalsText,
+  type RuleFacts,
+  resizeFacts,
+  resizeKindFor,
+  restoreFacts,
+  verifyText,
+} from '../approval-rules.ts';
 import type { RequestApproval } from '../approvers.ts';
 import { costPreview } from '../cost-preview.ts';
 import {
@@ -37,8 +46,8 @@ export async function previewResize(
   resize: CheckedResize,
 ): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
   const { project } = resize;
-  const { kind, params } = resizeRequested(resize);
   const cost = await resizeCost(deps, resize);
+  const { kind, params } = resizeRequested(deps, resize, cost?.preview?.diffMonthly);
   const facts = resizeFacts(params, kind, cost?.preview?.diffMonthly);
   return {
     cost: cost?.preview,
@@ -51,25 +60,20 @@ export async function previewResize(
 export async function createResize(acts: Acts, origin: Origin, resize: CheckedResize): Promise<CloudRequest> {
   const { deps } = acts;
   const { project, vm, check } = resize;
-  const { kind, params } = resizeRequested(resize);
-  const mode = project.approval[kind];
   const cost = await resizeCost(deps, resize);
-  const bound = origin.agent?.maxMonthlyDelta;
-  if (bound !== undefined) {
-    const delta = cost?.preview?.diffMonthly;
-    if (delta === undefined)
-      throw new AgentLimitError(
-        `Not requested: agent ${origin.agent?.name} may add at most ${bound} ${deps.policy.currency} a month, and the cost of this change is not known.`,
-      );
-    if (Number(delta) > bound)
-      throw new AgentLimitError(
-        `Not requested: this change adds ${delta} ${deps.policy.currency} a month, and agent ${origin.agent?.name} may add at most ${bound}.`,
-      );
-  }
+  const { kind, params } = resizeRequested(deps, resize, cost?.preview?.diffMonthly);
+  const mode = project.approval[kind];
+  const overBound =
+    origin.agent && agentBoundRefusal(origin.agent, cost?.preview?.diffMonthly, deps.policy.currency);
+  if (overBound) throw new AgentLimitError(overBound);
   const notes = [...check.notes, ...(resize.leaseNotes ?? [])];
   if (cost?.note && !cost.preview) notes.push(cost.note);
   if (check.needsStoppedConfirmation)
-    notes.push('Lowers cores or RAM: the requester confirmed the VM is stopped.');
+    notes.push(
+      origin.agent
+        ? `Lowers cores or RAM: agent ${origin.agent.name} asserted the VM is stopped (vm_stopped); nobody in Slack confirmed it.`
+        : 'Lowers cores or RAM: the requester confirmed the VM is stopped.',
+    );
   if (resize.returnOf)
     notes.push(
       `Returns the temporary increase of request ${resize.returnOf}; its lease ends when this succeeds.`,
@@ -93,7 +97,12 @@ export async function createRestore(
   origin: Origin,
   restore: CheckedRestore,
 ): Promise<CloudRequest> {
-  const notes = ['The VM must be stopped: the requester confirmed it and typed the VM id again.'];
+  // An agent names the VM once and asserts it is stopped: nobody confirmed or typed anything.
+  const notes = [
+    origin.agent
+      ? `The VM must be stopped: agent ${origin.agent.name} asserted it is (vm_stopped) and named the VM once, in vm_id; nobody typed the VM id again.`
+      : 'The VM must be stopped: the requester confirmed it and typed the VM id again.',
+  ];
   if (restore.vm.ha) notes.push('High-availability VM: autostart is not allowed.');
   return create(acts, origin, restore.project, restore.vm, {
     params: {
@@ -119,7 +128,10 @@ function resizeCost(deps: LifecycleDeps, resize: CheckedResize) {
   );
 }
 
-/** The policy's approval plan; for an agent that is not `unattended`, never fewer than one person. */
+/**
+ * The policy's approval plan; for an agent that is not `unattended`, never fewer than one person; for an agent with
+ * `verify`, verified approvals (by the rule's own methods where it names some).
+ */
 function approvalFor(
   deps: LifecycleDeps,
   origin: Origin,
@@ -127,10 +139,13 @@ function approvalFor(
   mode: 'required' | 'none',
   facts: RuleFacts,
 ): RequestApproval {
-  const plan = deps.approvals.planFor(project, mode, facts);
-  if (origin.agent && !origin.agent.unattended && plan.count === 0)
-    return { ...plan, count: 1, rule: AGENT_NEEDS_PERSON };
-  return plan;
+  const planned = deps.approvals.planFor(project, mode, facts);
+  const plan =
+    origin.agent && !origin.agent.unattended && planned.count === 0
+      ? { ...planned, count: 1, rule: AGENT_NEEDS_PERSON }
+      : planned;
+  const agentVerify = origin.agent?.verify;
+  return agentVerify && plan.count > 0 && !plan.verify ? { ...plan, verify: agentVerify } : plan;
 }
 
 /** Stores a checked request, has its message posted, and queues it at once when no approval is needed. */
@@ -176,6 +191,7 @@ async function create(
       requiredApprovals: plan.count,
       approvalRule: plan.rule,
       approvals: [],
+      ...(plan.verify ? { verify: plan.verify } : {}),
       escalateTo: plan.escalateTo,
       expiresAt: expiresAt.toISOString(),
       runAt: fields.runAt?.toISOString(),
@@ -185,7 +201,7 @@ async function create(
       agent: origin.agent ? { name: origin.agent.name } : undefined,
     },
     origin.agent ? agentActor(origin.agent.name) : origin.user,
-    `${plan.rule}: ${approvalsText(plan.count)}${origin.agent ? ` (for ${origin.user})` : ''}`,
+    `${plan.rule}: ${approvalsText(plan.count)}${plan.verify ? `, verified (${verifyText(plan.verify)})` : ''}${origin.agent ? ` (for ${origin.user})` : ''}`,
   );
   deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
   if (needsApproval) {
@@ -244,22 +260,29 @@ function scheduleWaiting(
   return scheduled;
 }
 
-/** What a checked resize asks for: up or down (which approvals apply), and the request's parameters. */
-function resizeRequested(resize: CheckedResize): {
-  kind: 'resize_up' | 'resize_down';
-  params: ResizeParams;
-} {
+/**
+ * What a checked resize asks for: its parameters, and the approval kind it is planned as, classified field by field
+ * (one that raises and lowers, or whose direction is unknown, is the kind that needs more approvals).
+ */
+function resizeRequested(
+  deps: LifecycleDeps,
+  resize: CheckedResize,
+  monthlyDelta: string | undefined,
+): { kind: 'resize_up' | 'resize_down'; params: ResizeParams } {
   const { createdAt: _c, lastIncreaseAt: _l, ...before } = resize.vm;
-  return {
-    kind: resize.check.decreases.length > 0 ? 'resize_down' : 'resize_up',
-    params: {
-      kind: 'resize',
-      target: resize.target,
-      steps: resize.check.steps,
-      before,
-      confirmedStopped: resize.confirmedStopped,
-      ...(resize.lease ? { lease: resize.lease } : {}),
-      ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
-    },
+  const params: ResizeParams = {
+    kind: 'resize',
+    target: resize.target,
+    steps: resize.check.steps,
+    before,
+    confirmedStopped: resize.confirmedStopped,
+    ...(resize.lease ? { lease: resize.lease } : {}),
+    ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
   };
+  const { project } = resize;
+  const kind = resizeKindFor(
+    classifyChange(resize.vm, resize.target).direction,
+    (k) => deps.approvals.planFor(project, project.approval[k], resizeFacts(params, k, monthlyDelta)).count,
+  );
+  return { kind, params };
 }

@@ -1,9 +1,12 @@
 import { scrubSecrets } from '../../observability/logger.ts';
+import { refuseIfChanged } from '../approval-recheck.ts';
 import { isScheduledWaiting } from '../approvers.ts';
 import type { Decision } from '../decision.ts';
 import { agentActor, type CloudRequest } from '../types.ts';
+import type { VerifiedBy } from '../verification.ts';
 import { afterApproval, check, decide, refuse, startsFrom } from './steps.ts';
 import type { Acts } from './types.ts';
+import { uncounted, verificationNeeded } from './verify.ts';
 
 /*
  * The decisions people (and agents) make on a request: approve, reject, cancel, break glass.
@@ -11,18 +14,34 @@ import type { Acts } from './types.ts';
 
 /**
  * Approve: each approver counts once, the requester never; the approval that reaches the count approves, exactly
- * once however many click at the same moment. Short of the count, the message shows the progress.
+ * once however many click at the same moment. Short of the count, the message shows the progress. Where the
+ * request's approvals must be verified (verify.ts), a click without `verified` counts nothing and is refused with the
+ * claims of the approver's link; `revision` (the link's) must still be the request's when the approval is written.
  */
-export async function approve(acts: Acts, request: CloudRequest, user: string): Promise<Decision> {
+export async function approve(
+  acts: Acts,
+  request: CloudRequest,
+  user: string,
+  verified?: VerifiedBy,
+  revision?: number,
+): Promise<Decision> {
   const { deps, own } = acts;
   const checked = await check(acts, request, user, 'approve');
   if (checked) return refuse(checked);
+  // A click on a request whose approvals must be verified counts nothing: the approver gets a link instead.
+  const needed = verificationNeeded(request, user, verified);
+  if (needed) return refuse(needed);
+  // Before it counts: a resize whose VM moved, or whose rules or cost no longer hold, ends refused here.
+  const refused = await refuseIfChanged(deps, request, user);
+  if (refused) return refuse({ code: 'rechecked', request: refused });
   // The request as the clicker's handler read it: the compare-and-set is the first round trip. Unless a freeze
   // holds it, the approval that completes the count queues it in the same write.
   const holds = afterApproval(deps, request).next === 'freeze';
-  const counted = await deps.store.approve(request.id, user, request, { queue: !holds });
+  const counted = await deps.store.approve(request.id, user, request, { queue: !holds, verified, revision });
   if (!counted.ok) {
     if (counted.reason === 'duplicate') return refuse({ code: 'already_approved' });
+    if (counted.reason === 'unverified' || counted.reason === 'changed')
+      return refuse(uncounted(counted.reason, counted.request, user));
     return refuse(counted.request ? { code: 'already', request: counted.request } : { code: 'gone' });
   }
   if (counted.request.state === 'pending') {

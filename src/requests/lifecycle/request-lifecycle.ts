@@ -2,10 +2,12 @@ import type { RequestApproval } from '../approvers.ts';
 import type { Decision } from '../decision.ts';
 import { Leases } from '../leases.ts';
 import type { CloudRequest, CostPreview } from '../types.ts';
+import type { VerifiedBy, VerifyClaims } from '../verification.ts';
 import * as creating from './create.ts';
 import * as deciding from './decide.ts';
 import * as running from './run.ts';
 import type { Acts, CheckedResize, CheckedRestore, LifecycleDeps, Origin } from './types.ts';
+import * as verifying from './verify.ts';
 
 /**
  * A request's whole life, with no Slack in it: create from a checked draft, approve, reject, cancel, resolve,
@@ -46,8 +48,13 @@ export class RequestLifecycle {
   }
 
   /** See {@link deciding.approve}. */
-  approve(request: CloudRequest, user: string): Promise<Decision> {
-    return deciding.approve(this.acts, request, user);
+  approve(request: CloudRequest, user: string, verified?: VerifiedBy, revision?: number): Promise<Decision> {
+    return deciding.approve(this.acts, request, user, verified, revision);
+  }
+
+  /** What the verification page calls once the approver proved who they are: see {@link verifying.approveVerified}. */
+  approveVerified(claims: VerifyClaims, by: VerifiedBy): Promise<Decision> {
+    return verifying.approveVerified(this.acts, claims, by);
   }
 
   /** See {@link deciding.breakGlass}. */

@@ -40,6 +40,14 @@ export async function check(
   const notAllowed = await deps.approvals.may(request, user, act);
   if (notAllowed) return notAllowed;
   if (!startsFrom(act, request).includes(request.state)) return { code: 'already', request };
+  // What a disabled agent asked waits for no one: approving or breaking glass for it is refused, with why.
+  const agent = request.agent?.name;
+  if (
+    agent !== undefined &&
+    (act === 'approve' || act === 'break_glass') &&
+    (request.agent?.disabled || (await deps.agentDisabled?.(agent)))
+  )
+    return { code: 'agent_disabled', agent };
   if ((act === 'approve' || act === 'reject') && (await own.expireIfDue(request)))
     return { code: 'expired', request };
   return undefined;

@@ -10,6 +10,7 @@ import type { Leases } from '../leases.ts';
 import type { Outbox } from '../outbox.ts';
 import type { RequestStore } from '../store.ts';
 import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../types.ts';
+import type { VerifiedBy, VerifyMethod } from '../verification.ts';
 import type { VmFactsStore } from '../vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
@@ -30,6 +31,8 @@ export interface AgentAsking {
   unattended: boolean;
   /** A resize costing more than this per month more is refused before any request exists. */
   maxMonthlyDelta?: number;
+  /** Every request of this agent needs verified approvals (a rule's own `verify` names the methods). */
+  verify?: VerifyMethod[];
 }
 
 /** A resize that passed the rules. */
@@ -92,10 +95,13 @@ export interface LifecycleDeps {
    * posted to the channel without them or any Slack token or bearer credential pasted into it.
    */
   secrets?: readonly string[];
+  /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
+  agentDisabled?: (name: string) => Promise<boolean>;
 }
 
 /** The lifecycle's own acts that other acts call: called through it, so what wraps its acts (tracing) sees them. */
 export interface OwnActs {
+  approve(request: CloudRequest, user: string, verified?: VerifiedBy, revision?: number): Promise<Decision>;
   expireIfDue(request: CloudRequest, detail?: string): Promise<boolean>;
   expire(request: CloudRequest, detail?: string): Promise<Decision>;
   queueApproved(

@@ -1,4 +1,9 @@
-import type { CloudRequest, RequestState, ResizeParams } from '../../requests/types.ts';
+import {
+  type CloudRequest,
+  type RequestState,
+  type ResizeParams,
+  refusedBeforeSending,
+} from '../../requests/types.ts';
 import type { ResizeTarget } from '../../rules/types.ts';
 import { escapeMrkdwn } from './text.ts';
 
@@ -21,13 +26,15 @@ export const STATE_LABEL: Record<RequestState, string> = {
 
 /**
  * A request's state as a person reads it. A restore the API accepted is not done: the API gives no way to follow its
- * task, so it reads as started, with the task id when there is one.
+ * task, so it reads as started, with the task id when there is one. A refusal by cloudops's own re-check is not the
+ * API's.
  */
 export function stateLabel(request: CloudRequest): string {
   if (request.state === 'succeeded' && request.params.kind === 'restore') {
     const taskId = request.outcomes[request.outcomes.length - 1]?.taskId;
     return `:white_check_mark: Restore started${taskId ? ` (task ${escapeMrkdwn(taskId)})` : ''}`;
   }
+  if (refusedBeforeSending(request)) return ':x: Refused by cloudops, not sent';
   return STATE_LABEL[request.state];
 }
 

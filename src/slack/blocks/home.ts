@@ -1,5 +1,6 @@
 import type { KnownBlock, ModalView } from '@slack/types';
 import type { HomeDigest, HomeRenderer, HomeView } from '../../jobs/renderers.ts';
+import { verifyText } from '../../requests/approval-rules.ts';
 import type { Inbox } from '../../requests/inbox.ts';
 import type { CloudRequest } from '../../requests/types.ts';
 import { stateLabel, summary, vmLabel } from './describe.ts';
@@ -26,6 +27,9 @@ function waitingBlocks(request: CloudRequest): KnownBlock[] {
     summary(request),
     costLine(request),
     `${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} in <#${request.channel}> ${slackDate(new Date(request.createdAt))} · expires ${slackDate(new Date(request.expiresAt))}`,
+    request.verify
+      ? `:lock: Needs a verified approval (${verifyText(request.verify)}): Approve sends you a link`
+      : undefined,
   ].filter((line): line is string => line !== undefined);
   return [
     { type: 'section', text: mrkdwn(lines.join('\n')) },

@@ -1,3 +1,4 @@
+import { verifyText } from '../../requests/approval-rules.ts';
 import type { Act } from '../../requests/approvers.ts';
 import type { Refusal } from '../../requests/lifecycle/index.ts';
 import type { CloudRequest } from '../../requests/types.ts';
@@ -20,6 +21,8 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
       return `Request \`${request.id}\` has expired; ask for a new one.`;
     case 'gone':
       return 'This request is gone.';
+    case 'agent_disabled':
+      return `Request \`${request.id}\` was asked by agent ${refusal.agent}, which an admin has disabled (\`cloudops agents disable\`): it cannot be ${act === 'approve' ? 'approved' : 'run'} until the agent is enabled again. Reject or cancel it instead.`;
     case 'not_requester':
       return 'Only the requester can cancel this request.';
     case 'not_involved':
@@ -38,8 +41,16 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
       return act === 'approve'
         ? `Only the approvers of ${request.projectName} can approve: ${refusal.approvers.map(mentionAny).join(', ')}.`
         : `Only the approvers of ${request.projectName} can ${act}.`;
+    case 'rechecked':
+      return `Not approved: request \`${request.id}\` was checked again and refused. ${refusal.request.outcomes.at(-1)?.reason ?? ''}`.trimEnd();
     case 'already_approved':
       return 'Your approval is already counted: another approver has to add theirs.';
+    case 'needs_verification':
+      return `Request \`${request.id}\` needs a verified approval (${verifyText(refusal.claims.methods)}), and no verification link could be sent: nothing was counted. Try again in a moment.`;
+    case 'verification_stale':
+      return `Request \`${request.id}\` changed since the verification link was sent: nothing was counted. Click Approve again for a new link.`;
+    case 'verification_mismatch':
+      return 'This verification does not fit this request: nothing was counted.';
     case 'not_break_glass':
       return refusal.allowed.length > 0
         ? `Only ${refusal.allowed.map(mentionAny).join(', ')} may run work during a freeze of ${request.projectName}; it runs by itself when the freeze ends.`

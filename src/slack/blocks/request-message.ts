@@ -1,8 +1,8 @@
 import type { KnownBlock } from '@slack/types';
 import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
-import { approvalsText } from '../../requests/approval-rules.ts';
+import { approvalsText, verifyText } from '../../requests/approval-rules.ts';
 import { currentApprovers } from '../../requests/approvers.ts';
-import type { CloudRequest, ReplyEvent } from '../../requests/types.ts';
+import { type CloudRequest, FINAL_STATES, type ReplyEvent } from '../../requests/types.ts';
 import { changeLines, stateLabel, stepSummary, vmLabel } from './describe.ts';
 import { leaseReply, leaseText } from './lease.ts';
 import {
@@ -71,10 +71,30 @@ function approvedBy(request: CloudRequest): string[] {
 
 /** "@a", "@a and @b", "@a, @b and @c". */
 function listed(ids: string[]): string {
-  const mentions = ids.map(mentionAny);
-  return mentions.length <= 1
-    ? (mentions[0] ?? '')
-    : `${mentions.slice(0, -1).join(', ')} and ${mentions[mentions.length - 1]}`;
+  return inWords(ids.map(mentionAny));
+}
+
+function inWords(items: string[]): string {
+  return items.length <= 1
+    ? (items[0] ?? '')
+    : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+/** "@a (verified: passkey)", "@b (verified: SSO)", "@c": each approver, with how they proved who they are. */
+function approverWords(request: CloudRequest): string[] {
+  const approvals = request.approvals ?? [];
+  if (approvals.length === 0) return approvedBy(request).map(mention);
+  return approvals.map(
+    (a) => `${mention(a.user)}${a.verified ? ` (verified: ${verifyText([a.verified.method])})` : ''}`,
+  );
+}
+
+/** "Needs a verified approval (passkey or SSO)…", on a request whose approvals must be verified. */
+function verifiedLine(request: CloudRequest): string | undefined {
+  if (!request.verify || !request.needsApproval) return undefined;
+  const needed = request.requiredApprovals ?? 1;
+  const each = needed > 1 ? ', each of them' : '';
+  return `:lock: Needs a verified approval${each} (${verifyText(request.verify)}): Approve sends the approver a link to verify on, then it counts.`;
 }
 
 /** Who may still approve: the approvers (and, once escalated, those escalated to) who have not, the requester never. */
@@ -88,8 +108,8 @@ function progressLine(request: CloudRequest): string | undefined {
   const needed = request.requiredApprovals ?? (request.needsApproval ? 1 : 0);
   const rule = request.approvalRule ? ` by ${escapeMrkdwn(request.approvalRule)}` : '';
   if (needed === 0) return request.approvalRule ? `Needs no approval${rule}` : undefined;
-  const users = approvedBy(request);
-  const who = users.length > 0 ? `: ${users.map(mention).join(', ')}` : '';
+  const users = approverWords(request);
+  const who = users.length > 0 ? `: ${users.join(', ')}` : '';
   return `*${users.length} of ${needed} approval${needed === 1 ? '' : 's'}*${who} (${approvalsText(needed)} needed${rule})`;
 }
 
@@ -97,8 +117,14 @@ function whoActed(request: CloudRequest): string[] {
   const lines = [
     `${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} ${slackDate(new Date(request.createdAt))}`,
   ];
+  if (request.agent?.disabled && !FINAL_STATES.includes(request.state))
+    lines.push(
+      `:no_entry: Agent ${escapeMrkdwn(request.agent.name)} is disabled (\`cloudops agents disable\`): Approve is refused until it is enabled again. Reject or cancel it instead.`,
+    );
   const progress = progressLine(request);
   if (progress) lines.push(progress);
+  const verified = request.state === 'pending' ? verifiedLine(request) : undefined;
+  if (verified) lines.push(verified);
   if (request.breakGlass)
     lines.push(
       `Run during the freeze by ${mention(request.breakGlass.by)}: “${escapeMrkdwn(truncate(request.breakGlass.reason, 300))}”`,
@@ -254,7 +280,7 @@ function threadReply(
       return leaseReply(request, event, step);
     case 'approved':
       return {
-        text: `Approved by ${listed(approvedBy(request)) || mention('unknown')}.${whenItRuns(request)}`,
+        text: `Approved by ${inWords(approverWords(request)) || mention('unknown')}.${whenItRuns(request)}`,
       };
     case 'frozen': {
       const until = request.frozenUntil ? slackDate(new Date(request.frozenUntil)) : 'its end';
@@ -312,6 +338,7 @@ function threadReply(
       };
     }
     case 'refused': {
+      if (outcome?.notSent) return { text: `:x: ${escapeMrkdwn(outcome.reason ?? 'Not sent.')}` };
       const applied =
         steps.length > 1 && (outcome?.step ?? 0) > 0
           ? ' Step 1 (WAN off) was applied; the VM has WAN off now.'
