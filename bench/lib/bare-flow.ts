@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { Pool } from 'undici';
+import { Pool, request } from 'undici';
 import { freePort } from '../../sim/local-redis.ts';
 import { type ReadyChild, spawnReady } from './child.ts';
 import { BENCH } from './identity.ts';
@@ -17,6 +17,8 @@ export interface BareFlow {
   /** Its own port: `/readyz`, and `/memory` (process and V8 heap figures). */
   port: number;
   child: ReadyChild;
+  /** CPU time the app has used so far (its own process.cpuUsage(), µs precision), ms. */
+  cpuMs(): Promise<number>;
 }
 
 /**
@@ -55,7 +57,16 @@ export async function startBareFlow(options: {
     logFile: options.logFile,
     cwd: ROOT,
   });
-  return { eventsUrl: `http://127.0.0.1:${port}/slack/events`, port, child };
+  return {
+    eventsUrl: `http://127.0.0.1:${port}/slack/events`,
+    port,
+    child,
+    async cpuMs() {
+      const answer = await request(`http://127.0.0.1:${port}/memory`);
+      const { cpu } = (await answer.body.json()) as { cpu: { user: number; system: number } };
+      return (cpu.user + cpu.system) / 1000;
+    },
+  };
 }
 
 /**
@@ -94,7 +105,7 @@ export interface BareFlowPipelineResult {
 /**
  * The bare app's side of the pipeline: its messages are posted (setup, not measured), then `count` jobs are added to
  * its queue as its Approve clicks would add them, and the run lasts until every thread reply reached the stand-in.
- * CPU is the bare app's process only, read from /proc before the first add and after the last reply.
+ * CPU is the bare app's process only, read from it before the first add and after the last reply.
  */
 export async function runBareFlowPipeline(options: {
   flow: BareFlow;
@@ -131,7 +142,7 @@ export async function runBareFlowPipeline(options: {
   const queue = new Queue('resize', { connection: options.redis, prefix: options.prefix });
   try {
     const before = await sims.threadReplies();
-    const cpuBefore = await options.flow.child.cpuMs();
+    const cpuBefore = await options.flow.cpuMs();
     const started = performance.now();
     const jobs = vmids.map((vmid) => ({
       name: 'resize',
@@ -146,7 +157,7 @@ export async function runBareFlowPipeline(options: {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const elapsedMs = performance.now() - started;
-    const cpuAfter = await options.flow.child.cpuMs();
+    const cpuAfter = await options.flow.cpuMs();
     if (replies < count)
       throw new Error(
         `bare flow pipeline: only ${replies} of ${count} thread replies within ${options.timeoutMs} ms`,
