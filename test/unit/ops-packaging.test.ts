@@ -87,7 +87,7 @@ describe('Dockerfile', () => {
     const [cmd] = instruction('CMD');
     expect(cmd).toBeDefined();
     expect(execForm(cmd!).join(' ')).toBe(pkg.scripts.start);
-    expect(pkg.scripts.start).toBe('node --max-semi-space-size=8 dist/src/main.js');
+    expect(pkg.scripts.start).toBe('node --optimize-for-size dist/src/main.js');
     expect(pkg.scripts.prestart).toBe('node scripts/build.mjs --if-stale');
     const [user] = instruction('USER');
     expect(user).toBeDefined();
