@@ -20,7 +20,7 @@ const FIRST_VMID = 50_000;
 const RATIO_LIMIT = 1.5;
 /** Why the bot is slower than the bare app, when it misses (docs/performance.md has the stamps behind it). */
 const WHY_SLOWER =
-  "after the ack the bot makes four Redis round trips the bare app does not make (the request read, the approval's compare-and-set, the lock with the request, the move to sending with its marker), 0.3–0.7 ms each on this machine, and its batch holds four BullMQ commands where the bare app adds one job; merging the read into the compare-and-set and the lock into the move to sending would remove two (docs/performance.md)";
+  "after the ack the bot makes Redis round trips the bare app does not make (the request read, the VM's facts read for the re-check, the approval's compare-and-set, the lock with the request, the move to sending with its marker), 0.3–0.7 ms each on this machine, and its batch holds four BullMQ commands where the bare app adds one job; merging the read into the compare-and-set and the lock into the move to sending would remove two, not enough for 1.5× (docs/performance.md)";
 /** How long the bare Bolt + BullMQ app may take to answer `/readyz` after it is spawned. */
 const BARE_FLOW_READY_MS = 30_000;
 
@@ -246,7 +246,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       rows: [
         row('click → API call (cloudops)', figures.toApiP50, figures.toApiP99),
         row('bare bullmq add → process', figures.oneHopP50, figures.oneHopP99),
-        row('click → thread reply (cloudops)', figures.toReplyP50, figures.toReplyP99),
+        row('click → result reply (cloudops)', figures.toReplyP50, figures.toReplyP99),
         row('bare bullmq two hops', figures.twoHopsP50, figures.twoHopsP99),
         row('click → API call (bare Bolt + BullMQ app)', figures.flowToApiP50, figures.flowToApiP99),
         row('click → thread reply (bare Bolt + BullMQ app)', figures.flowToReplyP50, figures.flowToReplyP99),
