@@ -11,7 +11,7 @@ import type { BenchContext, Check, ScenarioResult } from '../lib/scenario.ts';
 import { type Sims, startSims } from '../lib/sims.ts';
 import { percentile, round, type Spread, showSpread, spread } from '../lib/stats.ts';
 
-/** First VM id of the latency scenario's VMs (one per click of a run, used again by the next run). */
+/** First VM id of the latency scenario's VMs (one per click: the bare app's, then fresh ones per run of the bot). */
 const FIRST_VMID = 50_000;
 /**
  * Click → API and click → result reply within 1.5× the bare Bolt + BullMQ app on the same clicks (the third round's
@@ -61,8 +61,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     sims = await startSims({
       botToken: BENCH.botToken,
       teamId: BENCH.teamId,
-      // The bot's VMs, then as many for the bare app, so neither changes the other's.
-      seedVms: { count: 2 * n, firstVmid: FIRST_VMID },
+      // The bare app's VMs (used again by each of its runs), then fresh ones for each run of the bot.
+      seedVms: { count: (ctx.config.pairs + 2) * n, firstVmid: FIRST_VMID },
     });
     const activeSims = sims;
     const prefix = ctx.newPrefix('latency');
@@ -107,10 +107,13 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       responseUrl: await sims.responseUrl(BENCH.channel, BENCH.approver),
     };
 
+    // Each run of the bot resizes VMs it has not changed before: it checks a request against what it knows of the
+    // VM before counting an approval, and a request made before an earlier run changed the VM no longer stands.
+    let nextVmid = FIRST_VMID + n;
     const botRun = async (clicks: number) => {
-      const created = await createMany(store, clicks, (i) =>
-        benchResize(activeSims.projectUuid, FIRST_VMID + i),
-      );
+      const first = nextVmid;
+      nextVmid += clicks;
+      const created = await createMany(store, clicks, (i) => benchResize(activeSims.projectUuid, first + i));
       const pending = await postRequestMessages(store, created, activeSims, { approve: false });
       const { toApi, toReply } = await timeApproveClicks({
         what: 'latency',
@@ -126,7 +129,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     };
 
     const flowRun = async (clicks: number) => {
-      const vmids = Array.from({ length: clicks }, (_, i) => FIRST_VMID + n + i);
+      const vmids = Array.from({ length: clicks }, (_, i) => FIRST_VMID + i);
       const ts = await postBareMessages(activeSims, vmids);
       const { toApi, toReply } = await timeBareFlowClicks({
         what: 'latency (bare flow)',

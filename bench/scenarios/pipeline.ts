@@ -12,7 +12,7 @@ import type { BenchContext, ScenarioResult } from '../lib/scenario.ts';
 import { type Sims, startSims } from '../lib/sims.ts';
 import { round, showSpread, spread } from '../lib/stats.ts';
 
-/** First VM id of the pipeline's own VMs in the simulator (one per request). */
+/** First VM id of the pipeline's own VMs in the simulator (one per request: the bare app's, then the bot's runs'). */
 const FIRST_VMID = 10_000;
 /** Requests of the warm-up run: enough for a fresh process's hot paths to be optimised (JIT). */
 const WARMUP = 500;
@@ -42,8 +42,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     sims = await startSims({
       botToken: BENCH.botToken,
       teamId: BENCH.teamId,
-      // The bot's VMs, then as many for the bare app.
-      seedVms: { count: 2 * cfg.requests, firstVmid: FIRST_VMID },
+      // The bare app's VMs (used again by each of its runs), then fresh ones for each run of the bot.
+      seedVms: { count: (ctx.config.pairs + 2) * cfg.requests, firstVmid: FIRST_VMID },
     });
     const prefix = ctx.newPrefix('pipeline');
     bot = await startBenchBot(sims, {
@@ -73,13 +73,22 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     const activeBare = bare;
     const activeFlow = flow;
     const activeSims = sims;
-    const push = (count: number) =>
+    // Each run of the bot resizes VMs it has not changed before: it checks a request against what it knows of the
+    // VM before counting an approval and before sending, and a request made before an earlier run changed the VM no
+    // longer stands.
+    let nextVmid = FIRST_VMID + cfg.requests;
+    const push = (count: number) => {
+      const first = nextVmid;
+      nextVmid += count;
+      return runPipelineOn(count, (i) => first + i);
+    };
+    const runPipelineOn = (count: number, vmidOf: (i: number) => number) =>
       runPipeline({
         redis: ctx.redis,
         prefix,
         sims: sims as Sims,
         count,
-        vmidOf: (i) => FIRST_VMID + i,
+        vmidOf,
         timeoutMs: cfg.timeoutMs,
         log: ctx.log,
         botCpuMs: () => activeBot.cpuMs(),
@@ -91,7 +100,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         sims: activeSims,
         redis: ctx.redis,
         prefix: flowPrefix,
-        vmids: Array.from({ length: count }, (_, i) => FIRST_VMID + cfg.requests + i),
+        vmids: Array.from({ length: count }, (_, i) => FIRST_VMID + i),
         timeoutMs: cfg.timeoutMs,
       });
 
