@@ -13,6 +13,13 @@ export interface AllocationSummary {
   top: { where: string; mb: number }[];
   /** By the innermost frame in dist/ (the bot's bundle): which of its code paths the allocations serve. */
   byOwnCode: { where: string; mb: number }[];
+  /**
+   * The allocating function in a library, with the innermost of the bot's frames above it, then the outermost
+   * library frame below that: which of the bot's calls, through which library entry, allocate there (ioredis's
+   * `Pipeline`, for one, is built per auto-pipelined tick and its cost depends on the connection), and the bot's
+   * frame that called that innermost one.
+   */
+  bySiteAndCaller: { where: string; mb: number }[];
 }
 
 /** Allocation sampling running in another process (started with `--inspect=127.0.0.1:<port>`). */
@@ -60,8 +67,9 @@ export async function startAllocationSampling(inspectPort: number): Promise<Allo
       socket.close();
       const bySite = new Map<string, number>();
       const byOwn = new Map<string, number>();
+      const bySiteAndCaller = new Map<string, number>();
       let total = 0;
-      const walk = (node: ProfileNode, ownAbove: string) => {
+      const walk = (node: ProfileNode, ownAbove: string, entry: string, ownCaller: string) => {
         const frame = node.callFrame;
         const own = !frame.url.includes('node_modules/') && frame.url.includes('/dist/src/');
         const file = own
@@ -69,14 +77,22 @@ export async function startAllocationSampling(inspectPort: number): Promise<Allo
           : frame.url.replace(/^.*node_modules\//, '');
         const here = `${frame.functionName || '(anonymous)'} ${file}:${frame.lineNumber + 1}`;
         const ownHere = own ? here : ownAbove;
+        // The bot's frame that called the innermost one (a helper such as LuaScript.run serves many callers).
+        const callerHere = own ? ownAbove : ownCaller;
+        // The first frame of a library under the bot's code: the call the bot made into it.
+        const entryHere = own ? '' : entry || (frame.url.includes('node_modules/') ? here : '');
         if (node.selfSize > 0) {
           bySite.set(here, (bySite.get(here) ?? 0) + node.selfSize);
           byOwn.set(ownHere, (byOwn.get(ownHere) ?? 0) + node.selfSize);
+          const via = entryHere && entryHere !== here ? `${entryHere} ← ` : '';
+          const caller = callerHere && callerHere !== ownHere ? ` ← ${callerHere}` : '';
+          const pair = here === ownHere ? `${here}${caller}` : `${here} ← ${via}${ownHere}${caller}`;
+          bySiteAndCaller.set(pair, (bySiteAndCaller.get(pair) ?? 0) + node.selfSize);
           total += node.selfSize;
         }
-        for (const child of node.children) walk(child, ownHere);
+        for (const child of node.children) walk(child, ownHere, entryHere, callerHere);
       };
-      walk(profile.head, "(outside the bot's code)");
+      walk(profile.head, "(outside the bot's code)", '', '');
       const rank = (map: Map<string, number>) =>
         [...map]
           .sort((a, b) => b[1] - a[1])
@@ -86,6 +102,7 @@ export async function startAllocationSampling(inspectPort: number): Promise<Allo
         totalMb: Math.round((total / 1024 / 1024) * 10) / 10,
         top: rank(bySite),
         byOwnCode: rank(byOwn),
+        bySiteAndCaller: rank(bySiteAndCaller),
       };
     },
   };

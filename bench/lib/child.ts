@@ -10,6 +10,8 @@ export interface ReadyChild {
   coldStartMs: number;
   /** Resident memory now (VmRSS), in MB. */
   rssMb(): Promise<number>;
+  /** CPU time the process has used since it started (user + system, from /proc in clock ticks of 10 ms), ms. */
+  cpuMs(): Promise<number>;
   /** SIGTERM, then SIGKILL after `timeoutMs`; resolves with how it ended. */
   stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
 }
@@ -90,6 +92,11 @@ export async function spawnReady(options: {
       const kb = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1]);
       if (!Number.isFinite(kb)) throw new Error(`no VmRSS for pid ${pid}`);
       return kb / 1024;
+    },
+    async cpuMs() {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
     },
     async stop(timeoutMs = 15_000) {
       const stopAt = performance.now();

@@ -41,7 +41,12 @@ export interface BenchConfig {
     stepTimeoutMs: number;
     replyTimeoutMs: number;
     readyTimeoutMs: number;
-    /** The whole scenario's limit: it paces its resizes, so it takes what its size says (2 × pairs runs). */
+    /**
+     * Node flag sets the bot runs on, each beside the bare app on the same flags (`--steady-flags`); absent:
+     * `npm start`'s. A bot on Node's defaults runs too, as the CPU reference.
+     */
+    flags?: string[][];
+    /** The whole scenario's limit: it paces its resizes, so it takes what its size says (runs × pairs). */
     limitMs: number;
   };
   logLevel: string;
@@ -89,6 +94,10 @@ const USAGE = () => `npm run bench -- [options]
   --digest N             channels due at the same second (default 500)   --digest-clusters N (default 40)
   --steady N             whole resizes per steady-load run (command → modal → submit → approve → reply; default
                          500, at 11/s); memory is read after 0, 100, 300 and N
+  --steady-flags='A|B'  Node flag sets of the steady runs, '|' between sets, 'defaults' for none (default: npm
+                         start's); NAME=value in a set is environment (MALLOC_ARENA_MAX=2); each runs beside the
+                         bare app on the same set, and a bot on Node's defaults runs as the CPU reference; the
+                         first set is the one the targets judge
   --log-level LEVEL      bot log level (default info; logs go to a temp file)
   --own-redis            start a private redis-server instead of REDIS_URL
 Environment: REDIS_URL (default redis://127.0.0.1:6379; a redis-server is started when none answers),
@@ -184,19 +193,47 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       settleMs: quick ? 1000 : 3000,
       readyTimeoutMs: 60_000,
     },
-    steady: steadyConfig(int(values.steady, '--steady') ?? (quick ? 120 : 500), quick, pairs),
+    steady: steadyConfig(
+      int(values.steady, '--steady') ?? (quick ? 120 : 500),
+      quick,
+      pairs,
+      parseFlagSets(values['steady-flags']),
+    ),
     logLevel: values['log-level'] ?? 'info',
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     ownRedis: values['own-redis'] === true,
   };
 }
 
-function steadyConfig(flows: number, quick: boolean, pairs: number): BenchConfig['steady'] {
+/** `--steady-flags`: sets of Node flags split on '|', each on spaces; 'defaults' (or nothing) is no flag. */
+function parseFlagSets(value: string | undefined): string[][] | undefined {
+  if (value === undefined) return undefined;
+  const sets = value.split('|').map((set) =>
+    set
+      .trim()
+      .split(/\s+/)
+      .filter((flag) => flag !== '' && flag !== 'defaults'),
+  );
+  for (const flag of sets.flat())
+    if (!flag.startsWith('--') && !/^[A-Z_][A-Z0-9_]*=/.test(flag))
+      throw new Error(`--steady-flags: "${flag}" is neither a Node flag nor NAME=value\n${USAGE()}`);
+  return sets;
+}
+
+function steadyConfig(
+  flows: number,
+  quick: boolean,
+  pairs: number,
+  flags: string[][] | undefined,
+): BenchConfig['steady'] {
   // About what the issue's measurement sent: one resize after another, 11 a second.
   const perSecond = 11;
   const settleMs = quick ? 1000 : 3000;
   // Each run: start-up, settling, the paced resizes, the last replies, stopping (about 20 s besides the resizes).
   const runMs = (flows / perSecond) * 1000 + settleMs + 20_000;
+  // Each flag set: the bot and the bare app; and the bot on Node's defaults unless a set is the defaults.
+  const sets = flags ?? [['npm start']];
+  const runsPerRound = 2 * sets.length + (sets.some((set) => set.length === 0) ? 0 : 1);
   return {
     flows,
     perSecond,
@@ -204,7 +241,8 @@ function steadyConfig(flows: number, quick: boolean, pairs: number): BenchConfig
     stepTimeoutMs: 15_000,
     replyTimeoutMs: quick ? 60_000 : 120_000,
     readyTimeoutMs: 60_000,
-    limitMs: 2 * pairs * runMs + 60_000,
+    flags,
+    limitMs: runsPerRound * pairs * runMs + 60_000,
   };
 }
 
@@ -240,6 +278,7 @@ function parse(argv: string[]) {
       digest: { type: 'string' },
       'digest-clusters': { type: 'string' },
       steady: { type: 'string' },
+      'steady-flags': { type: 'string' },
       'log-level': { type: 'string' },
       'own-redis': { type: 'boolean' },
     },

@@ -15,6 +15,8 @@ export interface Check {
   limit?: string;
   /** Unit of figure and baseline (ms, B, /s). */
   unit?: string;
+  /** For a target: why it is missed when it is (the floor it hits, where the profile says the cost is). */
+  whyMissed?: string;
 }
 
 /** What one scenario hands back: table rows (medians), everything measured, checks and targets. */

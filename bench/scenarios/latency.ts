@@ -11,10 +11,16 @@ import type { BenchContext, Check, ScenarioResult } from '../lib/scenario.ts';
 import { type Sims, startSims } from '../lib/sims.ts';
 import { percentile, round, type Spread, showSpread, spread } from '../lib/stats.ts';
 
-/** First VM id of the latency scenario's VMs (one per click of a run, used again by the next run). */
+/** First VM id of the latency scenario's VMs (one per click: the bare app's, then fresh ones per run of the bot). */
 const FIRST_VMID = 50_000;
-/** Issue 15: click → API within 2× bare add → process; click → reply within 2× two bare hops. */
-const RATIO_LIMIT = 2;
+/**
+ * Click → API and click → result reply within 1.5× the bare Bolt + BullMQ app on the same clicks (the third round's
+ * anchor; the first rounds' 2× of bare BullMQ hops is still reported, no longer a target).
+ */
+const RATIO_LIMIT = 1.5;
+/** Why the bot is slower than the bare app, when it misses (docs/performance.md has the stamps behind it). */
+const WHY_SLOWER =
+  "after the ack the bot makes Redis round trips the bare app does not make (the request read, the VM's facts read for the re-check, the approval's compare-and-set, the lock with the request, the move to sending with its marker), 0.3–0.7 ms each on this machine, and its batch holds four BullMQ commands where the bare app adds one job; merging the read into the compare-and-set and the lock into the move to sending would remove two, not enough for 1.5× (docs/performance.md)";
 /** How long the bare Bolt + BullMQ app may take to answer `/readyz` after it is spawned. */
 const BARE_FLOW_READY_MS = 30_000;
 
@@ -37,10 +43,10 @@ const summarize = (values: number[]): Percentiles => {
  * start, and add → process → add → second processor start. Interleaved; each ratio is one run's p50 over the
  * baseline run next to it.
  *
- * Reported beside, not a target: the same clicks on a bare Bolt + BullMQ app (bench/lib/bare-flow-main.ts) whose
- * click only acks and adds a job, and whose worker POSTs and replies. It reads no request, decides nothing, announces
- * nothing, takes no lock and marks nothing, so it is the floor for anything that takes the click through Bolt and
- * the run through one BullMQ job: its ratio to the bare hops says how much of each limit that floor uses up.
+ * The targets: the same clicks on a bare Bolt + BullMQ app (bench/lib/bare-flow-main.ts) whose click only acks and
+ * adds a job, and whose worker POSTs and replies. It reads no request, decides nothing, announces nothing, takes no
+ * lock and marks nothing, so it is the floor for anything that takes the click through Bolt and the run through one
+ * BullMQ job; the bot is held to 1.5× it. The bare hops are reported beside, with what the floor uses of them.
  */
 export async function run(ctx: BenchContext): Promise<ScenarioResult> {
   const cfg = ctx.config.latency;
@@ -55,8 +61,8 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     sims = await startSims({
       botToken: BENCH.botToken,
       teamId: BENCH.teamId,
-      // The bot's VMs, then as many for the bare app, so neither changes the other's.
-      seedVms: { count: 2 * n, firstVmid: FIRST_VMID },
+      // The bare app's VMs (used again by each of its runs), then fresh ones for each run of the bot.
+      seedVms: { count: (ctx.config.pairs + 2) * n, firstVmid: FIRST_VMID },
     });
     const activeSims = sims;
     const prefix = ctx.newPrefix('latency');
@@ -101,10 +107,13 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       responseUrl: await sims.responseUrl(BENCH.channel, BENCH.approver),
     };
 
+    // Each run of the bot resizes VMs it has not changed before: it checks a request against what it knows of the
+    // VM before counting an approval, and a request made before an earlier run changed the VM no longer stands.
+    let nextVmid = FIRST_VMID + n;
     const botRun = async (clicks: number) => {
-      const created = await createMany(store, clicks, (i) =>
-        benchResize(activeSims.projectUuid, FIRST_VMID + i),
-      );
+      const first = nextVmid;
+      nextVmid += clicks;
+      const created = await createMany(store, clicks, (i) => benchResize(activeSims.projectUuid, first + i));
       const pending = await postRequestMessages(store, created, activeSims, { approve: false });
       const { toApi, toReply } = await timeApproveClicks({
         what: 'latency',
@@ -120,7 +129,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
     };
 
     const flowRun = async (clicks: number) => {
-      const vmids = Array.from({ length: clicks }, (_, i) => FIRST_VMID + n + i);
+      const vmids = Array.from({ length: clicks }, (_, i) => FIRST_VMID + i);
       const ts = await postBareMessages(activeSims, vmids);
       const { toApi, toReply } = await timeBareFlowClicks({
         what: 'latency (bare flow)',
@@ -240,7 +249,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       rows: [
         row('click → API call (cloudops)', figures.toApiP50, figures.toApiP99),
         row('bare bullmq add → process', figures.oneHopP50, figures.oneHopP99),
-        row('click → thread reply (cloudops)', figures.toReplyP50, figures.toReplyP99),
+        row('click → result reply (cloudops)', figures.toReplyP50, figures.toReplyP99),
         row('bare bullmq two hops', figures.twoHopsP50, figures.twoHopsP99),
         row('click → API call (bare Bolt + BullMQ app)', figures.flowToApiP50, figures.flowToApiP99),
         row('click → thread reply (bare Bolt + BullMQ app)', figures.flowToReplyP50, figures.flowToReplyP99),
@@ -249,24 +258,26 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       checks,
       targets: [
         {
-          name: `click → API call p50 within ${RATIO_LIMIT}× bare BullMQ add → process`,
-          ok: figures.apiRatio.median <= RATIO_LIMIT,
-          detail: `${showSpread(figures.toApiP50, 2, ' ms')} (p99 ${showSpread(figures.toApiP99, 1, ' ms')}) vs ${showSpread(figures.oneHopP50, 2, ' ms')} (p99 ${showSpread(figures.oneHopP99, 1, ' ms')}): ${showSpread(figures.apiRatio, 2, '×')}; a bare Bolt + BullMQ app ${showSpread(figures.flowToApiP50, 2, ' ms')} = ${showSpread(figures.flowApiRatio, 2, '×')} of the limit's baseline, the bot ${showSpread(figures.apiOverFlow, 2, '×')} that app`,
+          name: `click → API call p50 within ${RATIO_LIMIT}× the bare Bolt + BullMQ app on the same clicks`,
+          ok: figures.apiOverFlow.median <= RATIO_LIMIT,
+          detail: `${showSpread(figures.toApiP50, 2, ' ms')} (p99 ${showSpread(figures.toApiP99, 1, ' ms')}) vs ${showSpread(figures.flowToApiP50, 2, ' ms')} (p99 ${showSpread(figures.flowToApiP99, 1, ' ms')}): ${showSpread(figures.apiOverFlow, 2, '×')}; bare BullMQ add → process ${showSpread(figures.oneHopP50, 2, ' ms')}: the bot ${showSpread(figures.apiRatio, 2, '×')}, the bare app ${showSpread(figures.flowApiRatio, 2, '×')}`,
           figure: figures.toApiP50,
-          baseline: figures.oneHopP50,
-          ratio: figures.apiRatio,
+          baseline: figures.flowToApiP50,
+          ratio: figures.apiOverFlow,
           limit: `≤ ${RATIO_LIMIT}×`,
           unit: ' ms',
+          whyMissed: WHY_SLOWER,
         },
         {
-          name: `click → thread reply p50 within ${RATIO_LIMIT}× two bare BullMQ hops`,
-          ok: figures.replyRatio.median <= RATIO_LIMIT,
-          detail: `${showSpread(figures.toReplyP50, 2, ' ms')} (p99 ${showSpread(figures.toReplyP99, 1, ' ms')}) vs ${showSpread(figures.twoHopsP50, 2, ' ms')} (p99 ${showSpread(figures.twoHopsP99, 1, ' ms')}): ${showSpread(figures.replyRatio, 2, '×')}; a bare Bolt + BullMQ app ${showSpread(figures.flowToReplyP50, 2, ' ms')} = ${showSpread(figures.flowReplyRatio, 2, '×')} of the limit's baseline, the bot ${showSpread(figures.replyOverFlow, 2, '×')} that app`,
+          name: `click → result reply p50 within ${RATIO_LIMIT}× the bare Bolt + BullMQ app on the same clicks`,
+          ok: figures.replyOverFlow.median <= RATIO_LIMIT,
+          detail: `${showSpread(figures.toReplyP50, 2, ' ms')} (p99 ${showSpread(figures.toReplyP99, 1, ' ms')}) vs ${showSpread(figures.flowToReplyP50, 2, ' ms')} (p99 ${showSpread(figures.flowToReplyP99, 1, ' ms')}): ${showSpread(figures.replyOverFlow, 2, '×')}; two bare BullMQ hops ${showSpread(figures.twoHopsP50, 2, ' ms')}: the bot ${showSpread(figures.replyRatio, 2, '×')}, the bare app ${showSpread(figures.flowReplyRatio, 2, '×')}`,
           figure: figures.toReplyP50,
-          baseline: figures.twoHopsP50,
-          ratio: figures.replyRatio,
+          baseline: figures.flowToReplyP50,
+          ratio: figures.replyOverFlow,
           limit: `≤ ${RATIO_LIMIT}×`,
           unit: ' ms',
+          whyMissed: `${WHY_SLOWER}; after the API call the bot records the success (one more round trip) and its result reply is a second job (the report), where the bare app replies from the same job`,
         },
       ],
     };

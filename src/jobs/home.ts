@@ -169,6 +169,12 @@ export interface HomeRefresh {
 
 export interface HomeWorkerDeps extends HomeDeps, FollowUpQueueDeps {
   slack: Pick<SlackApi, 'views'>;
+  /**
+   * Where the refresh marks are written: a waiting connection without BullMQ's scripts (the workers' records one).
+   * ioredis copies every script defined on a connection onto each auto-pipelined batch of it, about 65 on BullMQ's,
+   * which made each mark cost more than its command. Default: `connection`.
+   */
+  records?: Redis | Cluster;
   /** Members of the user groups a request names (from the cache): their homes are refreshed too. */
   groups?: UserGroups;
   /** Coalescing window; tests shorten it. */
@@ -185,6 +191,7 @@ export interface HomeWorkerDeps extends HomeDeps, FollowUpQueueDeps {
 export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
   const keys = homeKeys(deps.prefix);
   const coalesceMs = deps.coalesceMs ?? HOME_COALESCE_MS;
+  const marks = deps.records ?? deps.connection;
   /** The people named and the members of the groups named; only those who opened their home get a job. */
   const concerned = async (request: CloudRequest): Promise<string[]> => {
     const groups = deps.groups;
@@ -199,7 +206,7 @@ export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
     { jobs: HOME_JOBS, limiter: deps.rate ?? HOME_RATE },
     async (job, control) => {
       const { user } = job.data;
-      await deps.connection.del(keys.pending(user));
+      await marks.del(keys.pending(user));
       try {
         return await publishHome(deps, deps.slack, user);
       } catch (error) {
@@ -217,9 +224,7 @@ export function startHomeRefresh(deps: HomeWorkerDeps): HomeRefresh {
       // A large group is marked in slices, so one script never holds Redis for long.
       for (let start = 0; start < everyone.length; start += MARK_SLICE) {
         const people = everyone.slice(start, start + MARK_SLICE);
-        await markAndQueue(deps.connection, keys, people, (user) =>
-          queue.add({ user }, { delay: coalesceMs }),
-        );
+        await markAndQueue(marks, keys, people, (user) => queue.add({ user }, { delay: coalesceMs }));
       }
     },
     close: () => queue.close(),

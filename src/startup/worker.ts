@@ -29,6 +29,7 @@ export function startWorker(core: Core): void {
   } = core;
   const homes = startHomeRefresh({
     connection,
+    records,
     prefix,
     store,
     approvals: core.approvals,

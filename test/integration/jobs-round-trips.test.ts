@@ -1,9 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { markHomeSeen, startHomeRefresh } from '../../src/jobs/home.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createApprovalPolicy } from '../../src/requests/approvers.ts';
 import { RequestStore, requestKeys } from '../../src/requests/store.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
-import { PROJECT } from '../fixtures/requests.ts';
+import { homeRenderer } from '../../src/slack/blocks/home.ts';
+import { SlackApi } from '../../src/slack-api/client.ts';
+import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 
 /**
@@ -134,6 +139,50 @@ describe("the workers' own connection", () => {
       expect(Object.keys(records.scriptsSet)).toEqual([]);
       expect(Object.keys(env.redis.scriptsSet).length).toBeGreaterThan(20);
     } finally {
+      records.disconnect();
+    }
+  });
+
+  it("carries the App Home refresh's marks; the refresh job goes on BullMQ's", async () => {
+    // As the worker role wires it: the home queue on BullMQ's connection, the marks on the records one.
+    const records = new Redis(env.redisUrl, QUEUE_REDIS_OPTIONS);
+    records.on('error', () => undefined);
+    const homes = startHomeRefresh({
+      connection: env.redis,
+      records,
+      prefix: env.prefix,
+      logger: createLogger({ level: 'silent' }),
+      store: env.store,
+      approvals: createApprovalPolicy(env.policy),
+      renderer: homeRenderer,
+      now: () => new Date(),
+      slack: new SlackApi({ apiUrl: env.slack.apiUrl, token: env.slack.botToken }),
+      coalesceMs: 10,
+    });
+    try {
+      // U0DEV opened their home; the request they made changes.
+      await markHomeSeen(records, env.prefix, 'U0DEV');
+      const request = await env.store.create(resizeRequest({ vmid: 102 }), 'U0DEV');
+      const marks = [`${env.prefix}:home-seen:`, `${env.prefix}:home-pending:`];
+      const touchesMarks = (c: { args: string[] }) =>
+        c.args.some((a) => marks.some((key) => a.startsWith(key)));
+      const onQueue = recordCommands(env.redis);
+      const onRecords = recordCommands(records);
+      const seen = env.slack.homes.length;
+      await homes.changed(request);
+      const published = await env.slack.waitFor(
+        () => env.slack.homes.slice(seen).find((p) => p.user === 'U0DEV'),
+        10_000,
+      );
+      expect(JSON.stringify(published.view)).toContain(request.id);
+
+      expect(onQueue.filter(touchesMarks)).toEqual([]);
+      // The mark's script, then the worker's clearing of the mark before it publishes.
+      expect(onRecords.filter(touchesMarks).map((c) => c.name)).toEqual(['evalsha', 'del']);
+      expect(onQueue.some((c) => c.args.some((a) => a.includes(':home:')))).toBe(true);
+      expect(Object.keys(records.scriptsSet)).toEqual([]);
+    } finally {
+      await homes.close();
       records.disconnect();
     }
   });
