@@ -199,9 +199,6 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   const fail = (line: string) => {
     process.exitCode = 1;
     process.stderr.write(`cloudops: ${line}\n`, () => process.exit(1));
-    // If the line's write never reports back (seen once in a loaded test run: the line was due, the exit never came),
-    // the process still ends: the line is queued by now, and whatever else is open must not hold it.
-    setTimeout(() => process.exit(1), 2_000);
   };
 
   let env: Env;
