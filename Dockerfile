@@ -43,5 +43,6 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # The same command as `npm start`, without npm in between, so SIGTERM reaches the bot directly. V8 sized for memory:
 # under steady load it keeps about 130 MB resident instead of 330-350 MB, for about 5 ms more CPU per resize
-# (docs/performance.md#memory-under-steady-load).
-CMD ["node", "--optimize-for-size", "dist/src/main.js"]
+# (docs/performance.md#memory-under-steady-load). Maglev's code built on the main thread: with the memory flag alone
+# the process could hang for ever inside its own exit (docs/operations.md#a-bot-that-never-exits).
+CMD ["node", "--optimize-for-size", "--no-maglev-build-code-on-background", "dist/src/main.js"]

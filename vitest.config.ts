@@ -30,9 +30,6 @@ export default defineConfig({
     // Generous: a test ends as soon as it passes, and a loaded machine (another suite beside this one) is slow.
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    // One retry: in loaded full runs a bot process that should exit at once on a bad variable sometimes never exits
-    // (a different test each run, never reproduced alone; being investigated). A test that fails twice still fails.
-    retry: 1,
     // Quiet when green: what a test prints (sample messages, measured figures) is shown only when it fails.
     silent: 'passed-only',
     // Integration and e2e tests start servers and Redis clients; two cores are shared between files.

@@ -87,7 +87,11 @@ describe('Dockerfile', () => {
     const [cmd] = instruction('CMD');
     expect(cmd).toBeDefined();
     expect(execForm(cmd!).join(' ')).toBe(pkg.scripts.start);
-    expect(pkg.scripts.start).toBe('node --optimize-for-size dist/src/main.js');
+    // V8's memory-saving mode, and Maglev's code built on the main thread: with the mode alone a process could hang
+    // for ever inside process.exit (docs/operations.md#a-bot-that-never-exits; bench/exit-hang.ts counts it).
+    expect(pkg.scripts.start).toBe(
+      'node --optimize-for-size --no-maglev-build-code-on-background dist/src/main.js',
+    );
     expect(pkg.scripts.prestart).toBe('node scripts/build.mjs --if-stale');
     const [user] = instruction('USER');
     expect(user).toBeDefined();

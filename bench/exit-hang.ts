@@ -1,0 +1,83 @@
+/**
+ * Does the bot always exit? Starts the compiled bot many times with a variable that stops start-up at once (an
+ * app-level token that is a bot token, an unknown trace sampler) and counts the processes that never exit, for each
+ * set of node flags given, interleaved in one run. Such a start ends in about a second; one still alive after
+ * `--wait-ms` (2 minutes: a loaded machine makes a start slow, never endless) is counted and killed.
+ *
+ *   node --import tsx bench/exit-hang.ts [--runs 800] [--parallel 6] [--flags '--optimize-for-size|...']
+ *
+ * Why it exists: on Node 24 a process can hang for ever inside process.exit. The main thread, shutting V8's
+ * platform down, waits for its worker threads to drain, while a worker compiling a function in the background
+ * (Maglev building its code object) waits for a garbage collection only the main thread can run. Upstream:
+ * nodejs/node#54918, still open. `--optimize-for-size` makes it far likelier (a young generation collected more
+ * often); building Maglev's code on the main thread (`--no-maglev-build-code-on-background`) takes the worker's
+ * wait away. docs/operations.md#a-bot-that-never-exits has the figures and the choice.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '800' },
+    parallel: { type: 'string', default: '6' },
+    flags: {
+      type: 'string',
+      default: '--optimize-for-size|--optimize-for-size --no-maglev-build-code-on-background|',
+    },
+    'wait-ms': { type: 'string', default: '120000' },
+  },
+});
+const runs = Number(values.runs);
+const parallel = Number(values.parallel);
+const waitMs = Number(values['wait-ms']);
+const variants = values.flags.split('|').map((flags) => flags.split(' ').filter(Boolean));
+
+// Start-up fails on its first checks: no Redis, Slack or cloud API is reached, so nothing but the exit is timed.
+const env = {
+  PATH: process.env.PATH,
+  SLACK_BOT_TOKEN: 'xoxb-exit-hang',
+  SLACK_SIGNING_SECRET: 'exit-hang',
+  SLACK_APP_TOKEN: 'xoxb-not-an-app-token',
+  CLOUD_API_KEY: 'exit-hang',
+  OTEL_TRACES_SAMPLER: 'sometimes',
+};
+
+/** One start that should fail at once: true when the process was still alive after `waitMs` (then killed). */
+function startOnce(flags: string[], cwd: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...flags, join(ROOT, 'dist/src/main.js')], {
+      env,
+      cwd,
+      stdio: 'ignore',
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      resolve(true);
+    }, waitMs);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}
+
+const cwd = await mkdtemp(join(tmpdir(), 'cloudops-exit-hang-'));
+const hung = variants.map(() => 0);
+let next = 0;
+// Interleaved: start i runs variant i % n, so load and noise fall on every variant alike.
+async function lane(): Promise<void> {
+  while (next < runs * variants.length) {
+    const i = next++;
+    if (await startOnce(variants[i % variants.length]!, cwd)) hung[i % variants.length]!++;
+  }
+}
+await Promise.all(Array.from({ length: parallel }, lane));
+await rm(cwd, { recursive: true, force: true });
+for (const [i, flags] of variants.entries()) {
+  console.log(`${(flags.join(' ') || "(Node's defaults)").padEnd(60)} ${hung[i]} of ${runs} never exited`);
+}
