@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSlackStandIn } from '../../sim/slack/server.ts';
 import { SlackApi } from '../../src/slack-api/client.ts';
@@ -93,6 +94,31 @@ describe('the SSO login of verified approvals, against a real OpenID Provider', 
       email: 'alice@example.com',
       emailVerified: true,
     });
+  });
+
+  it('a browser logs in at the provider too (Chromium)', async () => {
+    const sso = flow();
+    const { url, pending } = await sso.begin();
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium' });
+    try {
+      const page = await browser.newPage();
+      // Nothing listens on PUBLIC_URL here: the browser's arrival there is the provider's answer.
+      let reached: (url: URL) => void = () => undefined;
+      const arrival = new Promise<URL>((resolve) => {
+        reached = resolve;
+      });
+      await page.route(`${REDIRECT}**`, async (route) => {
+        reached(new URL(route.request().url()));
+        await route.fulfill({ status: 200, contentType: 'text/plain', body: 'back' });
+      });
+      await page.goto(url);
+      await page.getByLabel('Login').fill(ALICE.login);
+      await page.getByLabel('Password').fill(ALICE.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      expect((await sso.finish(await arrival, pending)).email).toBe('alice@example.com');
+    } finally {
+      await browser.close();
+    }
   });
 
   it('prompt=login asks for a new login even while the browser has a session at the provider', async () => {
