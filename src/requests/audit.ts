@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { requestKeys } from './store.ts';
+import { requestKeys } from './store-keys.ts';
 import type { AuditEntry, CloudRequest } from './types.ts';
 
 /** Entries fetched per XRANGE round trip. */

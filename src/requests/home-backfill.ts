@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import { REQUESTER_INDEX_KEEP, requestKeys } from './store.ts';
+import { REQUESTER_INDEX_KEEP, requestKeys } from './store-keys.ts';
 import { type CloudRequest, FINAL_STATES } from './types.ts';
 
 /** Requests read per round: one ZSCAN page of the created index, one MGET, one pipeline of index writes. */

@@ -1,7 +1,21 @@
-import { createHash, randomInt } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { compareStreamIds, countAudit, oldestUnshipped } from './audit.ts';
-import { LuaScript } from './lua.ts';
+import { leaseIndex, peopleOf, revised, stripProtected, verifiedDetail } from './store-changes.ts';
+import {
+  CHANNEL_INDEX_KEEP,
+  newRequestId,
+  REQUESTER_INDEX_KEEP,
+  type RequestKeys,
+  requestKeys,
+} from './store-keys.ts';
+import {
+  DAY_MS,
+  DEFAULT_RETENTION_DAYS,
+  type RetentionScope,
+  removeExpired,
+  type UnshippedAudit,
+} from './store-retention.ts';
+import { CAS, CREATE } from './store-scripts.ts';
 import {
   ALLOWED_TRANSITIONS,
   type AuditNote,
@@ -12,33 +26,15 @@ import {
   revisionOf,
 } from './types.ts';
 import type { VerifiedBy } from './verification.ts';
-import { RECORD_VM_LUA, type VmFactsWrite } from './vm-facts.ts';
+import type { VmFactsWrite } from './vm-facts.ts';
 
-/** Crockford base32: no I, L, O or U, so an id read aloud or retyped is unambiguous. */
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-const CROCKFORD_LETTERS = CROCKFORD.slice(10);
-/** How many request ids a channel's index keeps for `/cloud jobs`. */
-const CHANNEL_INDEX_KEEP = 1000;
-/** How many of a person's own requests their index keeps (the App Home shows the most recent). */
-export const REQUESTER_INDEX_KEEP = 100;
+// What the rest imports from the store, wherever it now lives: the key names and ids (store-keys.ts) and what
+// retention reports (store-retention.ts).
+export { newRequestId, REQUESTER_INDEX_KEEP, requestKeys } from './store-keys.ts';
+export { DEFAULT_RETENTION_DAYS, type UnshippedAudit } from './store-retention.ts';
+
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
-/** Audit entries read per round trip when retention looks for entries of requests no longer stored. */
-const AUDIT_SWEEP_PAGE = 500;
-
-/** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
-export const DEFAULT_RETENTION_DAYS = 90;
-const DAY_MS = 86_400_000;
-
-/**
- * A new request id such as 'R7K2M9QX': 8 Crockford base32 characters from a CSPRNG. The first is a letter so an
- * id never reads as a number (BullMQ refuses numeric custom job ids).
- */
-export function newRequestId(): string {
-  let id = CROCKFORD_LETTERS[randomInt(CROCKFORD_LETTERS.length)]!;
-  for (let i = 1; i < 8; i++) id += CROCKFORD[randomInt(CROCKFORD.length)]!;
-  return id;
-}
 
 /** A caller asked for an arrow the state machine does not have: a bug, not a race. */
 export class IllegalTransitionError extends Error {
@@ -72,215 +68,14 @@ interface AuditWrite {
 }
 
 /**
- * What retention did about audit entries past `retention_days` that the audit export has not shipped: kept them
- * (the export is on) or removed them (it is off, but an earlier export left its group with entries unshipped).
- */
-export type UnshippedAudit = { kept: number } | { dropped: number };
-
-/** Fields no patch may set: they belong to the store. */
-const PROTECTED = ['id', 'state', 'version', 'createdAt', 'updatedAt'] as const;
-
-/**
- * Appends one audit entry whose stream id follows the application clock (ARGV nowMs) but never goes
- * backwards, so `since` filters match the entries' `at` even with an injected clock. The `at` field is stored only
- * when the id's time is not the entry's own (the clock went back): otherwise readers take it from the id, which
- * saves about a sixth of what a finished request keeps in Redis.
- */
-const AUDIT_APPEND_LUA = `
-local function audit_append(stream, now_ms, fields)
-  local id = now_ms .. '-0'
-  if redis.call('EXISTS', stream) == 1 then
-    local info = redis.call('XINFO', 'STREAM', stream)
-    local last
-    for i = 1, #info, 2 do
-      if info[i] == 'last-generated-id' then last = info[i + 1] end
-    end
-    local dash = string.find(last, '-', 1, true)
-    local last_ms = tonumber(string.sub(last, 1, dash - 1))
-    local last_seq = tonumber(string.sub(last, dash + 1))
-    if tonumber(now_ms) <= last_ms then
-      id = string.format('%d-%d', last_ms, last_seq + 1)
-    end
-  end
-  if string.sub(id, 1, #tostring(now_ms) + 1) == now_ms .. '-' then
-    local kept = {}
-    for i = 1, #fields, 2 do
-      if fields[i] ~= 'at' then
-        table.insert(kept, fields[i])
-        table.insert(kept, fields[i + 1])
-      end
-    end
-    fields = kept
-  end
-  return redis.call('XADD', stream, id, unpack(fields))
-end
-`;
-
-/**
- * Keeps the index of requests that must have an execute job (approved or queued) in step with the state, in the
- * same script as the write, so a crash between the two cannot leave a request out of it.
- */
-const AWAITING_RUN_LUA = `
-local function index_awaiting_run(key, state, now_ms, id)
-  if state == 'approved' or state == 'queued' then
-    redis.call('ZADD', key, now_ms, id)
-  elseif state ~= '' then
-    redis.call('ZREM', key, id)
-  end
-end
-`;
-
-/**
- * Keeps the retention index in step: a request that has ended and holds no open lease is scored by when that
- * began (the first such write counts: NX); any other request is not in it.
- */
-const RETENTION_LUA = `
-local function index_retention(key, ended_at, id)
-  if ended_at ~= '' then
-    redis.call('ZADD', key, 'NX', ended_at, id)
-  else
-    redis.call('ZREM', key, id)
-  end
-end
-`;
-
-/**
- * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, then the live-involvement
- * index of each person or group named (requester, approvers, those escalated to). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
- * requester keep, detail of the 'created' entry ('' for none).
- */
-const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
-redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
-redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
-redis.call('ZADD', KEYS[6], ARGV[7], ARGV[3])
-redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[9]) + 1))
-for i = 7, #KEYS do redis.call('ZADD', KEYS[i], ARGV[7], ARGV[3]) end
-index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
-redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
-local created = {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]}
-if ARGV[10] ~= '' then
-  table.insert(created, 'detail')
-  table.insert(created, ARGV[10])
-end
-audit_append(KEYS[3], ARGV[2], created)
-audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
-return 1
-`);
-
-/**
- * Compare-and-set on the request's stored JSON, compared by SHA-1 (what the writer decided on, byte for byte: a
- * caller's copy that differs in any way from the stored one is a conflict); on success also appends the audit entry and updates the awaiting-run,
- * retention, open-lease and involvement indexes, in the same script so a state change and its records cannot part.
- * With a VM facts record, what the bot applied to the VM is written too.
- * KEYS: request, audit, awaiting-run, retention, open leases, the VM's facts hash when there is a record, then the
- * live-involvement index of each person named.
- * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as
- * 'approval', or '' for no entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1'
- * when the new state is final, the new state ('' when the state does not change), the lease's end in ms while it is
- * open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from ARGV[17]), then
- * a second audit entry written right after the first (label, actor, detail; '' for none: an approval that also
- * queues the request records both).
- */
-const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}${RECORD_VM_LUA}
-local current = redis.call('GET', KEYS[1])
-if not current then return {'not_found'} end
-if redis.sha1hex(current) ~= ARGV[1] then return {'conflict', current} end
-redis.call('SET', KEYS[1], ARGV[2])
-index_awaiting_run(KEYS[3], ARGV[11], ARGV[3], ARGV[4])
-index_retention(KEYS[4], ARGV[9], ARGV[4])
-if ARGV[12] == 'closed' then
-  redis.call('ZREM', KEYS[5], ARGV[4])
-elseif ARGV[12] ~= '' then
-  redis.call('ZADD', KEYS[5], ARGV[12], ARGV[4])
-end
-local people = 6
-if ARGV[13] == '1' then
-  record_vm(KEYS[6], ARGV, 17)
-  people = 7
-end
-if ARGV[10] == '1' then
-  for i = people, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
-end
-local function audit_entry(label, actor, detail)
-  if label == '' then return end
-  local fields = {'requestId', ARGV[4], 'state', label, 'actor', actor, 'at', ARGV[7]}
-  if detail ~= '' then
-    table.insert(fields, 'detail')
-    table.insert(fields, detail)
-  end
-  audit_append(KEYS[2], ARGV[3], fields)
-end
-audit_entry(ARGV[5], ARGV[6], ARGV[8])
-audit_entry(ARGV[14], ARGV[15], ARGV[16])
-return {'ok'}
-`);
-
-/**
- * Removes one request that ended before the cutoff, unless a later write opened a lease (then it only leaves the
- * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix, requester-key
- * prefix, involvement-key prefix. Returns 1 when the request was removed.
- */
-const REMOVE_EXPIRED = new LuaScript(`
-local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not score or tonumber(score) > tonumber(ARGV[2]) then return 0 end
-redis.call('ZREM', KEYS[2], ARGV[1])
-local json = redis.call('GET', KEYS[1])
-if not json then
-  redis.call('ZREM', KEYS[3], ARGV[1])
-  return 0
-end
-local request = cjson.decode(json)
-if request.leaseOpen == true then return 0 end
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('ZREM', ARGV[3] .. request.channel, ARGV[1])
-redis.call('ZREM', ARGV[4] .. request.requester, ARGV[1])
-redis.call('ZREM', ARGV[5] .. request.requester, ARGV[1])
-for _, person in ipairs(request.approvers or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
-for _, person in ipairs(request.escalateTo or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
-return 1
-`);
-
-/** Key names under one prefix, shared by the store, the audit log and the workers. */
-export function requestKeys(prefix: string) {
-  return {
-    request: (id: string) => `${prefix}:req:${id}`,
-    channel: (channel: string) => `${prefix}:channel:${channel}`,
-    audit: `${prefix}:audit`,
-    /** Requests that must have an execute job (approved or queued), scored by when they entered that state. */
-    awaitingRun: `${prefix}:awaiting-run`,
-    /** Ended requests without an open lease, scored by when they ended (or their lease closed). */
-    retention: `${prefix}:retention`,
-    /** Every stored request, scored by creation: the oldest bounds how much audit history must stay. */
-    created: `${prefix}:created`,
-    /** Requests whose lease is open, scored by when the lease ends. */
-    leases: `${prefix}:leases`,
-    /** A person's own most recent requests, scored by creation (the App Home). */
-    requestedBy: (person: string) => `${prefix}:requested-by:${person}`,
-    /**
-     * Requests not yet final that name a person or a user group (requester, approver, escalated to), scored by
-     * creation: what the App Home and its refresh read instead of scanning all requests. Removed when the request
-     * reaches a final state.
-     */
-    involving: (person: string) => `${prefix}:involving:${person}`,
-  };
-}
-
-/**
  * Requests in Redis: one JSON value per request, an index per channel, and every state change in the audit
  * stream. Every write is a compare-and-set on the stored value (its `version` moves with each), so concurrent clicks
  * and replays change a request once.
  */
 export class RequestStore {
-  private readonly keys: ReturnType<typeof requestKeys>;
+  private readonly keys: RequestKeys;
   private readonly now: () => Date;
-  private readonly retentionMs: number;
-  private readonly channelPrefix: string;
-  private readonly requestedByPrefix: string;
-  private readonly involvingPrefix: string;
-  private readonly exportsAudit: boolean;
+  private readonly retention: RetentionScope;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -292,13 +87,15 @@ export class RequestStore {
       exportsAudit?: boolean;
     },
   ) {
-    this.exportsAudit = options.exportsAudit ?? false;
     this.keys = requestKeys(options.prefix);
     this.now = options.now ?? (() => new Date());
-    this.retentionMs = (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS;
-    this.channelPrefix = this.keys.channel('');
-    this.requestedByPrefix = this.keys.requestedBy('');
-    this.involvingPrefix = this.keys.involving('');
+    this.retention = {
+      redis,
+      keys: this.keys,
+      now: this.now,
+      retentionMs: (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS,
+      exportsAudit: options.exportsAudit ?? false,
+    };
   }
 
   /** Stores a new request with a fresh id; audits 'created' (with `createdDetail`, e.g. the rule applied) and its initial state. */
@@ -540,73 +337,11 @@ export class RequestStore {
 
   /**
    * Removes up to `limit` requests whose retention (`retention_days` after they ended, never while a lease is open)
-   * has passed, then their audit entries: the stream is trimmed to what the oldest request still stored and the
-   * retention window need, and older entries of requests no longer stored are deleted one by one (an old open lease
-   * keeps the trim back, not the entries of requests that ended after it). Reads only the retention index and the
-   * audit entries older than the window, never all requests. With the audit export on, nothing it has not shipped is
-   * removed; `onUnshipped` hears how many such entries past the window were kept (or, with the export off but its
-   * group left behind, removed). Returns how many requests were removed.
+   * has passed, then their audit entries; `onUnshipped` hears what happened to entries the audit export has not
+   * shipped. Returns how many requests were removed. How: see store-retention.ts.
    */
   async removeExpired(limit = 500, onUnshipped?: (note: UnshippedAudit) => void): Promise<number> {
-    const cutoff = this.now().getTime() - this.retentionMs;
-    const ids = await this.redis.zrangebyscore(this.keys.retention, '-inf', cutoff, 'LIMIT', 0, limit);
-    const results = await Promise.all(
-      ids.map((id) =>
-        REMOVE_EXPIRED.run(
-          this.redis,
-          [this.keys.request(id), this.keys.retention, this.keys.created, this.keys.awaitingRun],
-          [id, cutoff, this.channelPrefix, this.requestedByPrefix, this.involvingPrefix],
-        ),
-      ),
-    );
-    const removed = results.reduce<number>((sum, result) => sum + Number(result), 0);
-    const [, oldest] = await this.redis.zrange(this.keys.created, 0, 0, 'WITHSCORES');
-    let keepFrom = `${Math.min(cutoff, oldest === undefined ? Infinity : Number(oldest))}-0`;
-    let orphansBefore = `${cutoff}-0`;
-    const unshipped = await oldestUnshipped(this.redis, this.keys.audit, this.exportsAudit);
-    if (this.exportsAudit && unshipped !== undefined && compareStreamIds(unshipped, orphansBefore) < 0) {
-      const pastWindow = await countAudit(this.redis, this.keys.audit, unshipped, `(${orphansBefore}`);
-      if (compareStreamIds(unshipped, keepFrom) < 0) keepFrom = unshipped;
-      orphansBefore = unshipped;
-      if (pastWindow > 0) onUnshipped?.({ kept: pastWindow });
-    }
-    const trimmedUnshipped =
-      !this.exportsAudit && unshipped !== undefined && compareStreamIds(unshipped, keepFrom) < 0
-        ? await countAudit(this.redis, this.keys.audit, unshipped, `(${keepFrom}`)
-        : 0;
-    await this.redis.xtrim(this.keys.audit, 'MINID', keepFrom);
-    let deletedUnshipped = 0;
-    if (compareStreamIds(keepFrom, orphansBefore) < 0) {
-      const deleted = await this.deleteOrphanedAudit(orphansBefore);
-      if (!this.exportsAudit && unshipped !== undefined)
-        deletedUnshipped = deleted.filter((id) => compareStreamIds(id, unshipped) >= 0).length;
-    }
-    if (trimmedUnshipped + deletedUnshipped > 0)
-      onUnshipped?.({ dropped: trimmedUnshipped + deletedUnshipped });
-    return removed;
-  }
-
-  /**
-   * Deletes the audit entries written before `before` (a stream id, excluded) whose request is no longer stored, and
-   * returns their ids. What is left before the cutoff after a sweep is only the history of requests still kept (open
-   * leases, recently ended), so each sweep reads little more than that.
-   */
-  private async deleteOrphanedAudit(before: string): Promise<string[]> {
-    const deleted: string[] = [];
-    let from = '-';
-    for (;;) {
-      const rows = await this.redis.xrange(this.keys.audit, from, `(${before}`, 'COUNT', AUDIT_SWEEP_PAGE);
-      if (rows.length === 0) return deleted;
-      const owners = rows.map(([, fields]) => fields[fields.indexOf('requestId') + 1] ?? '');
-      const unique = [...new Set(owners)];
-      const stored = await Promise.all(unique.map((id) => this.redis.exists(this.keys.request(id))));
-      const gone = new Set(unique.filter((_, i) => stored[i] === 0));
-      const orphaned = rows.filter((_, i) => gone.has(owners[i] ?? '')).map(([id]) => id);
-      if (orphaned.length > 0) await this.redis.xdel(this.keys.audit, ...orphaned);
-      deleted.push(...orphaned);
-      if (rows.length < AUDIT_SWEEP_PAGE) return deleted;
-      from = `(${rows[rows.length - 1]![0]}`;
-    }
+    return removeExpired(this.retention, limit, onUnshipped);
   }
 
   /**
@@ -686,45 +421,4 @@ export class RequestStore {
     }
     throw new Error(`request ${id}: too many concurrent writes`);
   }
-}
-
-/** "verified: passkey, credential AbC…" / "verified: SSO, subject 00u1…": the audit's words for a verification. */
-export function verifiedDetail(verified: VerifiedBy): string {
-  return verified.method === 'sso'
-    ? `verified: SSO, subject ${verified.subject}`
-    : `verified: passkey, credential ${verified.subject}`;
-}
-
-/**
- * Whether a write changes what a verification link was issued for: the state, what the request would do, or the
- * verification it asks for (a re-planned approval).
- */
-function revised(current: CloudRequest, next: CloudRequest): boolean {
-  return (
-    next.state !== current.state ||
-    JSON.stringify(next.params) !== JSON.stringify(current.params) ||
-    JSON.stringify(next.verify) !== JSON.stringify(current.verify)
-  );
-}
-
-/** The open-lease index's move for a write: the lease's end while open, 'closed' when it just closed. */
-function leaseIndex(current: CloudRequest, next: CloudRequest): string {
-  if (next.leaseOpen && next.lease) return String(new Date(next.lease.endsAt).getTime());
-  return current.leaseOpen ? 'closed' : '';
-}
-
-/**
- * Everyone a request names as requester, approver or escalation target (current and earlier versions), once each.
- * Those escalated to are indexed from the start, so an escalation needs no index write of its own; until it
- * happens the approval policy keeps the request off their App Home.
- */
-function peopleOf(...versions: Pick<CloudRequest, 'requester' | 'approvers' | 'escalateTo'>[]): string[] {
-  return [...new Set(versions.flatMap((r) => [r.requester, ...r.approvers, ...(r.escalateTo ?? [])]))];
-}
-
-function stripProtected(patch: Partial<CloudRequest> | undefined): Partial<CloudRequest> {
-  if (!patch) return {};
-  const copy: Partial<CloudRequest> = { ...patch };
-  for (const key of PROTECTED) delete copy[key];
-  return copy;
 }

@@ -1,0 +1,168 @@
+import { LuaScript } from './lua.ts';
+import { RECORD_VM_LUA } from './vm-facts.ts';
+
+// The store's Lua: each write and the records that go with it (audit entry, indexes) run as one script, so a crash
+// between them cannot leave a request and its records apart.
+
+/**
+ * Appends one audit entry whose stream id follows the application clock (ARGV nowMs) but never goes
+ * backwards, so `since` filters match the entries' `at` even with an injected clock. The `at` field is stored only
+ * when the id's time is not the entry's own (the clock went back): otherwise readers take it from the id, which
+ * saves about a sixth of what a finished request keeps in Redis.
+ */
+const AUDIT_APPEND_LUA = `
+local function audit_append(stream, now_ms, fields)
+  local id = now_ms .. '-0'
+  if redis.call('EXISTS', stream) == 1 then
+    local info = redis.call('XINFO', 'STREAM', stream)
+    local last
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then last = info[i + 1] end
+    end
+    local dash = string.find(last, '-', 1, true)
+    local last_ms = tonumber(string.sub(last, 1, dash - 1))
+    local last_seq = tonumber(string.sub(last, dash + 1))
+    if tonumber(now_ms) <= last_ms then
+      id = string.format('%d-%d', last_ms, last_seq + 1)
+    end
+  end
+  if string.sub(id, 1, #tostring(now_ms) + 1) == now_ms .. '-' then
+    local kept = {}
+    for i = 1, #fields, 2 do
+      if fields[i] ~= 'at' then
+        table.insert(kept, fields[i])
+        table.insert(kept, fields[i + 1])
+      end
+    end
+    fields = kept
+  end
+  return redis.call('XADD', stream, id, unpack(fields))
+end
+`;
+
+/**
+ * Keeps the index of requests that must have an execute job (approved or queued) in step with the state, in the
+ * same script as the write, so a crash between the two cannot leave a request out of it.
+ */
+const AWAITING_RUN_LUA = `
+local function index_awaiting_run(key, state, now_ms, id)
+  if state == 'approved' or state == 'queued' then
+    redis.call('ZADD', key, now_ms, id)
+  elseif state ~= '' then
+    redis.call('ZREM', key, id)
+  end
+end
+`;
+
+/**
+ * Keeps the retention index in step: a request that has ended and holds no open lease is scored by when that
+ * began (the first such write counts: NX); any other request is not in it.
+ */
+const RETENTION_LUA = `
+local function index_retention(key, ended_at, id)
+  if ended_at ~= '' then
+    redis.call('ZADD', key, 'NX', ended_at, id)
+  else
+    redis.call('ZREM', key, id)
+  end
+end
+`;
+
+/**
+ * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, then the live-involvement
+ * index of each person or group named (requester, approvers, those escalated to). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
+ * requester keep, detail of the 'created' entry ('' for none).
+ */
+export const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
+redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[9]) + 1))
+for i = 7, #KEYS do redis.call('ZADD', KEYS[i], ARGV[7], ARGV[3]) end
+index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
+local created = {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]}
+if ARGV[10] ~= '' then
+  table.insert(created, 'detail')
+  table.insert(created, ARGV[10])
+end
+audit_append(KEYS[3], ARGV[2], created)
+audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
+return 1
+`);
+
+/**
+ * Compare-and-set on the request's stored JSON, compared by SHA-1 (what the writer decided on, byte for byte: a
+ * caller's copy that differs in any way from the stored one is a conflict); on success also appends the audit entry and updates the awaiting-run,
+ * retention, open-lease and involvement indexes, in the same script so a state change and its records cannot part.
+ * With a VM facts record, what the bot applied to the VM is written too.
+ * KEYS: request, audit, awaiting-run, retention, open leases, the VM's facts hash when there is a record, then the
+ * live-involvement index of each person named.
+ * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as
+ * 'approval', or '' for no entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1'
+ * when the new state is final, the new state ('' when the state does not change), the lease's end in ms while it is
+ * open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from ARGV[17]), then
+ * a second audit entry written right after the first (label, actor, detail; '' for none: an approval that also
+ * queues the request records both).
+ */
+export const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}${RECORD_VM_LUA}
+local current = redis.call('GET', KEYS[1])
+if not current then return {'not_found'} end
+if redis.sha1hex(current) ~= ARGV[1] then return {'conflict', current} end
+redis.call('SET', KEYS[1], ARGV[2])
+index_awaiting_run(KEYS[3], ARGV[11], ARGV[3], ARGV[4])
+index_retention(KEYS[4], ARGV[9], ARGV[4])
+if ARGV[12] == 'closed' then
+  redis.call('ZREM', KEYS[5], ARGV[4])
+elseif ARGV[12] ~= '' then
+  redis.call('ZADD', KEYS[5], ARGV[12], ARGV[4])
+end
+local people = 6
+if ARGV[13] == '1' then
+  record_vm(KEYS[6], ARGV, 17)
+  people = 7
+end
+if ARGV[10] == '1' then
+  for i = people, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
+end
+local function audit_entry(label, actor, detail)
+  if label == '' then return end
+  local fields = {'requestId', ARGV[4], 'state', label, 'actor', actor, 'at', ARGV[7]}
+  if detail ~= '' then
+    table.insert(fields, 'detail')
+    table.insert(fields, detail)
+  end
+  audit_append(KEYS[2], ARGV[3], fields)
+end
+audit_entry(ARGV[5], ARGV[6], ARGV[8])
+audit_entry(ARGV[14], ARGV[15], ARGV[16])
+return {'ok'}
+`);
+
+/**
+ * Removes one request that ended before the cutoff, unless a later write opened a lease (then it only leaves the
+ * index). KEYS: request, retention, created, awaiting-run. ARGV: id, cutoff ms, channel-key prefix, requester-key
+ * prefix, involvement-key prefix. Returns 1 when the request was removed.
+ */
+export const REMOVE_EXPIRED = new LuaScript(`
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local json = redis.call('GET', KEYS[1])
+if not json then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  return 0
+end
+local request = cjson.decode(json)
+if request.leaseOpen == true then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', ARGV[3] .. request.channel, ARGV[1])
+redis.call('ZREM', ARGV[4] .. request.requester, ARGV[1])
+redis.call('ZREM', ARGV[5] .. request.requester, ARGV[1])
+for _, person in ipairs(request.approvers or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
+for _, person in ipairs(request.escalateTo or {}) do redis.call('ZREM', ARGV[5] .. person, ARGV[1]) end
+return 1
+`);
