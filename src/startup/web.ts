@@ -11,6 +11,7 @@ import { homeRenderer } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
+import { LinkStore } from '../verify/links.ts';
 import { listening } from './checks.ts';
 import type { Core } from './core.ts';
 
@@ -42,6 +43,9 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
     coalesceMs: core.options.homeOpenCoalesceMs,
   });
   stages.connections.push(() => homes.close());
+  // The approvers' links and their page run where PUBLIC_URL says browsers reach this role.
+  const linkStore =
+    env.PUBLIC_URL === undefined ? undefined : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now);
   const app = createSlackApp(
     env,
     {
@@ -64,7 +68,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       now: core.now,
       logger: core.logger,
       metrics: core.metrics,
-      links: core.options.verificationLinks?.(core.requests),
+      links: core.options.verificationLinks?.(core.requests) ?? linkStore?.approvalLinks(),
       words: pricingWords({
         policy,
         cloud: core.cloud,
