@@ -2,6 +2,7 @@
  * The web role: the Slack app (signed HTTP with health on PORT, or Socket Mode), its handlers over the lifecycle,
  * and the one-off look at the policy's user groups. Nothing here takes queued work.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userGroupsOf } from '../config/policy.ts';
 import { createHomeOpens } from '../jobs/home.ts';
 import { StepTokens } from '../jobs/workflow-steps.ts';
@@ -12,6 +13,9 @@ import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
 import { LinkStore } from '../verify/links.ts';
+import { PasskeyStore, relyingParty } from '../verify/passkeys.ts';
+import { verifyPage, verifyRoutes } from '../verify/routes.ts';
+import { PageSessions } from '../verify/sessions.ts';
 import { listening } from './checks.ts';
 import type { Core } from './core.ts';
 
@@ -21,6 +25,8 @@ export interface StartedWeb {
   app: SlackApp;
   /** Where the MCP server listens (docs/agents.md); undefined when MCP_PORT is unset. */
   mcpPort: number | undefined;
+  /** The verification page's routes, for the health server to serve in Socket Mode; undefined without PUBLIC_URL. */
+  page: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
 }
 
 /** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
@@ -46,6 +52,22 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
   // The approvers' links and their page run where PUBLIC_URL says browsers reach this role.
   const linkStore =
     env.PUBLIC_URL === undefined ? undefined : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now);
+  const page =
+    linkStore && env.PUBLIC_URL !== undefined
+      ? verifyPage({
+          links: linkStore,
+          sessions: new PageSessions(fastRedis, prefix),
+          passkeys: new PasskeyStore(fastRedis, prefix, core.now),
+          requests: core.store,
+          approver: core.requests,
+          rp: relyingParty(env.PUBLIC_URL),
+          secure: env.PUBLIC_URL.startsWith('https:'),
+          notify: async (user, text) => {
+            await core.slack.chat.postMessage({ channel: user, text });
+          },
+          logger: core.logger,
+        })
+      : undefined;
   const app = createSlackApp(
     env,
     {
@@ -79,8 +101,8 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
         logger: core.logger,
       }),
     },
-    // In HTTP mode Bolt's server also answers health; in Socket Mode a server of its own does (src/main.ts).
-    socketMode ? [] : healthRoutes(core.readiness),
+    // In HTTP mode Bolt's server also answers health and the page; in Socket Mode the health server does (src/main.ts).
+    socketMode ? [] : [...healthRoutes(core.readiness), ...(page ? verifyRoutes(page) : [])],
     { guard: new RedeliveryGuard(fastRedis, prefix), policy: core.options.reconnectPolicy },
   );
   stages.intake.push(() => app.stop());
@@ -100,5 +122,5 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
   // The agents' surface, beside Slack's, over the same lifecycle. Loaded only when MCP_PORT asks for it: the MCP
   // SDK and what it brings (its schemas, a JSON Schema validator, an HTTP framework) hold about 5 MB in a process.
   const mcpPort = env.MCP_PORT === undefined ? undefined : await (await import('./mcp.ts')).startMcp(core);
-  return { port: started.port, app, mcpPort };
+  return { port: started.port, app, mcpPort, page };
 }
