@@ -8,7 +8,7 @@ import { createHomeOpens } from '../jobs/home.ts';
 import { StepTokens } from '../jobs/workflow-steps.ts';
 import { healthRoutes } from '../observability/http.ts';
 import { createSlackApp, type SlackApp } from '../slack/app.ts';
-import { homeRenderer } from '../slack/blocks/home.ts';
+import { homeRenderer, withPasskeyButton } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
@@ -33,22 +33,6 @@ export interface StartedWeb {
 export async function startWeb(core: Core, socketMode: boolean): Promise<StartedWeb> {
   const { env, policy, fastRedis, prefix, stages, deadline } = core;
   const digestOf = (channel: string) => core.digests.scheduler.get(channel);
-  const homes = createHomeOpens({
-    redis: fastRedis,
-    connection: core.queueRedis,
-    prefix,
-    store: core.store,
-    approvals: core.approvals,
-    renderer: homeRenderer,
-    now: core.now,
-    digestOf,
-    groupsOf: core.groupsOf,
-    slack: core.slack,
-    logger: core.logger,
-    rate: core.options.homeRate,
-    coalesceMs: core.options.homeOpenCoalesceMs,
-  });
-  stages.connections.push(() => homes.close());
   // The approvers' links and their page run where PUBLIC_URL says browsers reach this role.
   const linkStore =
     env.PUBLIC_URL === undefined ? undefined : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now);
@@ -68,6 +52,22 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
           logger: core.logger,
         })
       : undefined;
+  const homes = createHomeOpens({
+    redis: fastRedis,
+    connection: core.queueRedis,
+    prefix,
+    store: core.store,
+    approvals: core.approvals,
+    renderer: page ? withPasskeyButton(homeRenderer) : homeRenderer,
+    now: core.now,
+    digestOf,
+    groupsOf: core.groupsOf,
+    slack: core.slack,
+    logger: core.logger,
+    rate: core.options.homeRate,
+    coalesceMs: core.options.homeOpenCoalesceMs,
+  });
+  stages.connections.push(() => homes.close());
   const app = createSlackApp(
     env,
     {
@@ -91,6 +91,9 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       logger: core.logger,
       metrics: core.metrics,
       links: core.options.verificationLinks?.(core.requests) ?? linkStore?.approvalLinks(),
+      passkeyLinks: linkStore && {
+        issue: (teamId: string, user: string) => linkStore.issue({ kind: 'register', teamId, user }),
+      },
       words: pricingWords({
         policy,
         cloud: core.cloud,
