@@ -9,6 +9,7 @@ import { loadPolicy, type Policy, PolicyError, userGroupsOf } from '../config/po
 import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
 import { REQUIRED_NODE_MAJOR } from '../startup/node-guard.ts';
+import { checkOidcClient } from './oidc-client.ts';
 import { checkRedis } from './redis.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 import { checkAppToken, checkBotToken, checkChannels, checkUserGroups, SLACK_CHECK_MS } from './slack.ts';
@@ -138,15 +139,18 @@ async function checkSlack(
 /** Verified approvals, where they are in use: the environment, PUBLIC_URL and the SSO provider. */
 async function checkVerify(env: Env, policy: Policy | undefined): Promise<CheckResult[]> {
   if (!verifyInUse(env, policy)) return [];
-  const [publicUrl, oidc] = await Promise.all([
+  const [publicUrl, oidc, client] = await Promise.all([
     env.PUBLIC_URL === undefined
       ? undefined
       : checkPublicUrl(env.PUBLIC_URL, env).then(through(env, env.PUBLIC_URL)),
     env.OIDC_ISSUER === undefined
       ? undefined
-      : checkOidcDiscovery(env.OIDC_ISSUER, env).then(through(env, env.OIDC_ISSUER)),
+      : checkOidcDiscovery(env.OIDC_ISSUER, env, undefined, env.OIDC_ACR_VALUES).then(
+          through(env, env.OIDC_ISSUER),
+        ),
+    checkOidcClient(env).then((result) => result && through(env, env.OIDC_ISSUER ?? '')(result)),
   ]);
-  return [checkVerifyEnvironment(env, policy), publicUrl, oidc].filter(
+  return [checkVerifyEnvironment(env, policy), publicUrl, oidc, client].filter(
     (result): result is CheckResult => result !== undefined,
   );
 }

@@ -112,16 +112,27 @@ interface Discovery {
   token_endpoint?: unknown;
   jwks_uri?: unknown;
   code_challenge_methods_supported?: unknown;
+  token_endpoint_auth_methods_supported?: unknown;
+  claims_supported?: unknown;
+  prompt_values_supported?: unknown;
+  acr_values_supported?: unknown;
 }
+
+/** A list of strings a discovery document gives, or undefined where it says nothing (then nothing is assumed). */
+const listed = (value: unknown): string[] | undefined =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined;
 
 /**
  * The provider's discovery document at `${OIDC_ISSUER}/.well-known/openid-configuration`: it is JSON, names the
- * same issuer, has the endpoints the login uses, and supports PKCE with S256 where it says what it supports.
+ * same issuer, has the endpoints the login uses, and, where it says what it supports, supports PKCE with S256, a
+ * client secret (basic or post), the acr values OIDC_ACR_VALUES asks for, and names `auth_time` and `email` among its
+ * claims and `login` among its prompts (a warning: the login is refused without them).
  */
 export async function checkOidcDiscovery(
   issuer: string,
   proxy: ProxyEnv = {},
   timeoutMs = VERIFY_CHECK_MS,
+  acrValues?: string,
 ): Promise<CheckResult> {
   const id = 'verify.oidc-discovery';
   const url = `${issuer}/.well-known/openid-configuration`;
@@ -165,6 +176,36 @@ export async function checkOidcDiscovery(
       id,
       'the SSO provider does not offer PKCE with S256 (code_challenge_methods_supported)',
       "enable PKCE (S256) for the client in the provider's settings",
+    );
+  const auth = listed(doc.token_endpoint_auth_methods_supported);
+  if (auth && !auth.includes('client_secret_basic') && !auth.includes('client_secret_post'))
+    return fail(
+      id,
+      `the SSO provider takes no client secret at its token endpoint (it offers ${auth.join(', ') || 'nothing'})`,
+      'register cloudops at the provider as a confidential web client with a client secret (docs/approvals.md)',
+    );
+  const acr = listed(doc.acr_values_supported);
+  const asked = acrValues?.split(' ') ?? [];
+  if (asked.length > 0 && acr && !asked.some((value) => acr.includes(value)))
+    return fail(
+      id,
+      `OIDC_ACR_VALUES asks for ${asked.join(' ')}, and the SSO provider offers ${acr.join(', ') || 'no acr values'}`,
+      "set OIDC_ACR_VALUES to values the provider lists in acr_values_supported, or unset it and require MFA in the provider's own policy",
+    );
+  const claims = listed(doc.claims_supported);
+  const lacking = claims ? ['auth_time', 'email'].filter((claim) => !claims.includes(claim)) : [];
+  if (lacking.length > 0)
+    return warn(
+      id,
+      `the SSO provider does not list ${lacking.join(' and ')} among its claims (claims_supported); the login is refused when the ID token lacks ${lacking.length === 1 ? 'it' : 'them'}`,
+      'try one verification end to end; if it fails, add the claims to the ID token in the provider (docs/approvals.md)',
+    );
+  const prompts = listed(doc.prompt_values_supported);
+  if (prompts && !prompts.includes('login'))
+    return warn(
+      id,
+      'the SSO provider does not list prompt=login (prompt_values_supported): it may not ask approvers to log in again',
+      'check that the provider asks for a fresh login; cloudops refuses an ID token whose auth_time is older than 30 s',
     );
   return ok(id, `the SSO provider's discovery document fits: issuer ${issuer}`);
 }

@@ -9,6 +9,7 @@ import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redi
 import { startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
+import { startOidcProvider } from '../helpers/oidc-provider.ts';
 import { startForwardProxy } from '../helpers/proxies.ts';
 import { runProcess } from '../helpers/run-process.ts';
 
@@ -495,6 +496,28 @@ projects:
       expect(run.stdout).toMatch(part);
   });
 
+  it('against a real provider: its discovery document fits, and it accepts the client id and secret, or refuses them', async () => {
+    const op = await startOidcProvider({ redirectUri: `${base}/auth/callback`, accounts: [] });
+    try {
+      const real = { ...verifyEnv, OIDC_ISSUER: op.issuer, OIDC_CLIENT_ID: op.clientId };
+      const run = await doctor([], { ...real, OIDC_CLIENT_SECRET: op.clientSecret, OIDC_ACR_VALUES: 'phr' });
+      expect(run.stdout).not.toContain(op.clientSecret);
+      expect(run.code, run.stdout).toBe(0);
+      expect(run.stdout).toContain(`✓ the SSO provider's discovery document fits: issuer ${op.issuer}`);
+      expect(run.stdout).toContain(`✓ the SSO provider accepts OIDC_CLIENT_ID ${op.clientId} and its secret`);
+
+      const wrong = await checks({ ...real, OIDC_CLIENT_SECRET: OIDC_SECRET });
+      expect(wrong.code).toBe(1);
+      expect(one(wrong.checks, 'verify.oidc-client')).toMatchObject({
+        status: 'fail',
+        summary: `the SSO provider refuses OIDC_CLIENT_ID ${op.clientId} with its secret (HTTP 401, invalid_client)`,
+        fix: expect.stringContaining('OIDC_CLIENT_SECRET'),
+      });
+    } finally {
+      await op.close();
+    }
+  });
+
   it('a wrong issuer, no PKCE, a PUBLIC_URL that does not answer, no email scope, a missing variable: ✗ each with the fix', async () => {
     discovery = { ...good(), issuer: 'https://elsewhere.example.com' };
     const port = await freePort();
@@ -532,6 +555,25 @@ projects:
     } finally {
       slack.grantScopes([...MANIFEST_SCOPES, 'channels:read', 'groups:read']);
     }
+
+    discovery = { ...good(), token_endpoint_auth_methods_supported: ['private_key_jwt'] };
+    expect(one((await checks(verifyEnv)).checks, 'verify.oidc-discovery')).toMatchObject({
+      status: 'fail',
+      summary: 'the SSO provider takes no client secret at its token endpoint (it offers private_key_jwt)',
+    });
+    discovery = { ...good(), acr_values_supported: ['mfa'] };
+    expect(
+      one((await checks({ ...verifyEnv, OIDC_ACR_VALUES: 'phr' })).checks, 'verify.oidc-discovery'),
+    ).toMatchObject({
+      status: 'fail',
+      summary: 'OIDC_ACR_VALUES asks for phr, and the SSO provider offers mfa',
+    });
+    // Google's way: the claims listed, and auth_time not among them.
+    discovery = { ...good(), claims_supported: ['sub', 'email', 'email_verified'] };
+    expect(one((await checks(verifyEnv)).checks, 'verify.oidc-discovery')).toMatchObject({
+      status: 'warn',
+      summary: expect.stringMatching(/^the SSO provider does not list auth_time among its claims/),
+    });
 
     const { OIDC_ISSUER: _i, OIDC_CLIENT_ID: _c, OIDC_CLIENT_SECRET: _s, ...noSso } = verifyEnv;
     const unmet = await checks(noSso);
