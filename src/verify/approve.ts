@@ -97,6 +97,9 @@ const passkeyAnswer: PageHandler = async (req, res, token, deps) => {
   const counter = await checkAssertion(deps.rp, challenge, response, credential);
   if (counter === undefined) return sendOutcome(res, PASSKEY_FAILED, true);
   await deps.passkeys.touch(claims.teamId, claims.approver, credential.id, counter);
+  // A request that moved on refuses the link as it is; the link is left for the page to say so again.
+  const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
+  if (moved) return sendOutcome(res, moved === 'gone' ? linkRefusal('unknown') : CHANGED, true);
   await complete(res, token, deps, claims, credential.id);
 };
 
