@@ -12,10 +12,12 @@ import { homeRenderer, withPasskeyButton } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
+import { slackEmails } from '../slack-api/users.ts';
 import { LinkStore } from '../verify/links.ts';
 import { PasskeyStore, relyingParty } from '../verify/passkeys.ts';
 import { verifyPage, verifyRoutes } from '../verify/routes.ts';
 import { PageSessions } from '../verify/sessions.ts';
+import { createSsoFlow } from '../verify/sso.ts';
 import { listening } from './checks.ts';
 import type { Core } from './core.ts';
 
@@ -27,6 +29,15 @@ export interface StartedWeb {
   mcpPort: number | undefined;
   /** The verification page's routes, for the health server to serve in Socket Mode; undefined without PUBLIC_URL. */
   page: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
+}
+
+/** The SSO login of the page where OIDC is configured (closed with the connections). */
+function ssoOf(core: Core) {
+  const { env } = core;
+  if (!env.OIDC_ISSUER || !env.OIDC_CLIENT_ID || !env.OIDC_CLIENT_SECRET || !env.PUBLIC_URL) return undefined;
+  const flow = createSsoFlow(env);
+  core.stages.connections.push(() => flow.close());
+  return { flow, emails: slackEmails(core.slack), issuerOrigin: new URL(env.OIDC_ISSUER).origin };
 }
 
 /** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
@@ -50,6 +61,9 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
             await core.slack.chat.postMessage({ channel: user, text });
           },
           logger: core.logger,
+          redis: fastRedis,
+          prefix,
+          sso: ssoOf(core),
         })
       : undefined;
   const homes = createHomeOpens({

@@ -14,6 +14,7 @@ import {
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion } from './passkeys.ts';
+import { ssoStart } from './sso-page.ts';
 
 /*
  * An approval link's page: GET shows the request and the methods its rule allows (reads the link, uses nothing up);
@@ -46,9 +47,11 @@ const show: PageHandler = async (_req, res, token, deps) => {
       methods: claims.methods,
       base,
       csrf: session.csrf,
-      ssoAvailable: false,
+      ssoAvailable: deps.sso !== undefined,
     }),
     { 'set-cookie': sessionCookie(session.id, base, deps.secure) },
+    // Chrome applies form-action to the redirect that follows the SSO form: the provider's origin is allowed too.
+    deps.sso ? [deps.sso.issuerOrigin] : [],
   );
 };
 
@@ -123,5 +126,6 @@ export function approvalRoutes(): Record<string, PageHandler> {
     'GET ': show,
     'POST passkey-options': passkeyOptions,
     'POST passkey': passkeyAnswer,
+    'POST sso': ssoStart('verify'),
   };
 }

@@ -1,10 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
 import { type CloudRequest, revisionOf } from '../requests/types.ts';
 import type { VerifiedApprover } from '../requests/verification.ts';
 import type { LinkStore } from './links.ts';
 import type { PasskeyStore, RelyingParty } from './passkeys.ts';
 import type { PageSessions } from './sessions.ts';
+import type { ApproverEmails, SsoFlow } from './sso-flow.ts';
 
 /** What the page works with. */
 export interface VerifyPageDeps {
@@ -19,6 +21,11 @@ export interface VerifyPageDeps {
   /** Sends `user` a direct message (a passkey registered for them). */
   notify(user: string, text: string): Promise<void>;
   logger: Logger;
+  /** Where the page keeps what an SSO login needs to finish. */
+  redis: Redis | Cluster;
+  prefix: string;
+  /** The SSO login and the approvers' Slack emails; undefined where OIDC is not configured. */
+  sso?: { flow: SsoFlow; emails: ApproverEmails; issuerOrigin: string };
 }
 
 /** One handler: the path parameters it was matched with. */

@@ -66,7 +66,7 @@ function layout(title: string, body: string, data = ''): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${esc(title)} · cloudops</title>
 <link rel="stylesheet" href="/verify-assets/page.css">
 </head><body><main id="main"${data}>
@@ -109,22 +109,38 @@ ${passkey}${sso}
   );
 }
 
-/** The page of an open registration link; `existing` passkeys must be proven before another is added. */
-export function registrationPage(input: { existing: number; base: string; csrf: string }): string {
-  const { existing, base, csrf } = input;
+/**
+ * The page of an open registration link. `sso`: `needed` shows only the SSO login (where OIDC is configured, a
+ * registration needs it first), `done` registers after it; `off` registers, after proving an existing passkey if any.
+ */
+export function registrationPage(input: {
+  existing: number;
+  base: string;
+  csrf: string;
+  sso: 'off' | 'needed' | 'done';
+}): string {
+  const { existing, base, csrf, sso } = input;
+  if (sso === 'needed') {
+    const body = `<p>Registering a passkey needs a login at your company SSO first.</p>
+<form method="post" action="${esc(base)}/sso"><input type="hidden" name="csrf" value="${esc(csrf)}"><p><button type="submit" id="sso">Log in with SSO</button></p></form>`;
+    return layout('Register a passkey', body);
+  }
+  const proofNeeded = sso === 'off' && existing > 0;
   const intro =
-    existing === 0
-      ? '<p>Register a passkey on this device. You will use it to verify approvals that ask for one.</p>'
-      : `<p>You have ${existing} passkey${existing === 1 ? '' : 's'} already. To add another, first verify with one you have; without it an administrator can reset yours (cloudops passkeys reset).</p>`;
+    sso === 'done'
+      ? '<p>You logged in with SSO. Register a passkey on this device.</p>'
+      : existing === 0
+        ? '<p>Register a passkey on this device. You will use it to verify approvals that ask for one.</p>'
+        : `<p>You have ${existing} passkey${existing === 1 ? '' : 's'} already. To add another, first verify with one you have; without it an administrator can reset yours (cloudops passkeys reset).</p>`;
   const body = `${intro}
-<p><button type="button" id="register">${existing === 0 ? 'Register a passkey' : 'Verify, then register'}</button></p>
+<p><button type="button" id="register">${proofNeeded ? 'Verify, then register' : 'Register a passkey'}</button></p>
 <p id="status" role="status" aria-live="polite"></p>
 <script src="/verify-assets/simplewebauthn-browser.js"></script>
 <script src="/verify-assets/page.js"></script>`;
   return layout(
     'Register a passkey',
     body,
-    ` data-mode="register" data-base="${esc(base)}" data-csrf="${esc(csrf)}" data-existing="${existing}"`,
+    ` data-mode="register" data-base="${esc(base)}" data-csrf="${esc(csrf)}" data-existing="${proofNeeded ? existing : 0}"`,
   );
 }
 

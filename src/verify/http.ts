@@ -15,14 +15,14 @@ export interface Outcome {
 /** The cookie of a page session (scoped to the link's path, so two links in one browser do not meet). */
 export const SESSION_COOKIE = 'cloudops_page';
 
-/** The page's response headers: the CSP, no caching, no sniffing, no referrer (the URL holds the link). */
+/** The page's response headers: the CSP, no caching, no sniffing, no referrer beyond this site (the URL holds the link). */
 export function pageHeaders(type: string, formTargets: string[] = []): Record<string, string> {
   return {
     'content-type': type,
     'cache-control': 'no-store',
     'content-security-policy': contentSecurityPolicy(formTargets),
     'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'x-frame-options': 'DENY',
   };
 }

@@ -5,6 +5,7 @@ import {
   type Outcome,
   postSession,
   readJson,
+  SESSION_COOKIE,
   SESSION_ENDED,
   sendHtml,
   sendJson,
@@ -14,6 +15,8 @@ import {
 import { tokenKey } from './links.ts';
 import { FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion, checkRegistration, registrationOptions } from './passkeys.ts';
+import { cookieOf } from './sessions.ts';
+import { ssoStart } from './sso-page.ts';
 
 /*
  * A registration link's page (App Home → "Register a passkey" → a DM with the link). A person's first passkey is
@@ -36,15 +39,39 @@ async function openFor(deps: VerifyPageDeps, token: string) {
   return { who: { teamId: state.purpose.teamId, user: state.purpose.user } };
 }
 
-const show: PageHandler = async (_req, res, token, deps) => {
+const show: PageHandler = async (req, res, token, deps) => {
   const { who, refusal } = await openFor(deps, token);
   if (!who) return sendOutcome(res, refusal, false);
   const base = `/passkeys/${token}`;
-  const session = await deps.sessions.open(tokenKey(token));
+  const session: { id: string; csrf: string; proven?: string } =
+    (await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token))) ??
+    (await deps.sessions.open(tokenKey(token)));
   const existing = await deps.passkeys.count(who.teamId, who.user);
-  sendHtml(res, 200, registrationPage({ existing, base, csrf: session.csrf }), {
-    'set-cookie': sessionCookie(session.id, base, deps.secure),
-  });
+  const sso = deps.sso ? (session.proven?.startsWith('sso:') ? 'done' : 'needed') : 'off';
+  sendHtml(
+    res,
+    200,
+    registrationPage({ existing, base, csrf: session.csrf, sso }),
+    { 'set-cookie': sessionCookie(session.id, base, deps.secure) },
+    deps.sso ? [deps.sso.issuerOrigin] : [],
+  );
+};
+
+/**
+ * Whether this page session may register: where SSO is configured, only after an SSO login as the person; otherwise
+ * a first passkey freely, another only after proving one they have.
+ */
+function mayRegister(deps: VerifyPageDeps, existing: number, proven: string | undefined): boolean {
+  if (deps.sso) return proven?.startsWith('sso:') === true;
+  return existing === 0 || proven !== undefined;
+}
+
+/** Registering without the SSO login where it is configured. */
+export const SSO_FIRST: Outcome = {
+  title: 'Log in with SSO first',
+  text: 'Registering a passkey needs a login at your company SSO first, as the person this link was sent to. A Slack session alone cannot register one.',
+  tone: 'refused',
+  status: 403,
 };
 
 /** The POST's session, link and person; undefined after answering why not. */
@@ -98,7 +125,8 @@ const options: PageHandler = async (req, res, token, deps) => {
   if (!context) return;
   const { teamId, user } = context.who;
   const existing = await deps.passkeys.ids(teamId, user);
-  if (existing.length > 0 && !context.session.proven) return sendOutcome(res, SECOND_REFUSED, true);
+  if (!mayRegister(deps, existing.length, context.session.proven))
+    return sendOutcome(res, deps.sso ? SSO_FIRST : SECOND_REFUSED, true);
   const created = await registrationOptions(deps.rp, teamId, user, existing);
   await deps.sessions.set(context.id, 'challenge', created.challenge);
   sendJson(res, 200, created);
@@ -111,16 +139,19 @@ const register: PageHandler = async (req, res, token, deps) => {
   const challenge = await deps.sessions.takeChallenge(context.id);
   const response = (await readJson(req))?.response as RegistrationResponseJSON | undefined;
   const existing = await deps.passkeys.count(teamId, user);
-  if (existing > 0 && !context.session.proven) return sendOutcome(res, SECOND_REFUSED, true);
+  if (!mayRegister(deps, existing, context.session.proven))
+    return sendOutcome(res, deps.sso ? SSO_FIRST : SECOND_REFUSED, true);
   if (!challenge || !response) return sendOutcome(res, PASSKEY_FAILED, true);
   const credential = await checkRegistration(deps.rp, challenge, response);
   if (!credential) return sendOutcome(res, PASSKEY_FAILED, true);
   const used = await deps.links.consume(token);
   if (used !== 'ok') return sendOutcome(res, linkRefusal(used), true);
-  const how =
-    existing === 0
+  const proven = context.session.proven;
+  const how = proven?.startsWith('sso:')
+    ? `after an SSO login, subject ${proven.slice(4)}`
+    : existing === 0
       ? 'first passkey, trusted on first use'
-      : `added after verifying with passkey ${context.session.proven}`;
+      : `added after verifying with passkey ${proven}`;
   await deps.passkeys.put(teamId, user, credential, `registered passkey ${credential.id} (${how})`);
   await deps.notify(
     user,
@@ -145,5 +176,6 @@ export function registrationRoutes(): Record<string, PageHandler> {
     'POST proof': proof,
     'POST register-options': options,
     'POST register': register,
+    'POST sso': ssoStart('passkeys'),
   };
 }

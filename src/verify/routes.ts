@@ -6,6 +6,7 @@ import { approvalRoutes } from './approve.ts';
 import type { VerifyPageDeps } from './deps.ts';
 import { pageHeaders, sendHtml } from './http.ts';
 import { registrationRoutes } from './register.ts';
+import { ssoCallback } from './sso-page.ts';
 
 /*
  * The verification page's routes, served by the web role on PORT: Bolt's server in HTTP mode (custom routes beside
@@ -57,6 +58,8 @@ export function verifyPage(deps: VerifyPageDeps) {
     let work: Promise<void> | undefined;
     if (path.startsWith('/verify-assets/') && req.method === 'GET')
       work = serveAsset(res, path.slice('/verify-assets/'.length));
+    else if (path === '/auth/callback' && req.method === 'GET' && deps.sso)
+      work = ssoCallback(req, res, deps);
     else {
       const match = PAGE_PATH.exec(path);
       if (!match) return false;
@@ -95,5 +98,6 @@ export function verifyRoutes(handle: (req: IncomingMessage, res: ServerResponse)
     '/passkeys/:token',
     '/passkeys/:token/:action',
     '/verify-assets/:file',
+    '/auth/callback',
   ].map((path) => ({ path, method: ['GET', 'POST'], handler }));
 }

@@ -72,6 +72,13 @@ export class PageSessions {
     return { id, csrf };
   }
 
+  /** The session `id` when it belongs to `link` (a page opened again, e.g. back from the SSO login). */
+  async resume(id: string | undefined, link: string): Promise<(PageSession & { id: string }) | undefined> {
+    if (!id) return undefined;
+    const fields = (await this.redis.hgetall(this.key(id))) as Partial<PageSession>;
+    return fields.link === link && fields.csrf ? { ...(fields as PageSession), id } : undefined;
+  }
+
   /** The session of `id` when it belongs to `link` and `csrf` is its token; else undefined. */
   async check(
     id: string | undefined,
