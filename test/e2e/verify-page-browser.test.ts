@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
@@ -70,6 +70,11 @@ beforeAll(async () => {
   await registerFrom(devices[USERS.lead]!, USERS.lead);
   await registerFrom(devices[USERS.lead2]!, USERS.lead2);
 }, 120_000);
+
+afterEach(() => {
+  // Every message and view the bot sent passed Slack's Block Kit checks.
+  expect(h.slack.problems).toEqual([]);
+});
 
 afterAll(async () => {
   await browser?.close();

@@ -1,5 +1,5 @@
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
@@ -84,6 +84,11 @@ beforeAll(async () => {
   forwarder.target(h.bot.port ?? 0);
   browser = await launchBrowser();
 }, 120_000);
+
+afterEach(() => {
+  // Every message and view the bot sent passed Slack's Block Kit checks.
+  expect(h.slack.problems).toEqual([]);
+});
 
 afterAll(async () => {
   await browser?.close();
