@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { requestMoved } from './deps.ts';
-import { messagePage } from './html.ts';
+import { continuePage, messagePage } from './html.ts';
 import { postSession, readBody, SESSION_ENDED, sendHtml, sendOutcome } from './http.ts';
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, linkRefusal } from './outcomes.ts';
@@ -116,8 +116,9 @@ export async function ssoCallback(
   if (purpose.kind === 'register') {
     // The registration page learns the login through its own session, then registers.
     await deps.sessions.set(login.session, 'proven', `sso:${identity.subject}`);
-    res.writeHead(303, { location: `/passkeys/${login.token}`, 'cache-control': 'no-store', ...extra });
-    return void res.end();
+    // A link, not a redirect: a redirect chain that began at the provider (another site) would not carry the
+    // page's SameSite=Strict session cookie, and the page would not know the login.
+    return sendHtml(res, 200, continuePage(`/passkeys/${login.token}`), extra);
   }
   const claims = purpose.claims;
   const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
