@@ -2,7 +2,7 @@
 // then the stamp that scripts/dist.mjs compares the sources against. tsc is incremental, so a rebuild after a
 // small change recompiles little.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,5 +32,7 @@ const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
 });
 if (build.status !== 0) process.exit(build.status ?? 1);
 mkdirSync(join(root, 'dist'), { recursive: true });
+// The verification page's script and style are served as they are: tsc does not copy them.
+cpSync(join(root, 'src/verify/assets'), join(root, 'dist/src/verify/assets'), { recursive: true });
 writeFileSync(join(root, STAMP), `${startedAt.toISOString()}\n`);
 utimesSync(join(root, STAMP), startedAt, startedAt);

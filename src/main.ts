@@ -85,7 +85,13 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     if (!core.runs('web') || socketMode) {
       const healthServer: Server = await deadline.step(
         'the health server on PORT',
-        listening('PORT', env.PORT, env.HOST, startHealthServer(env.PORT, core.readiness, env.HOST)),
+        listening(
+          'PORT',
+          env.PORT,
+          env.HOST,
+          // In Socket Mode the web role's verification page is served here too, once the web role has started.
+          startHealthServer(env.PORT, core.readiness, env.HOST, (req, res) => web?.page?.(req, res) ?? false),
+        ),
       );
       stages.intake.push(() => closeServer(healthServer));
       port = portOf(healthServer, env.PORT);

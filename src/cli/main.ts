@@ -26,6 +26,7 @@ Commands:
   agents token                               a new agent token and the SHA-256 the policy stores
   agents list [--json]                       the policy's agents, and which are disabled
   agents disable|enable <name>               stop an agent at once, or let it ask again (audited)
+  passkeys reset <user>                      remove a Slack user's passkeys (audited)
   mcp                                        the MCP tools over stdio, for the agent of CLOUDOPS_AGENT_TOKEN
   help                                       this text
   --version                                  the version of cloudops
@@ -55,6 +56,7 @@ const FLAGS: Record<string, readonly string[]> = {
   audit: ['json', 'since'],
   doctor: ['json'],
   agents: ['json'],
+  passkeys: ['json'],
   mcp: [],
 };
 
@@ -119,6 +121,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return (await import('./commands/doctor.ts')).doctorCommand(io, json);
     case 'agents':
       return (await import('./commands/agents.ts')).agentsCommand(io, rest, json);
+    case 'passkeys':
+      return (await import('./commands/passkeys.ts')).passkeysCommand(io, rest, json);
     case 'mcp':
       if (rest.length > 0) throw new UsageError('mcp takes no arguments (the token is CLOUDOPS_AGENT_TOKEN)');
       return (await import('./commands/mcp.ts')).mcpCommand(io, io.agentToken);

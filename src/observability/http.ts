@@ -85,19 +85,21 @@ export function healthRoutes(readiness: Readiness) {
 }
 
 /**
- * A small GET-only server for `handlers` (the health routes where Bolt serves no HTTP, and `/metrics` always).
- * Listens on every interface unless `host` is given.
+ * A small GET-only server for `handlers` (the health routes where Bolt serves no HTTP, and `/metrics` always), and
+ * whatever `more` answers (true when it did: the verification page in Socket Mode). Listens on every interface
+ * unless `host` is given.
  */
 export async function startRouteServer(
   port: number,
   handlers: Record<string, Handler>,
   host?: string,
+  more?: (req: IncomingMessage, res: ServerResponse) => boolean,
 ): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = req.method === 'GET' ? handlers[path] : undefined;
     if (handler) handler(req, res);
-    else send(res, 404, JSON.stringify({ status: 'not found' }));
+    else if (!more?.(req, res)) send(res, 404, JSON.stringify({ status: 'not found' }));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -107,6 +109,11 @@ export async function startRouteServer(
 }
 
 /** The health routes on a server of their own (Socket Mode, worker and scheduler roles). */
-export function startHealthServer(port: number, readiness: Readiness, host?: string): Promise<Server> {
-  return startRouteServer(port, healthHandlers(readiness), host);
+export function startHealthServer(
+  port: number,
+  readiness: Readiness,
+  host?: string,
+  more?: (req: IncomingMessage, res: ServerResponse) => boolean,
+): Promise<Server> {
+  return startRouteServer(port, healthHandlers(readiness), host, more);
 }

@@ -268,7 +268,9 @@ export type AuditNote =
   | 'freeze'
   | 'lease'
   /** An agent disabled or enabled (`cloudops agents`): an entry of no request. */
-  | 'agent';
+  | 'agent'
+  /** A passkey registered or reset (src/verify/, `cloudops passkeys reset`): an entry of no request. */
+  | 'passkey';
 
 /** One line of the audit log. */
 export interface AuditEntry {

@@ -9,6 +9,7 @@ import { register as registerApprove } from './actions/approve.ts';
 import { register as registerBreakGlass } from './actions/break-glass.ts';
 import { register as registerCancel } from './actions/cancel.ts';
 import { register as registerLease } from './actions/lease.ts';
+import { register as registerPasskeys } from './actions/passkeys.ts';
 import { register as registerReject } from './actions/reject.ts';
 import { register as registerResolve } from './actions/resolve.ts';
 import { boltLogger } from './bolt-logger.ts';
@@ -151,6 +152,7 @@ export function createSlackApp(
   registerResolve(router, deps);
   registerLease(router, deps);
   registerBreakGlass(router, deps);
+  registerPasskeys(router, deps);
   router.attach(app);
   app.error(async (error) => {
     deps.logger.error({ err: error }, 'unhandled error in a Slack handler');

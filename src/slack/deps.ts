@@ -37,6 +37,8 @@ export interface SlackDeps {
    * that must be verified is refused with that said.
    */
   links?: VerificationLinks;
+  /** Issues passkey registration links for the App Home's "Register a passkey" (src/verify/); unset without a page. */
+  passkeyLinks?: { issue(teamId: string, user: string): Promise<string> };
   /** Extra `/cloud` words from other features (pricing). */
   words?: CommandWord[];
 }

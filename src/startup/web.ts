@@ -2,15 +2,22 @@
  * The web role: the Slack app (signed HTTP with health on PORT, or Socket Mode), its handlers over the lifecycle,
  * and the one-off look at the policy's user groups. Nothing here takes queued work.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userGroupsOf } from '../config/policy.ts';
 import { createHomeOpens } from '../jobs/home.ts';
 import { StepTokens } from '../jobs/workflow-steps.ts';
 import { healthRoutes } from '../observability/http.ts';
 import { createSlackApp, type SlackApp } from '../slack/app.ts';
-import { homeRenderer } from '../slack/blocks/home.ts';
+import { homeRenderer, withPasskeyButton } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
+import { slackEmails } from '../slack-api/users.ts';
+import { LinkStore } from '../verify/links.ts';
+import { PasskeyStore, relyingParty } from '../verify/passkeys.ts';
+import { verifyPage, verifyRoutes } from '../verify/routes.ts';
+import { PageSessions } from '../verify/sessions.ts';
+import { createSsoFlow } from '../verify/sso.ts';
 import { listening } from './checks.ts';
 import type { Core } from './core.ts';
 
@@ -20,19 +27,52 @@ export interface StartedWeb {
   app: SlackApp;
   /** Where the MCP server listens (docs/agents.md); undefined when MCP_PORT is unset. */
   mcpPort: number | undefined;
+  /** The verification page's routes, for the health server to serve in Socket Mode; undefined without PUBLIC_URL. */
+  page: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
+}
+
+/** The SSO login of the page where OIDC is configured (closed with the connections). */
+function ssoOf(core: Core) {
+  const { env } = core;
+  if (!env.OIDC_ISSUER || !env.OIDC_CLIENT_ID || !env.OIDC_CLIENT_SECRET || !env.PUBLIC_URL) return undefined;
+  const flow = createSsoFlow(env);
+  core.stages.connections.push(() => flow.close());
+  return { flow, emails: slackEmails(core.slack), issuerOrigin: new URL(env.OIDC_ISSUER).origin };
 }
 
 /** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
 export async function startWeb(core: Core, socketMode: boolean): Promise<StartedWeb> {
   const { env, policy, fastRedis, prefix, stages, deadline } = core;
   const digestOf = (channel: string) => core.digests.scheduler.get(channel);
+  // The approvers' links and their page run where PUBLIC_URL says browsers reach this role.
+  const linkStore =
+    env.PUBLIC_URL === undefined ? undefined : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now);
+  const page =
+    linkStore && env.PUBLIC_URL !== undefined
+      ? verifyPage({
+          links: linkStore,
+          sessions: new PageSessions(fastRedis, prefix),
+          passkeys: new PasskeyStore(fastRedis, prefix, core.now),
+          requests: core.store,
+          approver: core.requests,
+          rp: relyingParty(env.PUBLIC_URL),
+          secure: env.PUBLIC_URL.startsWith('https:'),
+          notify: async (user, text) => {
+            await core.slack.chat.postMessage({ channel: user, text });
+          },
+          logger: core.logger,
+          redis: fastRedis,
+          prefix,
+          sso: ssoOf(core),
+        })
+      : undefined;
   const homes = createHomeOpens({
     redis: fastRedis,
     connection: core.queueRedis,
     prefix,
     store: core.store,
     approvals: core.approvals,
-    renderer: homeRenderer,
+    renderer: page ? withPasskeyButton(homeRenderer) : homeRenderer,
     now: core.now,
     digestOf,
     groupsOf: core.groupsOf,
@@ -64,7 +104,10 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       now: core.now,
       logger: core.logger,
       metrics: core.metrics,
-      links: core.options.verificationLinks?.(core.requests),
+      links: core.options.verificationLinks?.(core.requests) ?? linkStore?.approvalLinks(),
+      passkeyLinks: linkStore && {
+        issue: (teamId: string, user: string) => linkStore.issue({ kind: 'register', teamId, user }),
+      },
       words: pricingWords({
         policy,
         cloud: core.cloud,
@@ -75,8 +118,8 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
         logger: core.logger,
       }),
     },
-    // In HTTP mode Bolt's server also answers health; in Socket Mode a server of its own does (src/main.ts).
-    socketMode ? [] : healthRoutes(core.readiness),
+    // In HTTP mode Bolt's server also answers health and the page; in Socket Mode the health server does (src/main.ts).
+    socketMode ? [] : [...healthRoutes(core.readiness), ...(page ? verifyRoutes(page) : [])],
     { guard: new RedeliveryGuard(fastRedis, prefix), policy: core.options.reconnectPolicy },
   );
   stages.intake.push(() => app.stop());
@@ -96,5 +139,5 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
   // The agents' surface, beside Slack's, over the same lifecycle. Loaded only when MCP_PORT asks for it: the MCP
   // SDK and what it brings (its schemas, a JSON Schema validator, an HTTP framework) hold about 5 MB in a process.
   const mcpPort = env.MCP_PORT === undefined ? undefined : await (await import('./mcp.ts')).startMcp(core);
-  return { port: started.port, app, mcpPort };
+  return { port: started.port, app, mcpPort, page };
 }

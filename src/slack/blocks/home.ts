@@ -204,3 +204,27 @@ export function noticeModal(text: string): ModalView {
     blocks: [{ type: 'section', text: mrkdwn(text) }],
   };
 }
+
+/** The App Home button that DMs the person a link to register a passkey (docs/policy.md#verified-approvals). */
+export const PASSKEY_REGISTER = 'passkey_register';
+
+/**
+ * The home view with a "Register a passkey" section at its end, where the verification page runs; left out when the
+ * view has no room for it within Slack's 100 blocks.
+ */
+export function withPasskeyButton(renderer: HomeRenderer): HomeRenderer {
+  return {
+    home(...args) {
+      const view = renderer.home(...args);
+      if (view.blocks.length > MAX_HOME_BLOCKS - 2) return view;
+      const section: KnownBlock = {
+        type: 'section',
+        text: mrkdwn(
+          '*Passkeys*\nApprovals that ask for a verified approval accept a passkey registered here. You get a link by DM.',
+        ),
+        accessory: { type: 'button', action_id: PASSKEY_REGISTER, text: plain('Register a passkey', 75) },
+      };
+      return { ...view, blocks: [...view.blocks, { type: 'divider' }, section] };
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { userInfo } from 'node:os';
+import { redisKeyPrefix } from '../../config/redis-connection.ts';
+import { PasskeyStore } from '../../verify/passkeys.ts';
+import { policyOf } from '../cloud.ts';
+import { CliError, type CliIo, UsageError, write } from '../io.ts';
+import { withCliRedis } from '../redis.ts';
+
+export const PASSKEYS_USAGE = 'cloudops passkeys reset <slack-user-id>';
+
+/** Who ran the command, for the audit: the operating-system user. */
+function operator(): string {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return 'cli';
+  }
+}
+
+/**
+ * `cloudops passkeys reset <user>`: removes every passkey of a Slack user of the policy's workspace, audited. Their
+ * next registration is then a first one again (docs/policy.md#verified-approvals): for someone who lost their
+ * passkey, or whose Slack session registered one that was not theirs.
+ */
+export async function passkeysCommand(io: CliIo, args: string[], json: boolean): Promise<number> {
+  const [sub, user, ...extra] = args;
+  if (sub !== 'reset' || user === undefined || extra.length > 0)
+    throw new UsageError(`usage: ${PASSKEYS_USAGE}`);
+  if (!/^[UW][A-Z0-9]{2,}$/.test(user))
+    throw new UsageError(`"${user.slice(0, 32)}" is not a Slack user id (like U0123ABCD): ${PASSKEYS_USAGE}`);
+  const policy = await policyOf(io);
+  const team = policy.workspace;
+  if (!team) throw new CliError(`${io.env.POLICY_FILE} names no workspace; passkeys are kept per workspace`);
+  const removed = await withCliRedis(io.env, (redis) =>
+    new PasskeyStore(redis, redisKeyPrefix(io.env), io.now).reset(team, user, operator()),
+  );
+  if (json) await write(io.stdout, `${JSON.stringify({ user, removed })}\n`);
+  else
+    await write(
+      io.stdout,
+      removed === 0
+        ? `${user} had no passkeys; nothing removed (audited).\n`
+        : `Removed ${removed} passkey${removed === 1 ? '' : 's'} of ${user} (audited). Their next registration is trusted as a first one and announced to them.\n`,
+    );
+  return 0;
+}

@@ -1,0 +1,47 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from '../observability/logger.ts';
+import { type CloudRequest, revisionOf } from '../requests/types.ts';
+import type { VerifiedApprover } from '../requests/verification.ts';
+import type { LinkStore } from './links.ts';
+import type { PasskeyStore, RelyingParty } from './passkeys.ts';
+import type { PageSessions } from './sessions.ts';
+import type { ApproverEmails, SsoFlow } from './sso-flow.ts';
+
+/** What the page works with. */
+export interface VerifyPageDeps {
+  links: LinkStore;
+  sessions: PageSessions;
+  passkeys: PasskeyStore;
+  requests: { get(id: string): Promise<CloudRequest | undefined> };
+  approver: VerifiedApprover;
+  rp: RelyingParty;
+  /** PUBLIC_URL is https: cookies are Secure. */
+  secure: boolean;
+  /** Sends `user` a direct message (a passkey registered for them). */
+  notify(user: string, text: string): Promise<void>;
+  logger: Logger;
+  /** Where the page keeps what an SSO login needs to finish. */
+  redis: Redis | Cluster;
+  prefix: string;
+  /** The SSO login and the approvers' Slack emails; undefined where OIDC is not configured. */
+  sso?: { flow: SsoFlow; emails: ApproverEmails; issuerOrigin: string };
+}
+
+/** One handler: the path parameters it was matched with. */
+export type PageHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  token: string,
+  deps: VerifyPageDeps,
+) => Promise<void>;
+
+/** The request's state as a link sees it: why a link for `version` cannot be used now, or undefined. */
+export function requestMoved(
+  request: CloudRequest | undefined,
+  version: number,
+): 'gone' | 'changed' | undefined {
+  if (!request) return 'gone';
+  if (request.state !== 'pending' || revisionOf(request) !== version) return 'changed';
+  return undefined;
+}

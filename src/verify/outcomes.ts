@@ -1,0 +1,102 @@
+import type { Decision } from '../requests/decision.ts';
+import type { Outcome } from './http.ts';
+import type { LinkState } from './links.ts';
+
+/* What the page says, in plain words, for each way a verification ends. A refusal always says nothing counted. */
+
+const NOTHING = 'Nothing was counted.';
+
+/** Why a link that is not open cannot be used. */
+export function linkRefusal(status: Exclude<LinkState['status'], 'open'>): Outcome {
+  switch (status) {
+    case 'expired':
+      return {
+        title: 'This link has expired',
+        text: `A link works for 10 minutes. ${NOTHING} Click Approve in Slack again for a new link.`,
+        tone: 'refused',
+        status: 410,
+      };
+    case 'used':
+      return {
+        title: 'This link was used already',
+        text: `Each link works once. ${NOTHING} If your approval did not count, click Approve in Slack again.`,
+        tone: 'refused',
+        status: 410,
+      };
+    default:
+      return {
+        title: 'Unknown link',
+        text: `This link is not one cloudops issued, or it is too old to remember. ${NOTHING}`,
+        tone: 'refused',
+        status: 404,
+      };
+  }
+}
+
+/** The request moved on since the link was issued (its state, what it does, or what it asks for). */
+export const CHANGED: Outcome = {
+  title: 'The request changed',
+  text: `The request changed since this link was issued. ${NOTHING} Look at it in Slack again and click Approve there if you still approve it.`,
+  tone: 'refused',
+  status: 409,
+};
+
+/** The passkey used is not one registered to the approver of the link. */
+export const FOREIGN_PASSKEY: Outcome = {
+  title: 'Not your passkey',
+  text: `This passkey is not registered to the person this link was sent to. ${NOTHING} Only the approver who clicked Approve can verify with their own passkey.`,
+  tone: 'refused',
+  status: 403,
+};
+
+/** The passkey's answer did not check out (wrong site, no user verification, a forged or replayed answer). */
+export const PASSKEY_FAILED: Outcome = {
+  title: 'The passkey did not verify',
+  text: `The passkey’s answer did not check out (it must be for this site and verify you with a PIN or biometric). ${NOTHING}`,
+  tone: 'refused',
+  status: 403,
+};
+
+/** What the lifecycle answered to a verified approval. */
+export function decisionOutcome(decision: Decision, requestId: string): Outcome {
+  if (decision.ok) {
+    const request = decision.request;
+    const needed = request.requiredApprovals ?? 1;
+    const counted = request.approvals?.length ?? 0;
+    const text =
+      request.state === 'pending'
+        ? `Your verified approval of request ${requestId} counted (${counted} of ${needed}). It runs once the others approve.`
+        : `Your verified approval of request ${requestId} counted (${counted} of ${needed}): it is approved and runs now.`;
+    return { title: 'Approved', text, tone: 'ok' };
+  }
+  const refusal = decision.refusal;
+  switch (refusal.code) {
+    case 'verification_stale':
+      return CHANGED;
+    case 'already':
+    case 'expired':
+      return {
+        title: 'No longer pending',
+        text: `Request ${requestId} is ${refusal.request.state} now. ${NOTHING}`,
+        tone: 'refused',
+      };
+    case 'gone':
+      return {
+        title: 'Request gone',
+        text: `Request ${requestId} no longer exists. ${NOTHING}`,
+        tone: 'refused',
+      };
+    case 'verification_mismatch':
+      return {
+        title: 'This verification does not fit',
+        text: `The verification does not fit request ${requestId} as it is. ${NOTHING}`,
+        tone: 'refused',
+      };
+    default:
+      return {
+        title: 'Not counted',
+        text: `Your approval of request ${requestId} cannot count (${refusal.code.replaceAll('_', ' ')}). ${NOTHING}`,
+        tone: 'refused',
+      };
+  }
+}

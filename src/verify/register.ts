@@ -1,0 +1,181 @@
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
+import type { PageHandler, VerifyPageDeps } from './deps.ts';
+import { registrationPage } from './html.ts';
+import {
+  type Outcome,
+  postSession,
+  readJson,
+  SESSION_COOKIE,
+  SESSION_ENDED,
+  sendHtml,
+  sendJson,
+  sendOutcome,
+  sessionCookie,
+} from './http.ts';
+import { tokenKey } from './links.ts';
+import { FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
+import { assertionOptions, checkAssertion, checkRegistration, registrationOptions } from './passkeys.ts';
+import { cookieOf } from './sessions.ts';
+import { ssoStart } from './sso-page.ts';
+
+/*
+ * A registration link's page (App Home → "Register a passkey" → a DM with the link). A person's first passkey is
+ * trusted on first use, announced to them by DM and audited; adding one when they have one needs an assertion with
+ * an existing passkey on this page first, so a Slack session alone cannot add a passkey to someone who has one.
+ */
+
+/** Adding a passkey without proving an existing one. */
+export const SECOND_REFUSED: Outcome = {
+  title: 'Verify with your passkey first',
+  text: 'You have a passkey already: another one can be added only after verifying with it here. A Slack session alone cannot add one. If you lost yours, an administrator can remove it (cloudops passkeys reset).',
+  tone: 'refused',
+  status: 403,
+};
+
+async function openFor(deps: VerifyPageDeps, token: string) {
+  const state = await deps.links.peek(token);
+  if (state.status !== 'open') return { refusal: linkRefusal(state.status) };
+  if (state.purpose.kind !== 'register') return { refusal: linkRefusal('unknown') };
+  return { who: { teamId: state.purpose.teamId, user: state.purpose.user } };
+}
+
+const show: PageHandler = async (req, res, token, deps) => {
+  const { who, refusal } = await openFor(deps, token);
+  if (!who) return sendOutcome(res, refusal, false);
+  const base = `/passkeys/${token}`;
+  const session: { id: string; csrf: string; proven?: string } =
+    (await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token))) ??
+    (await deps.sessions.open(tokenKey(token)));
+  const existing = await deps.passkeys.count(who.teamId, who.user);
+  const sso = deps.sso ? (session.proven?.startsWith('sso:') ? 'done' : 'needed') : 'off';
+  sendHtml(
+    res,
+    200,
+    registrationPage({ existing, base, csrf: session.csrf, sso }),
+    { 'set-cookie': sessionCookie(session.id, base, deps.secure) },
+    deps.sso ? [deps.sso.issuerOrigin] : [],
+  );
+};
+
+/**
+ * Whether this page session may register: where SSO is configured, only after an SSO login as the person; otherwise
+ * a first passkey freely, another only after proving one they have.
+ */
+function mayRegister(deps: VerifyPageDeps, existing: number, proven: string | undefined): boolean {
+  if (deps.sso) return proven?.startsWith('sso:') === true;
+  return existing === 0 || proven !== undefined;
+}
+
+/** Registering without the SSO login where it is configured. */
+export const SSO_FIRST: Outcome = {
+  title: 'Log in with SSO first',
+  text: 'Registering a passkey needs a login at your company SSO first, as the person this link was sent to. A Slack session alone cannot register one.',
+  tone: 'refused',
+  status: 403,
+};
+
+/** The POST's session, link and person; undefined after answering why not. */
+async function postContext(
+  req: Parameters<PageHandler>[0],
+  res: Parameters<PageHandler>[1],
+  token: string,
+  deps: VerifyPageDeps,
+) {
+  const csrf = req.headers['x-csrf-token'];
+  const found = await postSession(
+    req,
+    deps.sessions,
+    tokenKey(token),
+    deps.rp.origin,
+    typeof csrf === 'string' ? csrf : undefined,
+  );
+  if (!found) return void sendOutcome(res, SESSION_ENDED, true);
+  const { who, refusal } = await openFor(deps, token);
+  if (!who) return void sendOutcome(res, refusal, true);
+  return { ...found, who };
+}
+
+const proofOptions: PageHandler = async (req, res, token, deps) => {
+  const context = await postContext(req, res, token, deps);
+  if (!context) return;
+  const options = await assertionOptions(deps.rp);
+  await deps.sessions.set(context.id, 'challenge', options.challenge);
+  sendJson(res, 200, options);
+};
+
+const proof: PageHandler = async (req, res, token, deps) => {
+  const context = await postContext(req, res, token, deps);
+  if (!context) return;
+  const challenge = await deps.sessions.takeChallenge(context.id);
+  const response = (await readJson(req))?.response as AuthenticationResponseJSON | undefined;
+  if (!challenge || !response || typeof response.id !== 'string')
+    return sendOutcome(res, PASSKEY_FAILED, true);
+  const { teamId, user } = context.who;
+  const credential = await deps.passkeys.get(teamId, user, response.id);
+  if (!credential) return sendOutcome(res, FOREIGN_PASSKEY, true);
+  const counter = await checkAssertion(deps.rp, challenge, response, credential);
+  if (counter === undefined) return sendOutcome(res, PASSKEY_FAILED, true);
+  await deps.passkeys.touch(teamId, user, credential.id, counter);
+  await deps.sessions.set(context.id, 'proven', credential.id);
+  sendJson(res, 200, { proven: true });
+};
+
+const options: PageHandler = async (req, res, token, deps) => {
+  const context = await postContext(req, res, token, deps);
+  if (!context) return;
+  const { teamId, user } = context.who;
+  const existing = await deps.passkeys.ids(teamId, user);
+  if (!mayRegister(deps, existing.length, context.session.proven))
+    return sendOutcome(res, deps.sso ? SSO_FIRST : SECOND_REFUSED, true);
+  const created = await registrationOptions(deps.rp, teamId, user, existing);
+  await deps.sessions.set(context.id, 'challenge', created.challenge);
+  sendJson(res, 200, created);
+};
+
+const register: PageHandler = async (req, res, token, deps) => {
+  const context = await postContext(req, res, token, deps);
+  if (!context) return;
+  const { teamId, user } = context.who;
+  const challenge = await deps.sessions.takeChallenge(context.id);
+  const response = (await readJson(req))?.response as RegistrationResponseJSON | undefined;
+  const existing = await deps.passkeys.count(teamId, user);
+  if (!mayRegister(deps, existing, context.session.proven))
+    return sendOutcome(res, deps.sso ? SSO_FIRST : SECOND_REFUSED, true);
+  if (!challenge || !response) return sendOutcome(res, PASSKEY_FAILED, true);
+  const credential = await checkRegistration(deps.rp, challenge, response);
+  if (!credential) return sendOutcome(res, PASSKEY_FAILED, true);
+  const used = await deps.links.consume(token);
+  if (used !== 'ok') return sendOutcome(res, linkRefusal(used), true);
+  const proven = context.session.proven;
+  const how = proven?.startsWith('sso:')
+    ? `after an SSO login, subject ${proven.slice(4)}`
+    : existing === 0
+      ? 'first passkey, trusted on first use'
+      : `added after verifying with passkey ${proven}`;
+  await deps.passkeys.put(teamId, user, credential, `registered passkey ${credential.id} (${how})`);
+  await deps.notify(
+    user,
+    `A passkey was registered for you on the cloudops verification page (${existing === 0 ? 'your first' : 'an additional one'}). If this was not you, tell an administrator at once: they can remove it with cloudops passkeys reset.`,
+  );
+  sendOutcome(
+    res,
+    {
+      title: 'Passkey registered',
+      text: 'Your passkey is registered. Approvals that ask for a passkey can now be verified with it.',
+      tone: 'ok',
+    },
+    true,
+  );
+};
+
+/** `METHOD action` → handler, for /passkeys/<token>[/<action>]. */
+export function registrationRoutes(): Record<string, PageHandler> {
+  return {
+    'GET ': show,
+    'POST proof-options': proofOptions,
+    'POST proof': proof,
+    'POST register-options': options,
+    'POST register': register,
+    'POST sso': ssoStart('passkeys'),
+  };
+}

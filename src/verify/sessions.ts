@@ -1,0 +1,110 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Cluster, Redis } from 'ioredis';
+import { LINK_TTL_MS } from './links.ts';
+
+/*
+ * The page's session: an opaque id in an HttpOnly cookie scoped to the link's path, and server side the link it
+ * belongs to, the CSRF token every POST must carry, the WebAuthn challenge in flight and whether the person proved
+ * an existing passkey (for adding another). Nothing in the cookie means anything without Redis.
+ */
+
+/** What the server keeps of one page session. */
+export interface PageSession {
+  link: string;
+  csrf: string;
+  challenge?: string;
+  proven?: string;
+}
+
+const random = () => randomBytes(32).toString('base64url');
+const hash = (value: string) => createHash('sha256').update(value).digest('hex');
+
+/** `a` equals `b`, compared in constant time. */
+export function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** One cookie of the request by name; undefined when absent. */
+export function cookieOf(req: IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return undefined;
+}
+
+/** A Set-Cookie value: HttpOnly always, Secure on https, SameSite and Path as given. */
+export function setCookie(
+  name: string,
+  value: string,
+  options: { path: string; sameSite: 'Strict' | 'Lax'; secure: boolean; maxAgeS: number },
+): string {
+  return [
+    `${name}=${value}`,
+    `Path=${options.path}`,
+    `Max-Age=${options.maxAgeS}`,
+    'HttpOnly',
+    `SameSite=${options.sameSite}`,
+    ...(options.secure ? ['Secure'] : []),
+  ].join('; ');
+}
+
+/** Page sessions on Redis, living as long as a link does. */
+export class PageSessions {
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly prefix: string,
+  ) {}
+
+  private key(id: string): string {
+    return `${this.prefix}:verify:session:${hash(id)}`;
+  }
+
+  /** A new session for the link with key `link`: its cookie id and CSRF token. */
+  async open(link: string): Promise<{ id: string; csrf: string }> {
+    const id = random();
+    const csrf = random();
+    const key = this.key(id);
+    await this.redis.multi().hset(key, 'link', link, 'csrf', csrf).pexpire(key, LINK_TTL_MS).exec();
+    return { id, csrf };
+  }
+
+  /** The session `id` when it belongs to `link` (a page opened again, e.g. back from the SSO login). */
+  async resume(id: string | undefined, link: string): Promise<(PageSession & { id: string }) | undefined> {
+    if (!id) return undefined;
+    const fields = (await this.redis.hgetall(this.key(id))) as Partial<PageSession>;
+    return fields.link === link && fields.csrf ? { ...(fields as PageSession), id } : undefined;
+  }
+
+  /** The session of `id` when it belongs to `link` and `csrf` is its token; else undefined. */
+  async check(
+    id: string | undefined,
+    link: string,
+    csrf: string | undefined,
+  ): Promise<PageSession | undefined> {
+    if (!id || !csrf) return undefined;
+    const fields = (await this.redis.hgetall(this.key(id))) as Partial<PageSession>;
+    if (!fields.link || !fields.csrf || fields.link !== link || !sameSecret(fields.csrf, csrf))
+      return undefined;
+    return fields as PageSession;
+  }
+
+  /** Sets a field of the session (`challenge`, `proven`). */
+  async set(id: string, field: 'challenge' | 'proven', value: string): Promise<void> {
+    await this.redis.hset(this.key(id), field, value);
+  }
+
+  /** Takes the challenge in flight: a challenge answers once. */
+  async takeChallenge(id: string): Promise<string | undefined> {
+    const results = await this.redis
+      .multi()
+      .hget(this.key(id), 'challenge')
+      .hdel(this.key(id), 'challenge')
+      .exec();
+    const value = results?.[0]?.[1];
+    return typeof value === 'string' ? value : undefined;
+  }
+}

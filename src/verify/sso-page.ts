@@ -1,0 +1,130 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { PageHandler, VerifyPageDeps } from './deps.ts';
+import { requestMoved } from './deps.ts';
+import { continuePage, messagePage } from './html.ts';
+import { postSession, readBody, SESSION_ENDED, sendHtml, sendOutcome } from './http.ts';
+import { tokenKey } from './links.ts';
+import { CHANGED, decisionOutcome, linkRefusal } from './outcomes.ts';
+import { cookieOf, setCookie } from './sessions.ts';
+import type { SsoPending } from './sso-flow.ts';
+
+/*
+ * The SSO leg of the page: a form POST starts the login (the page's CSRF token in the form), the provider sends the
+ * browser back to /auth/callback. What the login needs to finish (state, nonce, PKCE verifier) and which link and page
+ * it belongs to stay in Redis; the browser holds only an opaque id in a cookie sent to /auth/callback alone, SameSite
+ * Lax because the provider's redirect back is a cross-site top-level GET.
+ */
+
+const SSO_COOKIE = 'cloudops_sso';
+const PENDING_MS = 10 * 60_000;
+
+interface PendingLogin {
+  pending: SsoPending;
+  /** The link's token (its page is where the login started). */
+  token: string;
+  area: 'verify' | 'passkeys';
+  /** The page session that started it (a registration page learns the login there). */
+  session: string;
+}
+
+const pendingKey = (deps: VerifyPageDeps, id: string) =>
+  `${deps.prefix}:verify:sso:${createHash('sha256').update(id).digest('hex')}`;
+
+/** POST /verify/<token>/sso and /passkeys/<token>/sso: the page's form; redirects to the provider. */
+export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
+  return async (req, res, token, deps) => {
+    const form = new URLSearchParams((await readBody(req)) ?? '');
+    const found = await postSession(
+      req,
+      deps.sessions,
+      tokenKey(token),
+      deps.rp.origin,
+      form.get('csrf') ?? undefined,
+    );
+    if (!found || !deps.sso) return sendOutcome(res, SESSION_ENDED, false);
+    const state = await deps.links.peek(token);
+    if (state.status !== 'open') return sendOutcome(res, linkRefusal(state.status), false);
+    if (state.purpose.kind !== (area === 'verify' ? 'approve' : 'register'))
+      return sendOutcome(res, linkRefusal('unknown'), false);
+    const start = await deps.sso.flow.begin();
+    const id = randomBytes(32).toString('base64url');
+    const record: PendingLogin = { pending: start.pending, token, area, session: found.id };
+    await deps.redis.set(pendingKey(deps, id), JSON.stringify(record), 'PX', PENDING_MS);
+    res.writeHead(303, {
+      location: start.url,
+      'cache-control': 'no-store',
+      'set-cookie': setCookie(SSO_COOKIE, id, {
+        path: '/auth/callback',
+        sameSite: 'Lax',
+        secure: deps.secure,
+        maxAgeS: PENDING_MS / 1000,
+      }),
+    });
+    res.end();
+  };
+}
+
+const cleared = (secure: boolean) =>
+  setCookie(SSO_COOKIE, '', { path: '/auth/callback', sameSite: 'Lax', secure, maxAgeS: 0 });
+
+/** The login of another person than the approver: nothing counts. */
+const ANOTHER_PERSON = {
+  title: 'The login was another person',
+  text: 'The SSO login is not the person this link was sent to (their Slack email and a verified email from the login must match). Nothing was counted.',
+  tone: 'refused' as const,
+  status: 403,
+};
+
+/** GET /auth/callback: finishes the login, checks it is the link's person, then counts (or proves, to register). */
+export async function ssoCallback(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: VerifyPageDeps,
+): Promise<void> {
+  const id = cookieOf(req, SSO_COOKIE);
+  const sso = deps.sso;
+  const json = id && sso ? await deps.redis.getdel(pendingKey(deps, id)) : null;
+  const extra = { 'set-cookie': cleared(deps.secure) };
+  const page = (o: { title: string; text: string; tone: 'ok' | 'refused'; status?: number }) =>
+    sendHtml(res, o.status ?? (o.tone === 'ok' ? 200 : 409), messagePage(o.title, o.text, o.tone), extra);
+  if (!json || !sso) return page(SESSION_ENDED);
+  const login = JSON.parse(json) as PendingLogin;
+  const state = await deps.links.peek(login.token);
+  if (state.status !== 'open') return page(linkRefusal(state.status));
+  let identity: Awaited<ReturnType<typeof sso.flow.finish>>;
+  try {
+    identity = await sso.flow.finish(new URL(req.url ?? '/', deps.rp.origin), login.pending);
+  } catch (error) {
+    // SsoError messages are safe to show; anything else is not repeated.
+    const text = error instanceof Error && error.name === 'SsoError' ? error.message : 'The login failed.';
+    return page({
+      title: 'The SSO login did not finish',
+      text: `${text} Nothing was counted.`,
+      tone: 'refused',
+    });
+  }
+  const purpose = state.purpose;
+  const user = purpose.kind === 'approve' ? purpose.claims.approver : purpose.user;
+  const expected = await sso.emails.emailOf(user);
+  const matches =
+    identity.emailVerified &&
+    identity.email !== undefined &&
+    expected !== undefined &&
+    identity.email.toLowerCase() === expected.toLowerCase();
+  if (!matches) return page(ANOTHER_PERSON);
+  if (purpose.kind === 'register') {
+    // The registration page learns the login through its own session, then registers.
+    await deps.sessions.set(login.session, 'proven', `sso:${identity.subject}`);
+    // A link, not a redirect: a redirect chain that began at the provider (another site) would not carry the
+    // page's SameSite=Strict session cookie, and the page would not know the login.
+    return sendHtml(res, 200, continuePage(`/passkeys/${login.token}`), extra);
+  }
+  const claims = purpose.claims;
+  const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
+  if (moved) return page(moved === 'gone' ? linkRefusal('unknown') : CHANGED);
+  const used = await deps.links.consume(login.token);
+  if (used !== 'ok') return page(linkRefusal(used));
+  const decision = await deps.approver.approveVerified(claims, { method: 'sso', subject: identity.subject });
+  page(decisionOutcome(decision, claims.requestId));
+}
