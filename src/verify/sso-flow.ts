@@ -24,7 +24,7 @@ export interface SsoIdentity {
   subject: string;
   /** The ID token's `email`; undefined when the provider sent none. */
   email: string | undefined;
-  /** The ID token's `email_verified` is true. */
+  /** The ID token's `email_verified` is true (or, where a provider never sends it, Entra ID's `xms_edov`). */
   emailVerified: boolean;
 }
 

@@ -11,6 +11,8 @@ export interface OidcAccount {
   sub?: string;
   email?: string;
   emailVerified?: boolean;
+  /** Entra ID's `xms_edov` (the email's domain owner is verified), sent as Entra sends it: instead of email_verified. */
+  emailDomainOwnerVerified?: boolean;
 }
 
 /** A real OpenID Provider (oidc-provider) a test started on loopback, with one confidential client. */
@@ -96,7 +98,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
     ],
     jwks: { keys: [{ ...key, kid: 'test', use: 'sig', alg: 'RS256' }] },
     cookies: { keys: [randomBytes(32).toString('hex')] },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified', 'xms_edov'] },
     // The email in the ID token itself, as the SSO login reads it (no userinfo call).
     conformIdTokenClaims: false,
     acrValues: ['pwd', 'mfa', 'phr'],
@@ -112,6 +114,9 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
             sub,
             ...(account.email === undefined ? {} : { email: account.email }),
             ...(account.emailVerified === undefined ? {} : { email_verified: account.emailVerified }),
+            ...(account.emailDomainOwnerVerified === undefined
+              ? {}
+              : { xms_edov: account.emailDomainOwnerVerified }),
           };
         },
       };
@@ -140,7 +145,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
     const accountId = account.sub ?? account.login;
     const grant = new p.Grant({ accountId, clientId });
     grant.addOIDCScope('openid email');
-    grant.addOIDCClaims(['email', 'email_verified']);
+    grant.addOIDCClaims(['email', 'email_verified', 'xms_edov']);
     const grantId = await grant.save();
     const asks = typeof details.params.acr_values === 'string' ? details.params.acr_values : undefined;
     const loginAcr = acr ?? asks?.split(' ')[0];

@@ -16,6 +16,8 @@ import { type ForwardProxy, startForwardProxy } from '../helpers/proxies.ts';
 const PUBLIC_URL = 'http://127.0.0.1:3999';
 const REDIRECT = `${PUBLIC_URL}/auth/callback`;
 const ALICE = { login: 'alice', password: 'correct horse 8d1f' };
+const ERIN = { login: 'erin', password: 'entra erin 52c1' };
+const FRANK = { login: 'frank', password: 'entra frank 7a0e' };
 
 let op: TestOidcProvider;
 let proxy: ForwardProxy;
@@ -61,7 +63,11 @@ async function refusal(promise: Promise<unknown>, callback: URL): Promise<SsoErr
 beforeAll(async () => {
   op = await startOidcProvider({
     redirectUri: REDIRECT,
-    accounts: [{ ...ALICE, sub: 'okta|00u1alice', email: 'alice@example.com', emailVerified: true }],
+    accounts: [
+      { ...ALICE, sub: 'okta|00u1alice', email: 'alice@example.com', emailVerified: true },
+      { ...ERIN, sub: 'entra-erin', email: 'erin@example.com', emailDomainOwnerVerified: true },
+      { ...FRANK, sub: 'entra-frank', email: 'frank@example.com', emailDomainOwnerVerified: false },
+    ],
   });
   proxy = await startForwardProxy();
 });
@@ -126,6 +132,20 @@ describe('the SSO login of verified approvals, against a real OpenID Provider', 
     const { callback, pending } = await loginWith(sso);
     const seen = new URL(`http://127.0.0.1:3000/auth/callback${callback.search}`);
     expect((await sso.finish(seen, pending)).subject).toBe('okta|00u1alice');
+  });
+
+  it("Entra ID's xms_edov stands in for the email_verified it never sends; a false or absent one does not", async () => {
+    const sso = flow();
+    const erin = await sso.begin();
+    const erinBack = await new LoginBrowser().login(erin.url, REDIRECT, ERIN);
+    expect(await sso.finish(erinBack, erin.pending)).toEqual({
+      subject: 'entra-erin',
+      email: 'erin@example.com',
+      emailVerified: true,
+    });
+    const frank = await sso.begin();
+    const frankBack = await new LoginBrowser().login(frank.url, REDIRECT, FRANK);
+    expect((await sso.finish(frankBack, frank.pending)).emailVerified).toBe(false);
   });
 
   it('prompt=login asks for a new login even while the browser has a session at the provider', async () => {
