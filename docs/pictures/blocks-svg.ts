@@ -44,6 +44,7 @@ const EMOJI: Record<string, { glyph: string; color: string }> = {
   calendar: { glyph: '▦', color: GREY },
   alarm_clock: { glyph: '◷', color: RED },
   clock3: { glyph: '◷', color: GREY },
+  lock: { glyph: '▣', color: '#d59b27' },
 };
 
 type Kind = 'text' | 'bold' | 'italic' | 'code' | 'mention' | 'emoji';

@@ -91,6 +91,24 @@ export function requestMessage() {
   return createRequestRenderer().requestMessage(request);
 }
 
+/**
+ * The same request where the rule asks for verified approvals: lee's approval counted once lee's passkey confirmed it
+ * on the verification page (docs/approvals.md).
+ */
+export function verifiedMessage() {
+  return createRequestRenderer().requestMessage({
+    ...request,
+    verify: ['passkey', 'sso'],
+    approvals: [
+      {
+        user: 'U0LEAD',
+        at: '2026-11-26T09:14:00.000Z',
+        verified: { method: 'passkey', subject: 'kX3v9Qw2LrT8bN1c' },
+      },
+    ],
+  });
+}
+
 /** The resize form dana opened with `/cloud resize shop-prod 102 cores=8 ram=16 for=48h`. */
 export function resizeForm() {
   return resizeModal({

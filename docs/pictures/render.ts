@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Resvg } from '@resvg/resvg-js';
 import { type Block, type Fonts, homePicture, messagePicture, modalPicture } from './blocks-svg.ts';
-import { appHome, NAMES, requestMessage, resizeForm } from './fixtures.ts';
+import { appHome, NAMES, requestMessage, resizeForm, verifiedMessage } from './fixtures.ts';
 import { loadFont } from './font.ts';
 
 const FONT_DIRS = ['/usr/share/fonts/truetype/dejavu', '/usr/share/fonts/dejavu', '/usr/local/share/fonts'];
@@ -35,6 +35,10 @@ export function pictures(fonts: Fonts): { name: string; svg: string }[] {
     },
     { name: 'resize-modal', svg: modalPicture(fonts, NAMES, blocks(resizeForm())) },
     { name: 'app-home', svg: homePicture(fonts, NAMES, blocks(appHome())) },
+    {
+      name: 'verified-message',
+      svg: messagePicture(fonts, NAMES, blocks(verifiedMessage()), 'shop-prod', '09:02'),
+    },
   ];
 }
 

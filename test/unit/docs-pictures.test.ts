@@ -2,7 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Block } from '../../docs/pictures/blocks-svg.ts';
-import { appHome, requestMessage, resizeForm } from '../../docs/pictures/fixtures.ts';
+import {
+  appHome,
+  requestMessage,
+  resizeForm,
+  verifiedMessage,
+} from '../../docs/pictures/fixtures.ts';
 import { dejaVu, pictures, png } from '../../docs/pictures/render.ts';
 
 // The README's pictures are drawn from the bot's own Block Kit output (docs/pictures/render.ts,
@@ -43,9 +48,10 @@ describe.skipIf(!fontsHere)('docs/pictures', () => {
     'request-message': requestMessage().blocks as Block[],
     'resize-modal': resizeForm().blocks as Block[],
     'app-home': appHome().blocks as Block[],
+    'verified-message': verifiedMessage().blocks as Block[],
   };
 
-  it('draws the request message, the resize modal and the App Home', () => {
+  it('draws the request message, the resize modal, the App Home and a verified approval', () => {
     expect(drawnNow.map((picture) => picture.name)).toEqual(Object.keys(sources));
   });
 
