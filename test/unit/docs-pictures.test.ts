@@ -2,12 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Block } from '../../docs/pictures/blocks-svg.ts';
-import {
-  appHome,
-  requestMessage,
-  resizeForm,
-  verifiedMessage,
-} from '../../docs/pictures/fixtures.ts';
+import { appHome, requestMessage, resizeForm, verifiedMessage } from '../../docs/pictures/fixtures.ts';
 import { dejaVu, pictures, png } from '../../docs/pictures/render.ts';
 
 // The README's pictures are drawn from the bot's own Block Kit output (docs/pictures/render.ts,
