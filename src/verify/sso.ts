@@ -160,8 +160,7 @@ export function createSsoFlow(env: SsoEnv, options: SsoFlowOptions = {}): SsoFlo
         // Microsoft Entra ID never sends email_verified; its optional claim xms_edov (the email's domain owner is
         // verified) says the same of an organisation's own addresses (docs/approvals.md#microsoft-entra-id).
         emailVerified:
-          claims.email_verified === true ||
-          (claims.email_verified === undefined && claims.xms_edov === true),
+          claims.email_verified === true || (claims.email_verified === undefined && claims.xms_edov === true),
       };
     },
 
