@@ -166,11 +166,17 @@ describe('STARTUP_TIMEOUT_SECONDS', { timeout: STARTUP_WAIT_MS + 60_000 }, () =>
       const bot = spawnBot(botEnv('web', { SLACK_API_URL: slowSlack, STARTUP_TIMEOUT_SECONDS: '10' }), dir);
       const exit = await bot.exited;
       expect(exit.code, bot.stdout()).toBe(1);
-      expect(bot.stderrLines()).toEqual([
+      // The wait's limit is 4 s, or what is left of the deadline when less: on a loaded machine loading the code
+      // takes seconds of it (2.9 s was left in one loaded run), so the figure is read, not pinned.
+      const lines = bot.stderrLines();
+      expect(lines).toEqual([
         expect.stringMatching(
-          /^cloudops: could not start: Slack did not answer auth\.test at http:\/\/127\.0\.0\.1:\d+\/api\/ within 4 s$/,
+          /^cloudops: could not start: Slack did not answer auth\.test at http:\/\/127\.0\.0\.1:\d+\/api\/ within \d+(\.\d)? s$/,
         ),
       ]);
+      const waited = Number(/within ([\d.]+) s$/.exec(lines[0]!)![1]);
+      expect(waited).toBeGreaterThan(0);
+      expect(waited).toBeLessThanOrEqual(4);
 
       const patient = spawnBot(
         botEnv('web', { SLACK_API_URL: slowSlack, STARTUP_TIMEOUT_SECONDS: '40' }),
