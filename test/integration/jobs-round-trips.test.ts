@@ -73,6 +73,29 @@ describe('an execute job, counted', () => {
     expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
   });
 
+  it('a request stored before the storage order is only read by the lock script, moved in TypeScript, and stored in the order from then on', async () => {
+    await env.queues.notify.pause();
+    const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    const requestKey = requestKeys(env.prefix).request(request.id);
+    const factsKey = env.vmFacts.key(PROJECT.uuid, 102);
+    // As the store wrote requests before: the state and the version among the other fields, not last.
+    const { state, version, ...rest } = request;
+    await env.redis.set(requestKey, JSON.stringify({ state, version, ...rest }));
+    const seen = recordCommands(env.redis);
+    env.startWorkers();
+    await jobFinished(request.id);
+    const onThem = seen.filter((c) => c.args.includes(requestKey) || c.args.includes(factsKey));
+    expect(onThem.map((c) => [c.name, c.args.includes(factsKey)])).toEqual([
+      ['evalsha', true], // lock, request and facts: read only
+      ['evalsha', false], // to sending, with the marker in the same round trip
+      ['evalsha', true], // success and the facts
+    ]);
+    expect(await env.redis.get(requestKey)).toMatch(
+      /,"state":"succeeded","version":3,"revision":3,"updatedAt":"[^"]+"}$/,
+    );
+    expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
+  });
+
   it('a two-step plan records each step with its write and reads the facts again for the second', async () => {
     await env.queues.notify.pause();
     const request = await env.queueRequest(
