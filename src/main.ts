@@ -89,6 +89,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       );
       stages.intake.push(() => closeServer(healthServer));
       port = portOf(healthServer, env.PORT);
+      // Where health answers before the ready line says it (PORT=0 picks a port; the Socket Mode tests ask there).
+      logger.debug({ port }, 'health server listening');
     }
     if (core.runs('web')) {
       // Each role's modules load only where it runs: a worker never loads Bolt, a web process never a worker.

@@ -5,20 +5,19 @@
  */
 import { type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
-import { DEFAULT_CALL_DEADLINE_MS } from '../config/env.ts';
 import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import { inSpan } from '../observability/tracing.ts';
+import { describeBody, headerValue, outcomeOf, statusError, transportError } from './call-errors.ts';
 import {
-  type CloudApiError,
-  CloudInputError,
-  CloudOutcomeUnknownError,
-  CloudProtocolError,
-  CloudRateLimitedError,
-  CloudRefusedError,
-  CloudUnavailableError,
-} from './errors.ts';
+  type CallOutcome,
+  type CallReport,
+  type CloudOperation,
+  DEFAULT_TIMEOUTS,
+  type TimeoutPolicy,
+} from './calls.ts';
+import { CloudInputError, CloudProtocolError, CloudUnavailableError } from './errors.ts';
 import { clusterFromA, clusterFromB } from './normalise.ts';
-import { clause, parseReason, sentence } from './reasons.ts';
+import { sentence } from './reasons.ts';
 import {
   clusterASchema,
   clusterBSchema,
@@ -36,50 +35,14 @@ import type {
   RestoreResult,
 } from './types.ts';
 
-/** How long each phase of a call may take. */
-export interface TimeoutPolicy {
-  /** TCP (and TLS) connect; applies to the dispatcher the client creates itself. */
-  connectMs: number;
-  /** From sending the request to the response headers. */
-  headersMs: number;
-  /** Between two chunks of the response body. */
-  bodyMs: number;
-  /**
-   * The whole call, from sending to the last byte of the answer, whatever the peer does byte by byte (docs/operations.md#deadlines).
-   * Past it a call that was sent ends as outcome unknown.
-   */
-  totalMs: number;
-}
-
-/** Production: generous, since a resize may take the service a while to answer. */
-export const DEFAULT_TIMEOUTS: TimeoutPolicy = Object.freeze({
-  connectMs: 5_000,
-  headersMs: 30_000,
-  bodyMs: 30_000,
-  totalMs: DEFAULT_CALL_DEADLINE_MS,
-});
-
-/** Tests against the local simulator: a hang is noticed within a second. */
-export const FAST_TIMEOUTS: TimeoutPolicy = Object.freeze({
-  connectMs: 500,
-  headersMs: 800,
-  bodyMs: 800,
-  totalMs: 5_000,
-});
-
-/** The operations, as named in errors and metrics. */
-export type CloudOperation = 'listClusters' | 'getCluster' | 'resize' | 'restore';
-
-/** How a call ended, for metrics. */
-export type CallOutcome = 'ok' | 'refused' | 'rate_limited' | 'unavailable' | 'unknown' | 'protocol';
-
-/** One finished call, reported to `onCall` (metrics). Never carries a header or a body. */
-export interface CallReport {
-  operation: CloudOperation;
-  status?: number;
-  outcome: CallOutcome;
-  durationMs: number;
-}
+export {
+  type CallOutcome,
+  type CallReport,
+  type CloudOperation,
+  DEFAULT_TIMEOUTS,
+  FAST_TIMEOUTS,
+  type TimeoutPolicy,
+} from './calls.ts';
 
 export interface CloudApiClientOptions {
   /** e.g. `https://api.example.com`; a path prefix is kept. */
@@ -98,19 +61,6 @@ export interface CloudApiClientOptions {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SEGMENT = /^[A-Za-z0-9._-]+$/;
-/** Transport error codes that mean the request never left this machine. */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EAI_FAIL',
-  'EAI_NONAME',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-]);
-
 /** One call's shape: its auth, response schema and body, and what its span may show. */
 interface CallSpec<S extends z.ZodType> {
   auth: boolean;
@@ -318,7 +268,7 @@ export class CloudApiClient implements CloudApi {
         bodyTimeout: this.timeouts.bodyMs,
       });
     } catch (error) {
-      throw this.transportError(operation, error, options.signal, deadline);
+      throw transportError(operation, error, options.signal, deadline, this.timeouts);
     }
 
     const status = response.statusCode;
@@ -330,11 +280,14 @@ export class CloudApiClient implements CloudApi {
     } catch (error) {
       // The status line is trustworthy even when the body is cut off; only a cut-off success is unknown.
       if (status < 200 || status >= 300) text = '';
-      else throw this.transportError(operation, error, options.signal, deadline, status);
+      else throw transportError(operation, error, options.signal, deadline, this.timeouts, status);
     }
 
     if (status < 200 || status >= 300)
-      throw this.statusError(operation, status, contentType, text, response.headers);
+      throw statusError(operation, status, contentType, text, response.headers, {
+        apiKey: this.apiKey,
+        now: this.now,
+      });
 
     let json: unknown;
     try {
@@ -362,163 +315,9 @@ export class CloudApiClient implements CloudApi {
     return { value: parsed.data, status };
   }
 
-  /** Classifies an answer that is not a 2xx. */
-  private statusError(
-    operation: CloudOperation,
-    status: number,
-    contentType: string | undefined,
-    text: string,
-    headers: Dispatcher.ResponseData['headers'],
-  ): CloudApiError {
-    const secrets = [this.apiKey];
-    const parsed = parseReason(status, contentType, text, { secrets });
-    const body = parsed.readable ? clause(parsed.reason) : undefined;
-    if (status === 429) {
-      const retryAfterMs = parseRetryAfter(headerValue(headers['retry-after']), this.now());
-      return new CloudRateLimitedError(
-        operation,
-        `The service is limiting the rate of calls (HTTP 429)${retryText(retryAfterMs)}; nothing was applied.`,
-        { status, retryAfterMs },
-      );
-    }
-    if (status === 503) {
-      const retryAfterMs = parseRetryAfter(headerValue(headers['retry-after']), this.now());
-      return new CloudUnavailableError(
-        operation,
-        `The service is unavailable (HTTP 503)${retryText(retryAfterMs)}; nothing was applied.`,
-        { status, retryAfterMs },
-      );
-    }
-    if (status === 401 || status === 403) {
-      const why = body ? `: ${body}` : '';
-      return new CloudRefusedError(
-        operation,
-        sentence(`The API key was refused (HTTP ${status})${why}`, secrets),
-        {
-          status,
-          fields: parsed.fields,
-        },
-      );
-    }
-    if (status >= 400 && status < 500) {
-      return new CloudRefusedError(operation, parsed.reason, { status, fields: parsed.fields });
-    }
-    if (status >= 500) {
-      const why = body ? ` (${body})` : '';
-      return new CloudOutcomeUnknownError(
-        operation,
-        sentence(
-          `The service failed with HTTP ${status}${why}, so whether the call took effect is unknown`,
-          secrets,
-        ),
-        { status },
-      );
-    }
-    return new CloudProtocolError(
-      operation,
-      `The service answered HTTP ${status}, which the client does not follow, so whether the call took effect is unknown.`,
-      { status },
-    );
-  }
-
-  /** Classifies a failure without a (complete) answer, on the error code, never on the message. */
-  private transportError(
-    operation: CloudOperation,
-    error: unknown,
-    signal: AbortSignal | undefined,
-    deadline: AbortSignal,
-    status?: number,
-  ): CloudApiError {
-    const codes = errorCodes(error);
-    const notSent = codes.find((code) => NOT_SENT_CODES.has(code));
-    if (notSent && status === undefined) {
-      const what =
-        notSent === 'UND_ERR_CONNECT_TIMEOUT'
-          ? `did not accept a connection within ${this.timeouts.connectMs} ms`
-          : notSent.startsWith('EAI') || notSent === 'ENOTFOUND'
-            ? `host could not be resolved (${notSent})`
-            : `could not be reached (${notSent})`;
-      return new CloudUnavailableError(operation, `The service ${what}; nothing was sent.`, { cause: error });
-    }
-    if (deadline.aborted && !signal?.aborted) {
-      return new CloudOutcomeUnknownError(
-        operation,
-        `The service had not finished answering ${seconds(this.timeouts.totalMs)} after the request was sent (the deadline of a whole call), so whether it took effect is unknown.`,
-        { status, cause: error },
-      );
-    }
-    const answered = status === undefined ? '' : ` after answering HTTP ${status}`;
-    let what: string;
-    if (signal?.aborted) what = 'The call was cancelled while in flight';
-    else if (codes.includes('UND_ERR_HEADERS_TIMEOUT'))
-      what = `The service did not answer within ${this.timeouts.headersMs} ms`;
-    else if (codes.includes('UND_ERR_BODY_TIMEOUT'))
-      what = `The service stopped sending its answer for ${this.timeouts.bodyMs} ms${answered}`;
-    else if (codes.includes('UND_ERR_SOCKET') || codes.includes('ECONNRESET') || codes.includes('EPIPE'))
-      what = `The connection was dropped${answered}`;
-    else what = `The call failed${answered} (${codes[0] ?? 'unknown error'})`;
-    return new CloudOutcomeUnknownError(
-      operation,
-      `${what} after the request was sent, so whether it took effect is unknown.`,
-      { status, cause: error },
-    );
-  }
-
   private report(operation: CloudOperation, started: number, outcome: CallOutcome, status?: number): void {
     this.onCall?.({ operation, status, outcome, durationMs: performance.now() - started });
   }
-}
-
-/**
- * `Retry-After` as milliseconds from now: delta-seconds or an HTTP date. Undefined when absent or unreadable;
- * a date in the past gives 0.
- */
-export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  if (Number.isNaN(at) || !/[a-z]/i.test(text)) return undefined;
-  return Math.max(0, at - nowMs);
-}
-
-/** `45 s`, or `1.2 s` below ten seconds. */
-function seconds(ms: number): string {
-  return ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${Number((ms / 1000).toFixed(1))} s`;
-}
-
-function retryText(retryAfterMs: number | undefined): string {
-  if (retryAfterMs === undefined) return '';
-  return `; retry after ${Math.ceil(retryAfterMs / 1000)} s`;
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function describeBody(contentType: string | undefined, text: string): string {
-  if (text.trim() === '') return 'an empty body';
-  if (/html/i.test(contentType ?? '') || /^\s*</.test(text)) return 'an HTML page';
-  return `a body of type ${(contentType ?? 'unknown').split(';')[0]}`;
-}
-
-/** Every `code` on the error, its causes and an AggregateError's members (Node's happy eyeballs). */
-function errorCodes(error: unknown, depth = 0): string[] {
-  if (depth > 5 || typeof error !== 'object' || error === null) return [];
-  const codes: string[] = [];
-  const { code, cause, errors } = error as { code?: unknown; cause?: unknown; errors?: unknown };
-  if (typeof code === 'string') codes.push(code);
-  codes.push(...errorCodes(cause, depth + 1));
-  if (Array.isArray(errors)) for (const inner of errors) codes.push(...errorCodes(inner, depth + 1));
-  return codes;
-}
-
-function outcomeOf(error: unknown): CallOutcome {
-  if (error instanceof CloudRateLimitedError) return 'rate_limited';
-  if (error instanceof CloudUnavailableError) return 'unavailable';
-  if (error instanceof CloudRefusedError) return 'refused';
-  if (error instanceof CloudProtocolError) return 'protocol';
-  return 'unknown';
 }
 
 function checkSegment(operation: CloudOperation, field: string, value: unknown, what: string): string {

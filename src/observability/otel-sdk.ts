@@ -42,7 +42,7 @@ import {
   type SpanKindName,
   type TracingBackend,
   type TracingHooks,
-} from './tracing.ts';
+} from './tracing-backend.ts';
 
 const KINDS: Record<SpanKindName, SpanKind> = {
   internal: SpanKind.INTERNAL,

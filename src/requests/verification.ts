@@ -1,3 +1,4 @@
+import type { VerifyMethod } from '../config/verify-policy.ts';
 import type { Decision } from './decision.ts';
 
 /**
@@ -7,8 +8,8 @@ import type { Decision } from './decision.ts';
  * verified) and the verify/ adapter (which issues the approver's link and runs the page).
  */
 
-/** How an approver may prove who they are; a rule that lists both is satisfied by either. */
-export type VerifyMethod = 'passkey' | 'sso';
+/** How an approver may prove who they are; a rule that lists both is satisfied by either (named by the policy). */
+export type { VerifyMethod };
 
 /** Every method, in the order the page offers them. */
 export const VERIFY_METHODS: readonly VerifyMethod[] = ['passkey', 'sso'];

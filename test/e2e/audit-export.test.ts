@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
-import { freePort } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import type { ShippedAuditEntry } from '../../src/audit-export/batch.ts';
 import { RequestStore, requestKeys } from '../../src/requests/store.ts';
@@ -136,7 +135,7 @@ async function startBot(): Promise<BotProcess> {
       POLICY_FILE: join(dir, 'policy.yml'),
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,
-      PORT: String(await freePort()),
+      PORT: '0',
       AUDIT_WEBHOOK_URL: `http://127.0.0.1:${receiver.port}/cloudops-audit`,
       AUDIT_WEBHOOK_SECRET: SECRET,
     },

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import { AgentControls } from '../../src/mcp/agent-state.ts';
 import { MAX_OPEN_PER_AGENT } from '../../src/mcp/http.ts';
-import { READS_PER_MINUTE } from '../../src/mcp/tools.ts';
+import { READS_PER_MINUTE } from '../../src/mcp/server.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 

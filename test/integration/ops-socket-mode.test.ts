@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
@@ -41,11 +40,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The web role in Socket Mode against a fresh stand-in, on a known port so health can be asked before ready. */
-async function startBot(overrides: Record<string, string> = {}): Promise<{ port: number }> {
+/** The web role in Socket Mode against a fresh stand-in, listening where the OS puts it (see {@link healthPort}). */
+function startBot(overrides: Record<string, string> = {}): void {
   const prefix = uniquePrefix('socket');
   prefixes.push(prefix);
-  const port = await freePort();
   bot = spawnBot(
     {
       ROLE: 'web',
@@ -57,15 +55,25 @@ async function startBot(overrides: Record<string, string> = {}): Promise<{ port:
       POLICY_FILE: policyFile,
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,
-      PORT: String(port),
+      PORT: '0',
       METRICS_PORT: '0',
       HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: 'debug',
       ...overrides,
     },
     dir,
   );
-  return { port };
+}
+
+/** The port health answers on before the bot is ready: from the health server's debug line. */
+function healthPort(): Promise<number> {
+  return until('the health server listening', async () => {
+    const line = bot
+      ?.stdout()
+      .split('\n')
+      .find((l) => l.includes('"msg":"health server listening"'));
+    return line ? (JSON.parse(line) as { port: number }).port : undefined;
+  });
 }
 
 async function get(port: number, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -94,7 +102,8 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     // The first two upgrades fail: the link retries after 1 s, then 2 s.
     slack.socket.refuseConnections(2);
-    const { port } = await startBot();
+    startBot();
+    const port = await healthPort();
     const health = await until('/healthz', async () => {
       const r = await get(port, '/healthz');
       return r.status === 200 ? r : undefined;
@@ -149,7 +158,8 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
   it('SIGTERM while the link connects: exit 0 at once', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     slack.socket.refuseConnections(Number.MAX_SAFE_INTEGER);
-    const { port } = await startBot();
+    startBot();
+    const port = await healthPort();
     await until('/healthz', async () => ((await get(port, '/healthz')).status === 200 ? true : undefined));
     await until('an attempt to connect', async () =>
       slack.callsOf('apps.connections.open').length ? true : undefined,
@@ -164,7 +174,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
   it('a link that never comes up: one line naming it, exit 1 when the start-up deadline passes', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     slack.socket.refuseConnections(Number.MAX_SAFE_INTEGER);
-    await startBot({ STARTUP_TIMEOUT_SECONDS: '10' });
+    startBot({ STARTUP_TIMEOUT_SECONDS: '10' });
     const exit = await bot?.exited;
     expect(exit?.code).toBe(1);
     expect(bot?.stderrLines()).toEqual([
@@ -174,7 +184,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
 
   it('an app-level token Slack refuses: one line naming SLACK_APP_TOKEN, exit 1 at once', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: 'xapp-1-A0CLOUDOPS-the-real-one' });
-    await startBot();
+    startBot();
     const exit = await bot?.exited;
     expect(exit?.code).toBe(1);
     expect(bot?.stderrLines()).toEqual([
@@ -185,7 +195,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
 
   it('a bot token given as the app-level token is refused at once by the environment check', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
-    await startBot({ SLACK_APP_TOKEN: BOT_TOKEN });
+    startBot({ SLACK_APP_TOKEN: BOT_TOKEN });
     const exit = await bot?.exited;
     expect(exit?.code).toBe(1);
     expect(bot?.stderrLines()).toEqual([

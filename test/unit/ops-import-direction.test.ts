@@ -15,21 +15,66 @@ function sources(dir: string): string[] {
 /** Every import of every file under src/, as repository paths (ours) or package names. */
 const imports = sources(src).map((file) => {
   const text = readFileSync(file, 'utf8');
-  const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/g)].map(
-    (m) => m[1] ?? '',
-  );
+  const specs = [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/g),
+    // A module loaded on demand (tracing's SDK) is an arrow too.
+    ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+  ].map((m) => m[1] ?? '');
   return {
     file: relative(root, file),
+    lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0),
     ours: specs.filter((s) => s.startsWith('.')).map((s) => relative(root, resolve(dirname(file), s))),
     packages: specs.filter((s) => !s.startsWith('.')),
   };
 });
+
+/** No file in src/ over this many lines: a longer one is split along what it does. */
+const MAX_LINES = 450;
+
+/**
+ * The import circles of src/: each strongly connected component of the file graph with more than one file
+ * (Tarjan's algorithm), its files sorted.
+ */
+function circles(): string[][] {
+  const arrows = new Map(imports.map((i) => [i.file, i.ours.filter((p) => p.endsWith('.ts'))]));
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  const visit = (file: string) => {
+    order.set(file, order.size);
+    low.set(file, order.get(file)!);
+    stack.push(file);
+    for (const next of arrows.get(file) ?? []) {
+      if (!arrows.has(next)) continue;
+      if (!order.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (stack.includes(next)) low.set(file, Math.min(low.get(file)!, order.get(next)!));
+    }
+    if (low.get(file) !== order.get(file)) return;
+    const component: string[] = [];
+    for (let top = stack.pop(); top !== undefined; top = top === file ? undefined : stack.pop())
+      component.push(top);
+    if (component.length > 1) found.push(component.sort());
+  };
+  for (const file of arrows.keys()) if (!order.has(file)) visit(file);
+  return found;
+}
 
 const under = (folder: string) => imports.filter((i) => i.file.startsWith(`src/${folder}/`));
 
 describe('the folders read as the flow: no import runs back up', () => {
   it('finds the sources', () => {
     expect(imports.length).toBeGreaterThan(80);
+  });
+
+  it('config/ imports nothing of ours but config/ and rules/', () => {
+    for (const { file, ours } of under('config'))
+      expect(
+        ours.filter((p) => !/^src\/(config|rules)\//.test(p)),
+        file,
+      ).toEqual([]);
   });
 
   it('requests/, jobs/, pricing/, rules/, cloud/ and config/ import nothing from slack/', () => {
@@ -92,5 +137,15 @@ describe('the folders read as the flow: no import runs back up', () => {
     }
     expect(imports.some((i) => i.file.startsWith('src/slack/pricing/'))).toBe(false);
     expect(imports.some((i) => i.file.startsWith('src/demo/'))).toBe(false);
+  });
+});
+
+describe('the structure stays easy to see', () => {
+  it(`no file in src/ is over ${MAX_LINES} lines`, () => {
+    expect(imports.filter((i) => i.lines > MAX_LINES).map((i) => `${i.file}: ${i.lines} lines`)).toEqual([]);
+  });
+
+  it('no import circle between files of different folders', () => {
+    expect(circles().filter((files) => new Set(files.map((f) => dirname(f))).size > 1)).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@ import { clusterDetailMessage } from '../blocks/clusters.ts';
 import { mrkdwn, truncate } from '../blocks/text.ts';
 import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
-import type { PricingContext } from './pricing.ts';
+import type { PricingContext } from './pricing-context.ts';
 
 const USAGE = '`/cloud cluster <name>`';
 

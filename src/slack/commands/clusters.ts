@@ -2,7 +2,7 @@ import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clustersMessages } from '../blocks/clusters.ts';
 import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
-import { MAX_RESPONSES, type PricingContext } from './pricing.ts';
+import { MAX_RESPONSES, type PricingContext } from './pricing-context.ts';
 
 /** `/cloud clusters`: acks at once, then answers with every active cluster, its prices and the reference VM cost. */
 export function clustersWord(pricing: PricingContext): CommandWord {

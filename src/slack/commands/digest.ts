@@ -1,7 +1,7 @@
 import { DIGEST_USAGE, parseDigestCommand } from '../../pricing/schedule-parse.ts';
 import { slackDate } from '../blocks/text.ts';
 import { type CommandWord, StoreUnavailableError, TRY_AGAIN, withDeadline } from '../deps.ts';
-import type { PricingContext } from './pricing.ts';
+import type { PricingContext } from './pricing-context.ts';
 
 const SUBSCRIBE_HINT =
   'Subscribe with `/cloud digest daily 09:00 Europe/Paris` (or `weekly mon 09:00`, or `cron "<expr>"`).';
