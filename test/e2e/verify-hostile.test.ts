@@ -1,5 +1,5 @@
+import { Agent, request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request as http } from 'undici';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import {
   CHANNELS,
@@ -11,6 +11,7 @@ import {
   USERS,
 } from '../helpers/harness.ts';
 import { LoginBrowser } from '../helpers/oidc-login.ts';
+import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
 import { type Forwarder, startForwarder } from '../helpers/verify-browser.ts';
 
@@ -129,7 +130,7 @@ async function openPage(url: string) {
   const html = await answer.body.text();
   const setCookie = String(answer.headers['set-cookie'] ?? '');
   const cookie = setCookie.split(';')[0] ?? '';
-  const csrf = /data-csrf="([^"]+)"/.exec(html)?.[1] ?? '';
+  const csrf = /(?:data-csrf|name="csrf" value)="([^"]+)"/.exec(html)?.[1] ?? '';
   secrets.add(cookie.split('=')[1] ?? '');
   secrets.add(csrf);
   return { status: answer.statusCode, headers: answer.headers, html, cookie, csrf, setCookie };
@@ -153,9 +154,12 @@ async function startSso(url: string, page: { cookie: string; csrf: string }) {
 }
 
 /** A whole SSO login over HTTP: page, form, provider, callback; the callback's answer. */
-async function ssoLogin(url: string, credentials: { login: string; password: string }) {
-  const page = await openPage(url);
-  const started = await startSso(url, page);
+async function ssoLogin(
+  url: string,
+  credentials: { login: string; password: string },
+  page?: { cookie: string; csrf: string },
+) {
+  const started = await startSso(url, page ?? (await openPage(url)));
   expect(started.status).toBe(303);
   const callback = await new LoginBrowser().login(
     String(started.headers.location),
@@ -296,21 +300,93 @@ describe('the verification page under attack', () => {
     const page = await openPage(url);
     const headers = { cookie: page.cookie, 'x-csrf-token': page.csrf, origin: publicUrl };
     await (await http(`${url}/passkey-options`, { method: 'POST', headers, body: '{}' })).body.dump();
+    // Their own connections: the bot answers before reading the rest and closes, which would break a pooled one.
+    const own = new Agent();
     const big = await http(`${url}/passkey`, {
       method: 'POST',
       headers,
+      dispatcher: own,
       body: JSON.stringify({ response: { id: 'x'.repeat(200_000) } }),
     }).catch(asError);
     if (!(big instanceof Error)) {
       expect(big.statusCode).toBe(403);
       await big.body.dump();
     }
-    const huge = await http(url, { headers: { cookie: `x=${'y'.repeat(70_000)}` } }).catch(asError);
+    const huge = await http(url, {
+      headers: { cookie: `x=${'y'.repeat(70_000)}` },
+      dispatcher: own,
+    }).catch(asError);
     if (!(huge instanceof Error)) {
       expect(huge.statusCode).toBe(431);
       await huge.body.dump();
     }
+    await own.close();
     expect((await h.store.get(created.id))?.approvals).toEqual([]);
+  });
+
+  it('two pending SSO logins: the answer of one with the other’s cookie counts nothing', async () => {
+    const created = await request('resize shop-prod 102 cores=8');
+    const url = await linkFor(created.id, USERS.lead);
+    const first = await startSso(url, await openPage(url));
+    const second = await startSso(url, await openPage(url));
+    const callback = await new LoginBrowser().login(
+      String(second.headers.location),
+      `${publicUrl}/auth/callback`,
+      { login: 'lead', password: 'lead-pw' },
+    );
+    secrets.add(callback.searchParams.get('code') ?? '');
+    const swapped = await http(callback, { headers: { cookie: first.ssoCookie } });
+    expect(title(await swapped.body.text())).toBe('The SSO login did not finish');
+    expect((await h.store.get(created.id))?.approvals).toEqual([]);
+    // The login's own cookie still finishes it: the swap used nothing of it up.
+    const own = await http(callback, { headers: { cookie: second.ssoCookie } });
+    expect(title(await own.body.text())).toBe('Approved');
+  });
+
+  it('registering a passkey where OIDC is configured, without the SSO login, or with another person’s', async () => {
+    await openHome(h, USERS.lead);
+    await h.slack.waitFor(() => h.slack.homeOf(USERS.lead));
+    const seen = h.slack.messages(USERS.lead).length;
+    await clickOnHome(h, 'passkey_register', '', USERS.lead);
+    const dm = await h.slack.waitFor(() => h.slack.messages(USERS.lead)[seen]);
+    type Block = { type: string; elements?: { type: string; url?: string }[] };
+    const url =
+      ((dm.blocks ?? []) as Block[])
+        .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
+        .find((e) => e.type === 'button' && e.url)?.url ?? '';
+    expect(url).toMatch(/\/passkeys\/[A-Za-z0-9_-]{43}$/);
+    secrets.add(url.slice(url.lastIndexOf('/') + 1));
+    const page = await openPage(url);
+    expect(page.html).not.toContain('id="register"');
+    const options = await http(`${url}/register-options`, {
+      method: 'POST',
+      headers: { cookie: page.cookie, 'x-csrf-token': page.csrf, origin: publicUrl },
+      body: '{}',
+    });
+    expect(options.statusCode).toBe(403);
+    expect(((await options.body.json()) as { title: string }).title).toBe('Log in with SSO first');
+    // Kate's login on the lead's registration link: another person, the page still asks for SSO.
+    const other = await ssoLogin(url, { login: 'kelvin', password: 'k-pw' }, page);
+    expect(title(other.html)).toBe('The login was another person');
+    expect((await openPage(url)).html).not.toContain('id="register"');
+  });
+
+  it('a link and a pending SSO login issued before a bot restart still work after it', async () => {
+    const created = await request('resize shop-prod 101 cores=7');
+    const url = await linkFor(created.id, USERS.lead);
+    const page = await openPage(url);
+    const started = await startSso(url, page);
+    await h.restart();
+    forwarder.target(h.bot.port ?? 0);
+    expect((await openPage(url)).status).toBe(200);
+    const callback = await new LoginBrowser().login(
+      String(started.headers.location),
+      `${publicUrl}/auth/callback`,
+      { login: 'lead', password: 'lead-pw' },
+    );
+    secrets.add(callback.searchParams.get('code') ?? '');
+    const done = await http(callback, { headers: { cookie: started.ssoCookie } });
+    expect(title(await done.body.text())).toBe('Approved');
   });
 
   it('no link token, CSRF token, cookie id, authorization code or client secret reaches the logs (debug)', () => {
