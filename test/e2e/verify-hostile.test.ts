@@ -11,8 +11,8 @@ import {
   USERS,
 } from '../helpers/harness.ts';
 import { LoginBrowser } from '../helpers/oidc-login.ts';
-import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
+import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import { type Forwarder, startForwarder } from '../helpers/verify-browser.ts';
 
 // The verification page attacked as a hostile user would, over real HTTP (undici) against the whole bot with OIDC
