@@ -216,6 +216,10 @@ describe('the verification page under attack', () => {
     await noAction.body.dump();
     expect(noAction.statusCode).toBe(404);
     expect(noAction.headers['content-security-policy']).toContain("default-src 'none'");
+    const noAsset = await http(`${publicUrl}/verify-assets/nothing.js`);
+    await noAsset.body.dump();
+    expect(noAsset.statusCode).toBe(404);
+    expect(noAsset.headers['content-security-policy']).toContain("default-src 'none'");
     const asset = await http(`${publicUrl}/verify-assets/page.js`);
     await asset.body.dump();
     expect(asset.headers['content-security-policy']).toContain("default-src 'none'");
