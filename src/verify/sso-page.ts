@@ -3,7 +3,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { requestMoved } from './deps.ts';
 import { messagePage } from './html.ts';
-import { pageHeaders, postSession, readBody, SESSION_ENDED, sendHtml, sendOutcome } from './http.ts';
+import {
+  pageHeaders,
+  postSession,
+  readBody,
+  SESSION_COOKIE,
+  SESSION_ENDED,
+  sendHtml,
+  sendOutcome,
+} from './http.ts';
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
 import { cookieOf, setCookie } from './sessions.ts';
@@ -34,6 +42,10 @@ const pendingKey = (deps: VerifyPageDeps, id: string) =>
 /** POST /verify/<token>/sso and /passkeys/<token>/sso: the page's form; redirects to the provider. */
 export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
   return async (req, res, token, deps) => {
+    // A POST without this link's page session is answered before its body is read: a stranger's body that never
+    // ends would otherwise hold the connection until the server's request timeout.
+    const opened = await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token));
+    if (!opened || !deps.sso) return sendOutcome(res, SESSION_ENDED, false);
     const form = new URLSearchParams((await readBody(req)) ?? '');
     const found = await postSession(
       req,

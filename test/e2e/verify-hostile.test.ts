@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Agent, request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
@@ -391,6 +392,28 @@ describe('the verification page under attack', () => {
     secrets.add(callback.searchParams.get('code') ?? '');
     const done = await http(callback, { headers: { cookie: started.ssoCookie } });
     expect(title(await done.body.text())).toBe('Approved');
+  });
+
+  it('a POST whose body never ends, from a stranger without a page session: answered at once', async () => {
+    const created = await request('resize shop-prod 102 cores=9');
+    const url = await linkFor(created.id, USERS.lead);
+    for (const path of [
+      `${new URL(url).pathname}/sso`,
+      `/verify/${'A'.repeat(43)}/sso`,
+      `${new URL(url).pathname}/passkey`,
+    ]) {
+      const socket = connect(forwarder.port, '127.0.0.1');
+      const answer = new Promise<string>((resolve, reject) => {
+        socket.once('data', (data) => resolve(data.toString('latin1')));
+        socket.once('error', reject);
+        socket.once('close', () => resolve(''));
+      });
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: localhost:${forwarder.port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10000\r\n\r\ncsrf=`,
+      );
+      expect((await answer).split('\r\n')[0]).toBe('HTTP/1.1 403 Forbidden');
+      socket.destroy();
+    }
   });
 
   it('no link token, CSRF token, cookie id, authorization code or client secret reaches the logs (debug)', () => {
