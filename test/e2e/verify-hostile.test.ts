@@ -40,6 +40,7 @@ projects:
     vms:
       - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
       - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+      - { vmid: 104, name: "<img src=x onerror=alert(1)>'\\"", cores: 2, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: dual, private_network: 'on' }
   - name: shop-staging
     uuid: ${STAGING_UUID}
     cluster: zone-2
@@ -392,6 +393,15 @@ describe('the verification page under attack', () => {
     secrets.add(callback.searchParams.get('code') ?? '');
     const done = await http(callback, { headers: { cookie: started.ssoCookie } });
     expect(title(await done.body.text())).toBe('Approved');
+  });
+
+  it('markup in a request’s fields (a VM name) is shown as text on the page, never as HTML', async () => {
+    const created = await request('resize shop-prod 104 cores=3');
+    const url = await linkFor(created.id, USERS.lead);
+    const page = await openPage(url);
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('&lt;img src=x onerror=alert(1)&gt;&#39;&quot;');
+    expect(page.html).not.toContain('<img');
   });
 
   it('a POST whose body never ends, from a stranger without a page session: answered at once', async () => {
