@@ -362,6 +362,10 @@ describe('the verification page under attack', () => {
         .find((e) => e.type === 'button' && e.url)?.url ?? '';
     expect(url).toMatch(/\/passkeys\/[A-Za-z0-9_-]{43}$/);
     secrets.add(url.slice(url.lastIndexOf('/') + 1));
+    // A registration link's token on the approval page is an unknown link (and the other way round).
+    const crossed = await http(url.replace('/passkeys/', '/verify/'));
+    expect(crossed.statusCode).toBe(404);
+    expect(title(await crossed.body.text())).toBe('Unknown link');
     const page = await openPage(url);
     expect(page.html).not.toContain('id="register"');
     const options = await http(`${url}/register-options`, {
@@ -398,6 +402,9 @@ describe('the verification page under attack', () => {
   it('markup in a request’s fields (a VM name) is shown as text on the page, never as HTML', async () => {
     const created = await request('resize shop-prod 104 cores=3');
     const url = await linkFor(created.id, USERS.lead);
+    const crossed = await http(url.replace('/verify/', '/passkeys/'));
+    expect(crossed.statusCode).toBe(404);
+    await crossed.body.dump();
     const page = await openPage(url);
     expect(page.status).toBe(200);
     expect(page.html).toContain('&lt;img src=x onerror=alert(1)&gt;&#39;&quot;');
