@@ -144,6 +144,14 @@ export function registrationPage(input: {
   );
 }
 
+/** After the SSO login for a registration: back to the registration page, by a link on this site. */
+export function continuePage(href: string): string {
+  return layout(
+    'Logged in',
+    `<p>You logged in with SSO as the person this link was sent to.</p><p><a id="continue" href="${esc(href)}">Continue to register a passkey</a></p>`,
+  );
+}
+
 /** A page that says what happened (a result or a refusal) and nothing else. */
 export function messagePage(title: string, text: string, tone: 'ok' | 'refused'): string {
   return layout(title, `<p class="${tone}" id="outcome" data-tone="${tone}">${esc(text)}</p>`);

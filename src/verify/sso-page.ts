@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { requestMoved } from './deps.ts';
-import { messagePage } from './html.ts';
+import { continuePage, messagePage } from './html.ts';
 import {
   pageHeaders,
   postSession,
@@ -38,6 +38,9 @@ interface PendingLogin {
 
 const pendingKey = (deps: VerifyPageDeps, id: string) =>
   `${deps.prefix}:verify:sso:${createHash('sha256').update(id).digest('hex')}`;
+
+/** A redirect's headers: the page's own (CSP, no caching, no sniffing), as on every answer of the page. */
+const redirectHeaders = pageHeaders('text/plain; charset=utf-8');
 
 /** POST /verify/<token>/sso and /passkeys/<token>/sso: the page's form; redirects to the provider. */
 export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
@@ -79,9 +82,6 @@ export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
     res.end();
   };
 }
-
-/** A redirect's headers: the page's own (CSP, no caching, no sniffing), as on every answer of the page. */
-const redirectHeaders = pageHeaders('text/plain; charset=utf-8');
 
 const cleared = (secure: boolean) =>
   setCookie(SSO_COOKIE, '', { path: '/auth/callback', sameSite: 'Lax', secure, maxAgeS: 0 });
@@ -140,8 +140,9 @@ export async function ssoCallback(
   if (purpose.kind === 'register') {
     // The registration page learns the login through its own session, then registers.
     await deps.sessions.set(login.session, 'proven', `sso:${identity.subject}`);
-    res.writeHead(303, { ...redirectHeaders, location: `/passkeys/${login.token}`, ...extra });
-    return void res.end();
+    // A link, not a redirect: a redirect chain that began at the provider (another site) would not carry the
+    // page's SameSite=Strict session cookie, and the page would not know the login.
+    return sendHtml(res, 200, continuePage(`/passkeys/${login.token}`), extra);
   }
   const claims = purpose.claims;
   const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);

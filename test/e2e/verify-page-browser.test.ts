@@ -1,7 +1,13 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+import { runProcess } from '../helpers/run-process.ts';
 import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import {
   type Device,
@@ -45,6 +51,8 @@ let forwarder: Forwarder;
 let browser: Browser;
 let publicUrl: string;
 const devices: Record<string, Device> = {};
+/** Every link the bot sent in these tests: none may reach a log or a channel. */
+const sent: string[] = [];
 
 beforeAll(async () => {
   forwarder = await startForwarder();
@@ -63,6 +71,11 @@ beforeAll(async () => {
   await registerFrom(devices[USERS.lead2]!, USERS.lead2);
 }, 120_000);
 
+afterEach(() => {
+  // Every message and view the bot sent passed Slack's Block Kit checks.
+  expect(h.slack.problems).toEqual([]);
+});
+
 afterAll(async () => {
   await browser?.close();
   await h?.close();
@@ -76,7 +89,9 @@ async function registrationLink(user: string): Promise<string> {
   const seen = h.slack.messages(user).length;
   await clickOnHome(h, 'passkey_register', '', user);
   const dm = await h.slack.waitFor(() => h.slack.messages(user)[seen]);
-  return urlButtonOf(dm.blocks) ?? '';
+  const url = urlButtonOf(dm.blocks) ?? '';
+  sent.push(url);
+  return url;
 }
 
 function urlButtonOf(blocks: unknown[] | undefined): string | undefined {
@@ -126,6 +141,7 @@ async function approveForLink(id: string, user: string): Promise<string> {
   const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, user)[seen]);
   const url = urlButtonOf(ephemeral.blocks) ?? '';
   expect(url.startsWith(`${publicUrl}/verify/`)).toBe(true);
+  sent.push(url);
   return url;
 }
 
@@ -279,5 +295,51 @@ describe('the verification page in a real browser', () => {
     expect(widths.scroll).toBeLessThanOrEqual(widths.client);
     expect(widths.client).toBe(320);
     await narrow.context.close();
+  });
+
+  it('cloudops passkeys reset removes a person’s passkeys, audited; their next registration is a first one again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cloudops-passkeys-'));
+    try {
+      const policyFile = join(dir, 'policy.yml');
+      await writeFile(policyFile, policyYaml());
+      const repo = fileURLToPath(new URL('../../', import.meta.url));
+      const run = await runProcess(
+        process.execPath,
+        [join(repo, 'bin', 'cloudops.mjs'), 'passkeys', 'reset', USERS.lead2],
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: process.env.HOME ?? '',
+            POLICY_FILE: policyFile,
+            REDIS_URL: testRedisUrl(),
+            REDIS_PREFIX: h.prefix,
+          },
+        },
+      );
+      expect(run.stderr).toBe('');
+      expect(run.stdout).toContain(`Removed 1 passkey of ${USERS.lead2} (audited)`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(await h.redis.hlen(`${h.prefix}:passkeys:${TEAM}:${USERS.lead2}`)).toBe(0);
+    const audit = JSON.stringify(await h.redis.xrange(`${h.prefix}:audit`, '-', '+'));
+    expect(audit).toContain(`reset the passkeys of ${USERS.lead2} (1 removed)`);
+    // A new device, trusted as a first passkey again.
+    const fresh = await newDevice(browser);
+    const url = await registrationLink(USERS.lead2);
+    expect((await runPage(fresh, url, '#register')).title).toBe('Passkey registered');
+    expect(await h.redis.hlen(`${h.prefix}:passkeys:${TEAM}:${USERS.lead2}`)).toBe(1);
+    await fresh.context.close();
+  });
+
+  it('no link token reaches the bot’s logs or a channel message', () => {
+    expect(sent.length).toBeGreaterThan(5);
+    const logs = h.logs.join('\n');
+    const channels = JSON.stringify(h.slack.messages(CHANNELS.prod));
+    for (const url of sent) {
+      const token = url.slice(url.lastIndexOf('/') + 1);
+      expect(logs).not.toContain(token);
+      expect(channels).not.toContain(token);
+    }
   });
 });

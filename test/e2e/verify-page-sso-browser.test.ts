@@ -1,8 +1,9 @@
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
+import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import {
   type Device,
   type Forwarder,
@@ -85,6 +86,11 @@ beforeAll(async () => {
   browser = await launchBrowser();
 }, 120_000);
 
+afterEach(() => {
+  // Every message and view the bot sent passed Slack's Block Kit checks.
+  expect(h.slack.problems).toEqual([]);
+});
+
 afterAll(async () => {
   await browser?.close();
   await h?.close();
@@ -153,5 +159,56 @@ describe('the SSO login on the verification page', () => {
     expect(postsFor(102)).toBe(1);
     expect((await h.auditOf(created.id)).join('\n')).toContain('verified: SSO, subject sub-lead');
     expect(op.asked.at(-1)?.get('prompt')).toBe('login');
+  });
+
+  it('with SSO configured, registering a passkey needs the SSO login first; then the passkey approves', async () => {
+    await openHome(h, USERS.lead);
+    await h.slack.waitFor(() => h.slack.homeOf(USERS.lead));
+    const seen = h.slack.messages(USERS.lead).length;
+    await clickOnHome(h, 'passkey_register', '', USERS.lead);
+    const dm = await h.slack.waitFor(() => h.slack.messages(USERS.lead)[seen]);
+    type Block = { type: string; elements?: { type: string; url?: string }[] };
+    const url =
+      ((dm.blocks ?? []) as Block[])
+        .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
+        .find((e) => e.type === 'button' && e.url)?.url ?? '';
+    const phone = await newDevice(browser);
+    await phone.page.goto(url);
+    expect(await phone.page.$('#register')).toBeNull();
+    // Only a Slack session: the registration's own POST is refused.
+    const refused = (await phone.page.evaluate(`(async () => {
+      const csrf = document.querySelector('input[name=csrf]').value;
+      const res = await fetch(location.pathname + '/register-options', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+        body: '{}',
+      });
+      return { status: res.status, body: await res.json() };
+    })()`)) as { status: number; body: { title?: string } };
+    expect(refused).toMatchObject({ status: 403, body: { title: 'Log in with SSO first' } });
+
+    await phone.page.click('#sso');
+    await phone.page.waitForSelector('input[name=login]');
+    await phone.page.fill('input[name=login]', 'lead');
+    await phone.page.fill('input[name=password]', 'lead-pw');
+    await phone.page.click('button[type=submit]');
+    // Back from the provider: a link on this site returns to the registration page with its session.
+    await phone.page.click('#continue');
+    await phone.page.waitForSelector('#register');
+    await phone.page.click('#register');
+    await phone.page.waitForSelector('#outcome');
+    expect(await phone.page.textContent('h1')).toBe('Passkey registered');
+    const audit = JSON.stringify(await h.redis.xrange(`${h.prefix}:audit`, '-', '+'));
+    expect(audit).toContain('after an SSO login, subject sub-lead');
+
+    const created = await request('resize shop-prod 101 ram=8');
+    const link = await approveForLink(created.id, USERS.lead);
+    await phone.page.goto(link);
+    await phone.page.click('#passkey');
+    await phone.page.waitForSelector('#outcome');
+    expect(await phone.page.textContent('h1')).toBe('Approved');
+    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 15_000);
+    expect(done.approvals?.[0]?.verified?.method).toBe('passkey');
+    await phone.context.close();
   });
 });

@@ -28,6 +28,11 @@ export interface TestOidcProvider {
    * authentication despite `max_age=0` would; 0 is now (the default).
    */
   setLoginAge(seconds: number): void;
+  /**
+   * From now on the provider answers a correct login with this OAuth error (and a description that repeats what was
+   * typed), as a provider whose policy refuses the person would; undefined: logins succeed (the default).
+   */
+  setRefusal(error: string | undefined): void;
   /** From now on a login is of this class (the ID token's `acr`); undefined: the first `acr_values` asked, if any. */
   setAcr(acr: string | undefined): void;
   close(): Promise<void>;
@@ -59,6 +64,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
   let logins = 0;
   let loginAge = 0;
   let acr: string | undefined;
+  let refusal: string | undefined;
 
   let provider: Provider | undefined;
   const server = createServer((req, res) => {
@@ -123,6 +129,13 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
     const account = byLogin.get(form.get('login') ?? '');
     if (!account || account.password !== form.get('password'))
       return page(res, uid, 'Wrong login or password.');
+    if (refusal !== undefined)
+      return p.interactionFinished(
+        req,
+        res,
+        { error: refusal, error_description: `refused for ${form.get('login')} (${form.get('password')})` },
+        { mergeWithLastSubmission: false },
+      );
     logins += 1;
     const accountId = account.sub ?? account.login;
     const grant = new p.Grant({ accountId, clientId });
@@ -154,6 +167,9 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<T
     asked,
     setLoginAge(seconds) {
       loginAge = seconds;
+    },
+    setRefusal(error) {
+      refusal = error;
     },
     setAcr(value) {
       acr = value;

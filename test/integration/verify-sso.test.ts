@@ -121,6 +121,13 @@ describe('the SSO login of verified approvals, against a real OpenID Provider', 
     }
   });
 
+  it('the callback as the web role saw it behind a reverse proxy (another host) still completes the login', async () => {
+    const sso = flow();
+    const { callback, pending } = await loginWith(sso);
+    const seen = new URL(`http://127.0.0.1:3000/auth/callback${callback.search}`);
+    expect((await sso.finish(seen, pending)).subject).toBe('okta|00u1alice');
+  });
+
   it('prompt=login asks for a new login even while the browser has a session at the provider', async () => {
     const sso = flow();
     const browser = new LoginBrowser();
@@ -168,6 +175,23 @@ describe('the SSO login of verified approvals, against a real OpenID Provider', 
       expect(error.reason).toBe('stale');
     } finally {
       op.setLoginAge(0);
+    }
+  });
+
+  it('a login the provider refuses is refused with its error word, never its description', async () => {
+    const sso = flow();
+    op.setRefusal('access_denied');
+    try {
+      const { callback, pending } = await loginWith(sso);
+      expect(callback.searchParams.get('error_description')).toContain(ALICE.password);
+      const error = (await sso.finish(callback, pending).catch((e: unknown) => e)) as SsoError;
+      expect(error).toMatchObject({
+        reason: 'refused',
+        message: 'the SSO provider refused the login (access_denied)',
+      });
+      expect(inspect(error, { depth: 10 })).not.toContain(ALICE.password);
+    } finally {
+      op.setRefusal(undefined);
     }
   });
 

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { contentSecurityPolicy, esc, messagePage } from '../../src/verify/html.ts';
+import { sessionCookie } from '../../src/verify/http.ts';
+import { setCookie } from '../../src/verify/sessions.ts';
+
+// The page's headers and markup that the browser tests (http://localhost) cannot show: Secure cookies on https,
+// and escaping of whatever a request carries.
+describe('the verification page', () => {
+  it('its session cookie is HttpOnly, SameSite=Strict, scoped to the link, and Secure on https', () => {
+    expect(sessionCookie('abc', '/verify/tok', true)).toBe(
+      'cloudops_page=abc; Path=/verify/tok; Max-Age=600; HttpOnly; SameSite=Strict; Secure',
+    );
+    expect(sessionCookie('abc', '/verify/tok', false)).not.toContain('Secure');
+    expect(
+      setCookie('cloudops_sso', 'id', {
+        path: '/auth/callback',
+        sameSite: 'Lax',
+        secure: true,
+        maxAgeS: 600,
+      }),
+    ).toBe('cloudops_sso=id; Path=/auth/callback; Max-Age=600; HttpOnly; SameSite=Lax; Secure');
+  });
+
+  it('its CSP allows nothing but this server, no framing, and forms only here and at the SSO provider', () => {
+    expect(contentSecurityPolicy(['https://login.example.com'])).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self' https://login.example.com",
+    );
+  });
+
+  it('escapes what it shows', () => {
+    expect(esc(`<script>"x" & 'y'</script>`)).toBe(
+      '&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;',
+    );
+    expect(messagePage('<b>', '<img src=x>', 'refused')).not.toContain('<img');
+  });
+});
