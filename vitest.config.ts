@@ -25,6 +25,8 @@ const SOCKET_MODE_FLOWS = [
   'test/e2e/slack-verified-approvals.test.ts',
   // The verification page in a browser: in Socket Mode the health server on PORT serves it.
   'test/e2e/verify-page-browser.test.ts',
+  // The verification page on the health server in Socket Mode, attacked as on Bolt's server in HTTP mode.
+  'test/e2e/verify-hostile.test.ts',
 ];
 
 export default defineConfig({

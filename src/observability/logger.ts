@@ -36,10 +36,12 @@ export const REDACT_PATHS = [
 /**
  * Matches secrets that slip into free text: Slack tokens (bot, user, app, refresh, a workflow step's), agents'
  * tokens (`cloudops_agent_…`: the bot knows only their hashes, so they are caught by shape), bearer credentials, and
- * the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's events).
+ * the ticket of a Socket Mode URL (`wss://…/link/?ticket=…`: whoever has it can take the app's events), and the
+ * token of a verification or registration link (`/verify/…`, `/passkeys/…`: the Slack client logs the message that
+ * carries it at debug, and whoever has it can verify in the approver's place).
  */
 const SECRET_IN_TEXT =
-  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(cloudops_agent_[A-Za-z0-9_-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+/gi;
+  /\b(xox[a-z]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+|xwfp-[A-Za-z0-9-]+)|(cloudops_agent_[A-Za-z0-9_-]+)|(Bearer\s+|\bticket=)[^\s"'\\,;&]+|(\/(?:verify|passkeys)\/)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/gi;
 
 /** Secrets shorter than this are not scrubbed as literals: they would blank out ordinary words. */
 const MIN_SECRET_LENGTH = 6;
@@ -48,8 +50,13 @@ const MIN_SECRET_LENGTH = 6;
 export function scrubSecrets(text: string, secrets: readonly string[] = []): string {
   let out = text.replace(
     SECRET_IN_TEXT,
-    (_m, token: string | undefined, agentToken: string | undefined, lead: string | undefined) =>
-      token || agentToken ? '[redacted]' : `${lead}[redacted]`,
+    (
+      _m,
+      token: string | undefined,
+      agentToken: string | undefined,
+      lead: string | undefined,
+      linkPath: string | undefined,
+    ) => (token || agentToken ? '[redacted]' : `${lead ?? linkPath}[redacted]`),
   );
   for (const secret of secrets) {
     if (secret.length >= MIN_SECRET_LENGTH) out = out.split(secret).join('[redacted]');

@@ -41,6 +41,14 @@ export const CHANGED: Outcome = {
   status: 409,
 };
 
+/** An SSO login started on a link whose rule does not accept one (it asks for a passkey). */
+export const SSO_NOT_ACCEPTED: Outcome = {
+  title: 'Not for this link',
+  text: `The rule of this approval does not accept an SSO login; verify with your passkey on this page. ${NOTHING}`,
+  tone: 'refused',
+  status: 403,
+};
+
 /** The passkey used is not one registered to the approver of the link. */
 export const FOREIGN_PASSKEY: Outcome = {
   title: 'Not your passkey',

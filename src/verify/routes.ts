@@ -32,11 +32,7 @@ const assets = new Map<string, Promise<Buffer>>();
 
 async function serveAsset(res: ServerResponse, name: string): Promise<void> {
   const type = ASSET_TYPES[name];
-  if (!type) {
-    res.writeHead(404, pageHeaders('text/plain; charset=utf-8'));
-    res.end('not found');
-    return;
-  }
+  if (!type) return notFound(res);
   let body = assets.get(name);
   if (!body) {
     body = readFile(assetPath(name));
@@ -48,6 +44,13 @@ async function serveAsset(res: ServerResponse, name: string): Promise<void> {
 }
 
 const PAGE_PATH = /^\/(verify|passkeys)\/([^/]+)(?:\/([a-z-]+))?$/;
+/** Every path the page owns, matched or not: an unknown one there gets the page's 404. */
+const PAGE_AREA = /^\/(verify|passkeys|verify-assets)\/|^\/auth\/callback$/;
+
+function notFound(res: ServerResponse): void {
+  res.writeHead(404, pageHeaders('text/plain; charset=utf-8'));
+  res.end('not found');
+}
 
 /** The dispatcher: true when the path is the page's (answered), false to let the server answer 404. */
 export function verifyPage(deps: VerifyPageDeps) {
@@ -61,13 +64,16 @@ export function verifyPage(deps: VerifyPageDeps) {
     else if (path === '/auth/callback' && req.method === 'GET' && deps.sso)
       work = ssoCallback(req, res, deps);
     else {
-      const match = PAGE_PATH.exec(path);
-      if (!match) return false;
-      const [, area, token = '', action = ''] = match;
+      const [, area, token = '', action = ''] = PAGE_PATH.exec(path) ?? [];
       const table = area === 'verify' ? approval : registration;
-      const handler = table[`${req.method ?? 'GET'} ${action}`];
-      if (!handler) return false;
-      work = handler(req, res, token, deps);
+      const handler = area ? table[`${req.method ?? 'GET'} ${action}`] : undefined;
+      if (handler) work = handler(req, res, token, deps);
+      else if (!PAGE_AREA.test(path)) return false;
+      else {
+        // The page's own 404, with its headers, whichever server it runs on (the health server's is JSON, no CSP).
+        notFound(res);
+        return true;
+      }
     }
     work.catch((error: unknown) => {
       // The URL holds the link token: only the area goes to the log.
@@ -87,10 +93,7 @@ export function verifyPage(deps: VerifyPageDeps) {
 /** The page's paths as Bolt custom routes (HTTP mode). */
 export function verifyRoutes(handle: (req: IncomingMessage, res: ServerResponse) => boolean) {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
-    if (!handle(req, res)) {
-      res.writeHead(404, pageHeaders('text/plain; charset=utf-8'));
-      res.end('not found');
-    }
+    if (!handle(req, res)) notFound(res);
   };
   return [
     '/verify/:token',

@@ -3,9 +3,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { requestMoved } from './deps.ts';
 import { continuePage, messagePage } from './html.ts';
-import { postSession, readBody, SESSION_ENDED, sendHtml, sendOutcome } from './http.ts';
+import {
+  pageHeaders,
+  postSession,
+  readBody,
+  SESSION_COOKIE,
+  SESSION_ENDED,
+  sendHtml,
+  sendOutcome,
+} from './http.ts';
 import { tokenKey } from './links.ts';
-import { CHANGED, decisionOutcome, linkRefusal } from './outcomes.ts';
+import { CHANGED, decisionOutcome, linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
 import { cookieOf, setCookie } from './sessions.ts';
 import type { SsoPending } from './sso-flow.ts';
 
@@ -31,9 +39,16 @@ interface PendingLogin {
 const pendingKey = (deps: VerifyPageDeps, id: string) =>
   `${deps.prefix}:verify:sso:${createHash('sha256').update(id).digest('hex')}`;
 
+/** A redirect's headers: the page's own (CSP, no caching, no sniffing), as on every answer of the page. */
+const redirectHeaders = pageHeaders('text/plain; charset=utf-8');
+
 /** POST /verify/<token>/sso and /passkeys/<token>/sso: the page's form; redirects to the provider. */
 export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
   return async (req, res, token, deps) => {
+    // A POST without this link's page session is answered before its body is read: a stranger's body that never
+    // ends would otherwise hold the connection until the server's request timeout.
+    const opened = await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token));
+    if (!opened || !deps.sso) return sendOutcome(res, SESSION_ENDED, false);
     const form = new URLSearchParams((await readBody(req)) ?? '');
     const found = await postSession(
       req,
@@ -47,13 +62,16 @@ export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
     if (state.status !== 'open') return sendOutcome(res, linkRefusal(state.status), false);
     if (state.purpose.kind !== (area === 'verify' ? 'approve' : 'register'))
       return sendOutcome(res, linkRefusal('unknown'), false);
+    // A rule that asks for a passkey is not met by an SSO login: refused here, before the link could be used up.
+    if (state.purpose.kind === 'approve' && !state.purpose.claims.methods.includes('sso'))
+      return sendOutcome(res, SSO_NOT_ACCEPTED, false);
     const start = await deps.sso.flow.begin();
     const id = randomBytes(32).toString('base64url');
     const record: PendingLogin = { pending: start.pending, token, area, session: found.id };
     await deps.redis.set(pendingKey(deps, id), JSON.stringify(record), 'PX', PENDING_MS);
     res.writeHead(303, {
+      ...redirectHeaders,
       location: start.url,
-      'cache-control': 'no-store',
       'set-cookie': setCookie(SSO_COOKIE, id, {
         path: '/auth/callback',
         sameSite: 'Lax',
@@ -75,6 +93,12 @@ const ANOTHER_PERSON = {
   tone: 'refused' as const,
   status: 403,
 };
+
+/**
+ * An email with its ASCII letters lower-cased and nothing else: toLowerCase() would also fold lookalikes onto ASCII
+ * (the Kelvin sign U+212A to "k"), so another address at the provider would pass for the approver's.
+ */
+const asciiFold = (email: string) => email.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
 /** GET /auth/callback: finishes the login, checks it is the link's person, then counts (or proves, to register). */
 export async function ssoCallback(
@@ -111,7 +135,7 @@ export async function ssoCallback(
     identity.emailVerified &&
     identity.email !== undefined &&
     expected !== undefined &&
-    identity.email.toLowerCase() === expected.toLowerCase();
+    asciiFold(identity.email) === asciiFold(expected);
   if (!matches) return page(ANOTHER_PERSON);
   if (purpose.kind === 'register') {
     // The registration page learns the login through its own session, then registers.

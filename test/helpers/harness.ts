@@ -87,6 +87,8 @@ projects:
 }
 
 export interface HarnessOptions {
+  /** The bot's log level (its lines land in `logs`); default warn. */
+  logLevel?: 'debug' | 'info' | 'warn';
   /** Policy YAML, or a function of the clock's start; default {@link defaultPolicyYaml}. */
   policyYaml?: string | ((start: Date) => string);
   /** Where the injected clock starts (default: the wall time). The bot and the cloud sim share this clock. */
@@ -283,7 +285,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   });
   const prefix = redisKeyPrefix(env);
   const logger = createLogger(
-    { level: 'warn', secrets: [botToken, appToken, signingSecret, sim.apiKey] },
+    { level: options.logLevel ?? 'warn', secrets: [botToken, appToken, signingSecret, sim.apiKey] },
     { write: (line: string) => void logs.push(line) },
   );
   let bot: Running;

@@ -34,4 +34,17 @@ describe('scrubSecrets', () => {
     ).toBe('connect wss://wss-primary.slack.com/link/?ticket=[redacted]&app_id=A0CLOUDOPS failed');
     expect(scrubSecrets('token xapp-1-A0CLOUDOPS-123-abc refused')).toBe('token [redacted] refused');
   });
+
+  it('removes the token of a verification or registration link, and only a token-shaped path', () => {
+    const token = 'srGdiZ0dMkBdoIvX5VtbkiaUg3rvW5Q5C-ZW_l_1o6M';
+    expect(scrubSecrets(`"url":"https://ops.example/verify/${token}","x":1`)).toBe(
+      '"url":"https://ops.example/verify/[redacted]","x":1',
+    );
+    expect(scrubSecrets(`https://ops.example/passkeys/${token}/register`)).toBe(
+      'https://ops.example/passkeys/[redacted]/register',
+    );
+    expect(scrubSecrets('GET /verify-assets/page.js /verify/short')).toBe(
+      'GET /verify-assets/page.js /verify/short',
+    );
+  });
 });
