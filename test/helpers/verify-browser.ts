@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
@@ -7,9 +8,14 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
  * registered on one device are not on another.
  */
 
-export const CHROMIUM = '/usr/bin/chromium';
+/** Debian's chromium, or the one CHROMIUM_PATH names (another distribution's, or Chrome). */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `no browser at ${CHROMIUM}: the verification page's tests drive a real Chromium; install it (Debian: apt-get install -y chromium) or set CHROMIUM_PATH`,
+    );
   return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }
 
