@@ -31,7 +31,7 @@ const GAVE_UP_REASON = (reason: string) =>
 
 /**
  * A request's run: one VM at a time, at most one POST per step, and each outcome decided once where it is caught
- * (STYLE.md lesson 2). Slack is never called here: replies go through the notify queue.
+ * rather than retried blindly. Slack is never called here: replies go through the notify queue.
  */
 export class ExecuteProcessor {
   constructor(

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 const repo = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 
 // Built from pieces so that this file does not cite what it looks for.
-const CONTRACT = new RegExp(`${'PRODUCT'}\\.md`);
+// The team's contract and its style guide live beside the repository, not in it.
+const CONTRACT = new RegExp(`\\b(${'PRODUCT'}|${'STYLE'})\\.md`);
 const TEAM_FOLDER = new RegExp(`\\.\\./${'shared'}\\b|/${'work'}/(${'shared'}|main|wt|tools|notes)\\b`);
 /** A run of `../` and the name after it: a relative path that may climb out of the repository. */
 const CLIMB = /(?:^|[^\w.])((?:\.\.\/)+[\w.-]*)/g;
@@ -53,6 +54,7 @@ describe('every tracked file cites only the repository', () => {
   it('catches each kind of citation it is meant to', () => {
     const sample = (line: string) => ({ contract: CONTRACT.test(line), folder: TEAM_FOLDER.test(line) });
     expect(sample(`see ${'PRODUCT'}.md §6`)).toEqual({ contract: true, folder: false });
+    expect(sample(`(${'STYLE'}.md lesson 2)`)).toEqual({ contract: true, folder: false });
     expect(sample(`(../${'shared'}/cloud-api-spec.md)`)).toEqual({ contract: false, folder: true });
     expect(sample(`/${'work'}/main/policy.example.yml`)).toEqual({ contract: false, folder: true });
     expect(sample('see docs/operations.md#shutdown')).toEqual({ contract: false, folder: false });
