@@ -2,15 +2,7 @@ import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import type { VerifyClaims } from '../requests/verification.ts';
 import { type PageHandler, requestMoved, type VerifyPageDeps } from './deps.ts';
 import { approvalPage } from './html.ts';
-import {
-  postSession,
-  readJson,
-  SESSION_ENDED,
-  sendHtml,
-  sendJson,
-  sendOutcome,
-  sessionCookie,
-} from './http.ts';
+import { readJson, scriptPostSession, sendHtml, sendJson, sendOutcome, sessionCookie } from './http.ts';
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion } from './passkeys.ts';
@@ -56,22 +48,13 @@ const show: PageHandler = async (_req, res, token, deps) => {
 };
 
 /** The page session of a POST with its CSRF header; undefined after answering that the session ended. */
-async function sessionOf(
+function sessionOf(
   req: Parameters<PageHandler>[0],
   res: Parameters<PageHandler>[1],
   token: string,
   deps: VerifyPageDeps,
 ) {
-  const csrf = req.headers['x-csrf-token'];
-  const found = await postSession(
-    req,
-    deps.sessions,
-    tokenKey(token),
-    deps.rp.origin,
-    typeof csrf === 'string' ? csrf : undefined,
-  );
-  if (!found) sendOutcome(res, SESSION_ENDED, true);
-  return found;
+  return scriptPostSession(req, res, deps.sessions, tokenKey(token), deps.rp.origin);
 }
 
 const passkeyOptions: PageHandler = async (req, res, token, deps) => {

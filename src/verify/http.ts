@@ -104,3 +104,17 @@ export async function postSession(
   const session = await sessions.check(id, link, csrf);
   return id && session ? { id, session } : undefined;
 }
+
+/** The page session of a script's POST (its CSRF token in the X-CSRF-Token header); undefined after answering so. */
+export async function scriptPostSession(
+  req: IncomingMessage,
+  res: ServerResponse,
+  sessions: PageSessions,
+  link: string,
+  origin: string,
+): Promise<{ id: string; session: PageSession } | undefined> {
+  const csrf = req.headers['x-csrf-token'];
+  const found = await postSession(req, sessions, link, origin, typeof csrf === 'string' ? csrf : undefined);
+  if (!found) sendOutcome(res, SESSION_ENDED, true);
+  return found;
+}

@@ -3,10 +3,9 @@ import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { registrationPage } from './html.ts';
 import {
   type Outcome,
-  postSession,
   readJson,
   SESSION_COOKIE,
-  SESSION_ENDED,
+  scriptPostSession,
   sendHtml,
   sendJson,
   sendOutcome,
@@ -81,15 +80,8 @@ async function postContext(
   token: string,
   deps: VerifyPageDeps,
 ) {
-  const csrf = req.headers['x-csrf-token'];
-  const found = await postSession(
-    req,
-    deps.sessions,
-    tokenKey(token),
-    deps.rp.origin,
-    typeof csrf === 'string' ? csrf : undefined,
-  );
-  if (!found) return void sendOutcome(res, SESSION_ENDED, true);
+  const found = await scriptPostSession(req, res, deps.sessions, tokenKey(token), deps.rp.origin);
+  if (!found) return undefined;
   const { who, refusal } = await openFor(deps, token);
   if (!who) return void sendOutcome(res, refusal, true);
   return { ...found, who };
