@@ -24,11 +24,12 @@ const alive = (pid) => {
     return false;
   }
 };
+/** The log's lines that name a group (sim/process-group.ts readGroupLog): never 0 or 1, which kill(-pid) reads as all. */
 const logged = () =>
   existsSync(log)
     ? readFileSync(log, 'utf8')
         .split('\n')
-        .filter((line) => line.trim() !== '')
+        .filter((line) => /^\d+ /.test(line) && Number(line.split(' ')[0]) > 1)
     : [];
 /** Processes (pid and command line) whose command line names this checkout's dist/ or test/. */
 const ofCheckout = () =>

@@ -1,5 +1,5 @@
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 
 /**
  * Child processes in process groups of their own, so that a bot, a worker or a redis-server and everything it
@@ -25,13 +25,38 @@ export function spawnGroup(
     live.add(child);
     child.once('exit', () => live.delete(child));
     const log = process.env[CHILD_LOG_ENV];
+    // One line per group: an argument over several lines (a script given with -e) would otherwise add lines
+    // that a reader takes for groups of their own.
     if (log)
       appendFileSync(
         log,
-        `${child.pid} ${startTime(child.pid) ?? '-'} ${process.pid} ${[command, ...args].join(' ')}\n`,
+        `${child.pid} ${startTime(child.pid) ?? '-'} ${process.pid} ${[command, ...args].join(' ').replace(/\s+/g, ' ')}\n`,
       );
   }
   return child;
+}
+
+/** One group in the log at {@link CHILD_LOG_ENV}: its id (the leader's pid), the leader's start time, the owner, the command. */
+export interface LoggedGroup {
+  pgid: number;
+  started: string;
+  owner: number;
+  command: string;
+}
+
+/**
+ * The groups in a log of {@link CHILD_LOG_ENV}. Only lines that start with a group id count: whoever kills what the
+ * log names must never get 0 (`kill(-0)` is the killer's own group) or a number that is not a pid.
+ */
+export function readGroupLog(path: string): LoggedGroup[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .map((line) => {
+      const [pgid = '', started = '-', owner = '0', ...command] = line.split(' ');
+      return { pgid: Number(pgid), started, owner: Number(owner), command: command.join(' ') };
+    })
+    .filter((group) => Number.isInteger(group.pgid) && group.pgid > 1);
 }
 
 /** Sends `signal` to the child's whole group (the child and what it started); false when none is left. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureRedis, type LocalRedis } from '../../sim/local-redis.ts';
-import { CHILD_LOG_ENV, startTime } from '../../sim/process-group.ts';
+import { CHILD_LOG_ENV, type LoggedGroup, readGroupLog, startTime } from '../../sim/process-group.ts';
 
 let started: LocalRedis | undefined;
 /** The run's log of process groups (sim/process-group.ts); removed at the end unless someone else made it. */
@@ -39,23 +39,8 @@ export async function teardown() {
   if (childLog && ownLog) rmSync(childLog, { force: true });
 }
 
-/** One logged group: its id (the leader's pid), the leader's start time, the process that started it, the command. */
-interface LoggedGroup {
-  pgid: number;
-  started: string;
-  owner: number;
-  command: string;
-}
-
 function loggedGroups(): LoggedGroup[] {
-  if (!childLog || !existsSync(childLog)) return [];
-  return readFileSync(childLog, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => {
-      const [pgid = '0', started = '-', owner = '0', ...command] = line.split(' ');
-      return { pgid: Number(pgid), started, owner: Number(owner), command: command.join(' ') };
-    });
+  return childLog ? readGroupLog(childLog) : [];
 }
 
 /** Whether the group still runs and is still ours (its pid not reused by an unrelated process since). */

@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { killGroup, spawnGroup } from '../../sim/process-group.ts';
+import { CHILD_LOG_ENV, killGroup, readGroupLog, spawnGroup } from '../../sim/process-group.ts';
 import { WAIT_MS } from '../helpers/startup.ts';
 
 // Nothing a test starts may outlive it: a child runs in a process group of its own, which goes as one, and the
@@ -76,4 +79,29 @@ describe('process groups (sim/process-group.ts)', () => {
       await gone(sleeper);
     },
   );
+});
+
+describe("the run's log of process groups", () => {
+  it('logs a command over several lines on one line, and names only real groups', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cloudops-group-log-'));
+    const log = join(dir, 'children.log');
+    const before = process.env[CHILD_LOG_ENV];
+    process.env[CHILD_LOG_ENV] = log;
+    try {
+      // A script given on the command line, as a test that runs `node -e` does.
+      const child = spawnGroup('sh', ['-c', 'exit 0\n  # a second line\n'], { stdio: 'ignore' });
+      await new Promise((resolve) => child.once('exit', resolve));
+      const groups = readGroupLog(log);
+      expect(groups.map((g) => g.pgid)).toEqual([child.pid]);
+      expect(groups[0]?.command).toBe('sh -c exit 0 # a second line ');
+      expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(1);
+      // Lines that are not a group's never become one: kill(-0) would be the reader's own group, kill(-1) all.
+      appendFileSync(log, '  const x = 1;\n0 - 1 sh\n1 - 1 init\nnot-a-pid - 1 sh\n');
+      expect(readGroupLog(log).map((g) => g.pgid)).toEqual([child.pid]);
+    } finally {
+      if (before === undefined) delete process.env[CHILD_LOG_ENV];
+      else process.env[CHILD_LOG_ENV] = before;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
