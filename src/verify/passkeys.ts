@@ -121,6 +121,13 @@ export class PasskeyStore {
   }
 }
 
+/**
+ * The public-key algorithms offered and accepted (COSE ids): EdDSA, ES256, RS256, what passkeys use. Named here, not
+ * left to the library's default, which asks Node whether it can verify ML-DSA: on Node 24 an experimental Web Crypto
+ * call that prints a warning to stderr, a stray line beside the bot's JSON log.
+ */
+const PASSKEY_ALGORITHMS = [-8, -7, -257];
+
 /** Options for an assertion with any passkey of this site (discoverable): the server checks whose it is. */
 export function assertionOptions(rp: RelyingParty) {
   return generateAuthenticationOptions({ rpID: rp.rpID, userVerification: 'required', timeout: 120_000 });
@@ -136,6 +143,7 @@ export function registrationOptions(rp: RelyingParty, teamId: string, user: stri
     attestationType: 'none',
     timeout: 120_000,
     excludeCredentials: existing.map((id) => ({ id })),
+    supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
     authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
   });
 }
@@ -176,6 +184,7 @@ export async function checkRegistration(
       expectedOrigin: rp.origin,
       expectedRPID: rp.rpID,
       requireUserVerification: true,
+      supportedAlgorithmIDs: PASSKEY_ALGORITHMS,
     });
     return result.verified ? result.registrationInfo.credential : undefined;
   } catch {
