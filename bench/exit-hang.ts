@@ -4,7 +4,9 @@
  * set of node flags given, interleaved in one run. Such a start ends in about a second; one still alive after
  * `--wait-ms` (2 minutes: a loaded machine makes a start slow, never endless) is counted and killed.
  *
- *   node --import tsx bench/exit-hang.ts [--runs 800] [--parallel 6] [--flags '--optimize-for-size|...']
+ *   node --import tsx bench/exit-hang.ts [--runs 800] [--parallel 6] [--flags='--optimize-for-size|...'] [--stacks dir]
+ *
+ * (`--flags=` with the equals sign: node's argument parser takes a value that starts with a dash only that way.)
  *
  * Why it exists: on Node 24 a process can hang for ever inside process.exit. The main thread, shutting V8's
  * platform down, waits for its worker threads to drain, while a worker compiling a function in the background
@@ -13,8 +15,8 @@
  * often); building Maglev's code on the main thread (`--no-maglev-build-code-on-background`) takes the worker's
  * wait away. docs/operations.md#a-bot-that-never-exits has the figures and the choice.
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +32,9 @@ const { values } = parseArgs({
       default: '--optimize-for-size|--optimize-for-size --no-maglev-build-code-on-background|',
     },
     'wait-ms': { type: 'string', default: '120000' },
+    // Where the threads of each process that never exited are written (gdb's `thread apply all bt`), when gdb is
+    // installed: which threads wait on which is what tells one deadlock from another.
+    stacks: { type: 'string' },
   },
 });
 const runs = Number(values.runs);
@@ -55,7 +60,8 @@ function startOnce(flags: string[], cwd: string): Promise<boolean> {
       cwd,
       stdio: 'ignore',
     });
-    const timer = setTimeout(() => {
+    const timer = setTimeout(async () => {
+      if (values.stacks && child.pid !== undefined) await readThreads(child.pid, flags);
       child.kill('SIGKILL');
       resolve(true);
     }, waitMs);
@@ -64,6 +70,22 @@ function startOnce(flags: string[], cwd: string): Promise<boolean> {
       resolve(false);
     });
   });
+}
+
+/** Writes the threads of a process that never exited to the `--stacks` folder, and names the file. */
+async function readThreads(pid: number, flags: string[]): Promise<void> {
+  const threads = await new Promise<string>((resolve) =>
+    execFile(
+      'gdb',
+      ['-p', String(pid), '-batch', '-ex', 'thread apply all bt'],
+      { maxBuffer: 16 << 20 },
+      (error, stdout, stderr) =>
+        resolve(error && !stdout ? `gdb failed: ${error.message}\n${stderr}` : stdout),
+    ),
+  );
+  const file = join(values.stacks!, `exit-hang-${pid}.txt`);
+  await writeFile(file, `node flags: ${flags.join(' ') || "(Node's defaults)"}\n\n${threads}`);
+  console.log(`never exited: pid ${pid} (${flags.join(' ') || "Node's defaults"}), threads in ${file}`);
 }
 
 const cwd = await mkdtemp(join(tmpdir(), 'cloudops-exit-hang-'));

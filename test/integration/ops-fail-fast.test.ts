@@ -91,8 +91,12 @@ async function failsFast(env: Record<string, string>): Promise<string> {
     bot.exited,
     new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STARTUP_WAIT_MS)),
   ]);
+  const threads = exit ? '' : bot.threads();
   bot.kill('SIGKILL');
-  expect(exit, `still running after ${STARTUP_WAIT_MS} ms: ${bot.stderrLines().join('\n')}`).toBeDefined();
+  expect(
+    exit,
+    `still running after ${STARTUP_WAIT_MS} ms: ${bot.stderrLines().join('\n')}\nits threads:\n${threads}`,
+  ).toBeDefined();
   expect(exit!.code).toBe(1);
   expect(bot.stderrLines()).toHaveLength(1);
   const output = bot.stderrLines().join('\n') + bot.stdout();
