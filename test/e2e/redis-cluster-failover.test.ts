@@ -1,49 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SEED, type SimSeed } from '../../sim/cloud/server.ts';
 import { type LocalCluster, startLocalCluster } from '../../sim/local-cluster.ts';
 import { loadEnv } from '../../src/config/env.ts';
 import { redisTarget } from '../../src/config/redis-connection.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import {
-  CHANNELS,
-  defaultPolicyYaml,
-  type Harness,
-  PROD_UUID,
-  startHarness,
-  USERS,
-} from '../helpers/harness.ts';
+  BATCH,
+  CALL_LATENCY_MS,
+  FINAL,
+  failoverPolicyYaml,
+  failoverSeed,
+  requestFor,
+  threadTexts,
+  vmids,
+} from '../helpers/failover-batch.ts';
+import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // docs/operations.md#redis-cluster: a failover inside a Redis Cluster (CLUSTER FAILOVER on a replica) loses no
 // request, no approval and no reply, and sends no POST twice. The whole bot (ROLE=all) runs on 3 masters and 3
 // replicas of the test's own, reached only through REDIS_CLUSTER_NODES; the master failed over is the one serving
 // the bot's hash tag, where all its keys are.
-
-/** Requests in the batch, one VM each so they run in parallel. */
-const BATCH = 10;
-const FIRST_VMID = 301;
-const FINAL = new Set(['succeeded', 'refused', 'unknown']);
-/** Each resize takes this long at the sim, so the failover comes while calls are in flight. */
-const CALL_LATENCY_MS = 700;
-
-const vmids = Array.from({ length: BATCH + 2 }, (_, i) => FIRST_VMID + i);
-const prod = DEFAULT_SEED.projects.find((p) => p.uuid === PROD_UUID)!;
-/** VM 102 of the default world (stopped, 4 cores) under other ids: a resize to 6 cores is allowed on each. */
-const model = prod.vms.find((vm) => vm.vmid === 102)!;
-const seed: SimSeed = {
-  ...DEFAULT_SEED,
-  projects: DEFAULT_SEED.projects.map((p) =>
-    p === prod
-      ? { ...p, vms: [...p.vms, ...vmids.map((vmid) => ({ ...model, vmid, name: `ha-${vmid}` }))] }
-      : p,
-  ),
-};
-/** The default policy with the same VMs in shop-prod. */
-const policyYaml = (start: Date) =>
-  defaultPolicyYaml(start).replace(
-    /(\n {6}- \{ vmid: 104[^\n]*)/,
-    `$1${vmids.map((v) => `\n      - { vmid: ${v}, name: ha-${v}, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }`).join('')}`,
-  );
 
 let cluster: LocalCluster;
 let h: Harness;
@@ -51,8 +27,8 @@ beforeAll(async () => {
   cluster = await startLocalCluster({ masters: 3, replicas: 1 });
   h = await startHarness({
     role: 'all',
-    policyYaml,
-    simSeed: seed,
+    policyYaml: failoverPolicyYaml,
+    simSeed: failoverSeed,
     // REDIS_URL's host is not used on a cluster: only its password and TLS.
     env: () => ({ REDIS_URL: 'redis://unused.invalid:1', REDIS_CLUSTER_NODES: cluster.nodesEnv }),
     redisTarget: redisTarget(loadEnv({ REDIS_CLUSTER_NODES: cluster.nodesEnv })),
@@ -64,26 +40,10 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** Creates a pending resize of `vmid` through the modal, and waits for its request message in the channel. */
-async function requestFor(vmid: number): Promise<{ request: CloudRequest; message: { ts: string } }> {
-  const ack = await h.fillAndSubmit(`resize shop-prod ${vmid} cores=6`, {});
-  expect(ack.json).toEqual({ response_action: 'clear' });
-  const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
-  return { request, message: await h.requestMessage(request.id) };
-}
-
-/** The replies in a request's thread, by text. */
-function threadTexts(messageTs: string): string[] {
-  return h.slack
-    .messages(CHANNELS.prod)
-    .filter((m) => m.thread_ts === messageTs)
-    .map((m) => m.text ?? '');
-}
-
 describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved work', () => {
   it('every request ends in a final state, no POST is sent twice, every reply is posted once', async () => {
     const batch: { request: CloudRequest; message: { ts: string } }[] = [];
-    for (const vmid of vmids.slice(0, BATCH)) batch.push(await requestFor(vmid));
+    for (const vmid of vmids.slice(0, BATCH)) batch.push(await requestFor(h, vmid));
     h.sim.fault('resize', { kind: 'latency', ms: CALL_LATENCY_MS });
 
     // Half the approvals click in; once the first POSTs are under way, the master of the bot's slot is failed over
@@ -109,7 +69,7 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
 
     // After the failover the bot works on the new master: one more request, approved and run.
     expect(await cluster.masterOf(`${h.prefix}:audit`)).toBe(failover.to);
-    const after = await requestFor(vmids[BATCH]!);
+    const after = await requestFor(h, vmids[BATCH]!);
     await h.click('approve', after.request.id, USERS.lead, CHANNELS.prod, after.message);
     const afterDone = await h.waitForRequest(after.request.id, (r) => FINAL.has(r.state), 30_000);
     expect(afterDone.state).toBe('succeeded');
@@ -124,10 +84,10 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
     expect(h.sim.applied).toHaveLength(succeeded.length);
 
     // Every reply once: the approval and the outcome in each thread, none twice.
-    await h.slack.waitFor(() => all.every(({ message }) => threadTexts(message.ts).length >= 2), 30_000);
+    await h.slack.waitFor(() => all.every(({ message }) => threadTexts(h, message.ts).length >= 2), 30_000);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     for (const { request, message } of all) {
-      const texts = threadTexts(message.ts);
+      const texts = threadTexts(h, message.ts);
       expect(texts.filter((t) => t.startsWith('Approved by'))).toHaveLength(1);
       expect(new Set(texts).size).toBe(texts.length);
       expect(texts).toHaveLength(2);

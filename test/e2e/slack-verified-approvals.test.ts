@@ -4,7 +4,6 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
 import {
   CHANNELS,
   type Harness,
@@ -16,6 +15,12 @@ import {
 } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, openHome } from '../helpers/slack-events.ts';
 import { type TestVerificationLinks, testVerificationLinks } from '../helpers/verification-links.ts';
+import {
+  approveEphemeral,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
 
 // Verified approvals end to end (issue 37): signed HTTP into the whole bot (web, worker, scheduler), the Slack
 // stand-in, the cloud sim running what is approved. The links come from a thin stand-in of the page's link store
@@ -27,46 +32,33 @@ const AGENT_TOKEN = newAgentToken();
 /** "2026-11-25T09:00" in UTC, as the policy writes local times. */
 const wall = (date: Date) => date.toISOString().slice(0, 16);
 
-function policyYaml(start: Date): string {
-  return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
-projects:
-  - name: shop-prod
-    uuid: ${PROD_UUID}
-    cluster: zone-1
-    channels: [${CHANNELS.prod}]
-    approvers: [${USERS.lead}, ${USERS.lead2}, ${USERS.admin}]
-    approvals:
-      count: 1
-      rules:
-        - { name: more cores, when: { kind: resize_up, change: cores }, count: 1, verify: passkey }
-        - { name: more RAM, when: { kind: resize_up, change: ram }, count: 2, verify: [passkey, sso] }
-    vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
-  - name: shop-frozen
-    uuid: ${STAGING_UUID}
-    cluster: zone-2
-    channels: [${CHANNELS.staging}]
-    approvers: [${USERS.lead}]
-    approvals: { count: 1, verify: passkey }
-    freeze:
-      - { from: "${wall(new Date(start.getTime() - HOUR))}", to: "${wall(new Date(start.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }
-    vms:
-      - { vmid: 201, name: staging-1, cores: 1, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: ipv6 }
-agents:
+const policyYaml = (start: Date) =>
+  verifiedPolicyYaml({
+    approvals: {
+      count: 1,
+      rules: [
+        { name: 'more cores', when: { kind: 'resize_up', change: 'cores' }, count: 1, verify: 'passkey' },
+        {
+          name: 'more RAM',
+          when: { kind: 'resize_up', change: 'ram' },
+          count: 2,
+          verify: ['passkey', 'sso'],
+        },
+      ],
+    },
+    staging: {
+      name: 'shop-frozen',
+      freeze: `{ from: "${wall(new Date(start.getTime() - HOUR))}", to: "${wall(new Date(start.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }`,
+    },
+    more: `agents:
   - name: verified-agent
     token_sha256: ${tokenHash(AGENT_TOKEN)}
     on_behalf_of: ${USERS.dev}
     projects: [shop-prod]
     may: [resize_up]
     verify: sso
-`;
-}
+`,
+  });
 
 let h: Harness;
 let links: TestVerificationLinks;
@@ -89,12 +81,7 @@ afterAll(async () => {
 });
 let agent: Client | undefined;
 
-async function request(text: string, channel: string = CHANNELS.prod): Promise<CloudRequest> {
-  const ack = await h.fillAndSubmit(text, {}, USERS.dev, channel);
-  expect(ack.json).toEqual({ response_action: 'clear' });
-  const created = await h.nextRequest(channel);
-  return h.waitForRequest(created.id, (r) => r.messageTs !== undefined);
-}
+const request = (text: string, channel?: string) => submitRequest(h, text, channel);
 
 /** The request message's context lines (who acted, the progress, what approvals need) as they stand. */
 function contextOf(message: { blocks?: unknown[] }): string {
@@ -108,21 +95,12 @@ function contextOf(message: { blocks?: unknown[] }): string {
 
 /** Clicks Approve as `user` and returns the link the bot sent them alone (an ephemeral with a URL button). */
 async function approveForLink(id: string, user: string, channel: string = CHANNELS.prod): Promise<string> {
-  const seen = h.slack.ephemerals(channel, user).length;
   const issued = links.issued.length;
-  await h.click('approve', id, user, channel);
-  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(channel, user)[seen]);
-  const url = linkButtonOf(ephemeral.blocks);
+  const ephemeral = await approveEphemeral(h, id, user, channel);
+  const url = urlButtonOf(ephemeral.blocks);
   expect(url).toBe(links.issued[issued]?.url);
   expect(ephemeral.text).toContain(`Your approval of request ${id}`);
   return url ?? '';
-}
-
-function linkButtonOf(blocks: unknown[] | undefined): string | undefined {
-  type Block = { type: string; elements?: { type: string; url?: string }[] };
-  return ((blocks ?? []) as Block[])
-    .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-    .find((e) => e.type === 'button' && e.url)?.url;
 }
 
 /** POSTs the cloud sim received for a VM of the project (resizes and restores). */
@@ -258,7 +236,7 @@ describe('a rule that says verify: passkey', () => {
     const issued = links.issued.length;
     await clickOnHome(h, 'approve', created.id, USERS.admin);
     const modal = (await h.openedView(seenViews)).view;
-    expect(linkButtonOf(modal.blocks as unknown[])).toBe(links.issued[issued]?.url);
+    expect(urlButtonOf(modal.blocks as unknown[])).toBe(links.issued[issued]?.url);
     expect(links.issued[issued]?.claims.approver).toBe(USERS.admin);
     expect(await h.store.get(created.id)).toMatchObject({ state: 'pending', approvals: [] });
     noLinkInChannel();

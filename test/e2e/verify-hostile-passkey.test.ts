@@ -2,41 +2,24 @@ import { createHash, createPrivateKey, sign } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CloudRequest } from '../../src/requests/types.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
-import { clickOnHome, openHome } from '../helpers/slack-events.ts';
+import { CHANNELS, type Harness, PROD_UUID, USERS } from '../helpers/harness.ts';
 import {
-  type Device,
-  type Forwarder,
-  launchBrowser,
-  newDevice,
-  startForwarder,
-} from '../helpers/verify-browser.ts';
+  approveEphemeral,
+  passkeyRegistrationLink,
+  startVerifyPage,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
+import { type Device, type Forwarder, launchBrowser, newDevice } from '../helpers/verify-browser.ts';
 
 // The passkey leg of the verification page attacked as a hostile user would. The lead registers a passkey from the
 // App Home in Debian's chromium (CDP virtual authenticator); the test then takes that passkey's private key from the
 // authenticator and signs WebAuthn answers itself, so it can send what no honest browser would: no user verification,
 // another origin, a counter that goes backwards, a replayed or foreign answer, two tabs at once.
 
-function policyYaml(): string {
-  return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
-projects:
-  - name: shop-prod
-    uuid: ${PROD_UUID}
-    cluster: zone-1
-    channels: [${CHANNELS.prod}]
-    approvers: [${USERS.lead}, ${USERS.lead2}]
-    approvals: { count: 1, verify: passkey }
-    vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
-`;
-}
+const policyYaml = () =>
+  verifiedPolicyYaml({ approvers: [USERS.lead, USERS.lead2], approvals: { count: 1, verify: 'passkey' } });
 
 /** The lead's passkey as the virtual authenticator holds it. */
 interface Key {
@@ -55,23 +38,10 @@ let key: Key;
 let counter = 1000;
 
 beforeAll(async () => {
-  forwarder = await startForwarder();
-  publicUrl = `http://localhost:${forwarder.port}`;
-  h = await startHarness({
-    role: 'all',
-    now: new Date(),
-    policyYaml,
-    env: () => ({ PUBLIC_URL: publicUrl }),
-  });
-  forwarder.target(h.bot.port ?? 0);
+  ({ h, forwarder, publicUrl } = await startVerifyPage({ policyYaml }));
   browser = await launchBrowser();
   device = await newDevice(browser);
-  await openHome(h, USERS.lead);
-  await h.slack.waitFor(() => h.slack.homeOf(USERS.lead));
-  const seen = h.slack.messages(USERS.lead).length;
-  await clickOnHome(h, 'passkey_register', '', USERS.lead);
-  const dm = await h.slack.waitFor(() => h.slack.messages(USERS.lead)[seen]);
-  await device.page.goto(urlButtonOf(dm.blocks) ?? '');
+  await device.page.goto(await passkeyRegistrationLink(h, USERS.lead));
   await device.page.click('#register');
   await device.page.waitForSelector('#outcome');
   expect(await device.page.textContent('h1')).toBe('Passkey registered');
@@ -94,25 +64,10 @@ afterAll(async () => {
   await forwarder?.close();
 });
 
-function urlButtonOf(blocks: unknown[] | undefined): string | undefined {
-  type Block = { type: string; elements?: { type: string; url?: string }[] };
-  return ((blocks ?? []) as Block[])
-    .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-    .find((e) => e.type === 'button' && e.url)?.url;
-}
-
-async function request(text: string): Promise<CloudRequest> {
-  const ack = await h.fillAndSubmit(text, {}, USERS.dev, CHANNELS.prod);
-  expect(ack.json).toEqual({ response_action: 'clear' });
-  const created = await h.nextRequest(CHANNELS.prod);
-  return h.waitForRequest(created.id, (r) => r.messageTs !== undefined);
-}
+const request = (text: string) => submitRequest(h, text);
 
 async function linkFor(id: string, user: string): Promise<string> {
-  const seen = h.slack.ephemerals(CHANNELS.prod, user).length;
-  await h.click('approve', id, user, CHANNELS.prod);
-  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, user)[seen]);
-  return urlButtonOf(ephemeral.blocks) ?? '';
+  return urlButtonOf((await approveEphemeral(h, id, user)).blocks) ?? '';
 }
 
 /** A tab on the page: its session cookie and CSRF token, and the challenge of its passkey options. */

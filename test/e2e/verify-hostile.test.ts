@@ -1,20 +1,18 @@
 import { connect } from 'node:net';
 import { Agent, request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CloudRequest } from '../../src/requests/types.ts';
-import {
-  CHANNELS,
-  type Harness,
-  PROD_UUID,
-  STAGING_UUID,
-  startHarness,
-  TEAM,
-  USERS,
-} from '../helpers/harness.ts';
+import { CHANNELS, type Harness, USERS } from '../helpers/harness.ts';
 import { LoginBrowser } from '../helpers/oidc-login.ts';
-import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
-import { clickOnHome, openHome } from '../helpers/slack-events.ts';
-import { type Forwarder, startForwarder } from '../helpers/verify-browser.ts';
+import type { TestOidcProvider } from '../helpers/oidc-provider.ts';
+import {
+  approveEphemeral,
+  passkeyRegistrationLink,
+  startVerifyPage,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
+import type { Forwarder } from '../helpers/verify-browser.ts';
 
 // The verification page attacked as a hostile user would, over real HTTP (undici) against the whole bot with OIDC
 // configured and a real OpenID Provider. Each test is named after the attack. The Slack stand-in answers
@@ -23,34 +21,15 @@ import { type Forwarder, startForwarder } from '../helpers/verify-browser.ts';
 /** An approver whose Slack email has a "k", which the Kelvin sign (U+212A) lower-cases to. */
 const KATE = 'U0KATE';
 
-function policyYaml(): string {
-  return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
-projects:
-  - name: shop-prod
-    uuid: ${PROD_UUID}
-    cluster: zone-1
-    channels: [${CHANNELS.prod}]
-    approvers: [${USERS.lead}, ${KATE}]
-    approvals: { count: 1, verify: [passkey, sso] }
-    vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 104, name: "<img src=x onerror=alert(1)>'\\"", cores: 2, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: dual, private_network: 'on' }
-  - name: shop-staging
-    uuid: ${STAGING_UUID}
-    cluster: zone-2
-    channels: [${CHANNELS.staging}]
-    approvers: [${USERS.lead}]
-    approvals: { count: 1, verify: passkey }
-    vms:
-      - { vmid: 201, name: staging-1, cores: 1, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: ipv6 }
-`;
-}
+const policyYaml = () =>
+  verifiedPolicyYaml({
+    approvers: [USERS.lead, KATE],
+    approvals: { count: 1, verify: ['passkey', 'sso'] },
+    moreVms: [
+      `{ vmid: 104, name: "<img src=x onerror=alert(1)>'\\"", cores: 2, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: dual, private_network: 'on' }`,
+    ],
+    staging: { name: 'shop-staging' },
+  });
 
 let h: Harness;
 let op: TestOidcProvider;
@@ -60,11 +39,10 @@ let publicUrl: string;
 const secrets = new Set<string>();
 
 beforeAll(async () => {
-  forwarder = await startForwarder();
-  publicUrl = `http://localhost:${forwarder.port}`;
-  op = await startOidcProvider({
-    redirectUri: `${publicUrl}/auth/callback`,
-    accounts: [
+  ({ h, op, forwarder, publicUrl } = await startVerifyPage({
+    policyYaml,
+    logLevel: 'debug',
+    oidc: [
       {
         login: 'lead',
         password: 'lead-pw',
@@ -81,20 +59,7 @@ beforeAll(async () => {
         emailVerified: true,
       },
     ],
-  });
-  h = await startHarness({
-    role: 'all',
-    now: new Date(),
-    policyYaml,
-    env: () => ({
-      PUBLIC_URL: publicUrl,
-      OIDC_ISSUER: op.issuer,
-      OIDC_CLIENT_ID: op.clientId,
-      OIDC_CLIENT_SECRET: op.clientSecret,
-    }),
-    logLevel: 'debug',
-  });
-  forwarder.target(h.bot.port ?? 0);
+  }));
   secrets.add(op.clientSecret);
 }, 120_000);
 
@@ -104,23 +69,12 @@ afterAll(async () => {
   await forwarder?.close();
 });
 
-async function request(text: string, channel: string = CHANNELS.prod): Promise<CloudRequest> {
-  const ack = await h.fillAndSubmit(text, {}, USERS.dev, channel);
-  expect(ack.json).toEqual({ response_action: 'clear' });
-  const created = await h.nextRequest(channel);
-  return h.waitForRequest(created.id, (r) => r.messageTs !== undefined);
-}
+const request = (text: string, channel?: string) => submitRequest(h, text, channel);
 
 /** Clicks Approve as `user` and returns the link the bot answered with. */
 async function linkFor(id: string, user: string, channel: string = CHANNELS.prod): Promise<string> {
-  const seen = h.slack.ephemerals(channel, user).length;
-  await h.click('approve', id, user, channel);
-  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(channel, user)[seen]);
-  type Block = { type: string; elements?: { type: string; url?: string }[] };
-  const url =
-    ((ephemeral.blocks ?? []) as Block[])
-      .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-      .find((e) => e.type === 'button' && e.url)?.url ?? '';
+  const ephemeral = await approveEphemeral(h, id, user, channel);
+  const url = urlButtonOf(ephemeral.blocks) ?? '';
   expect(url).toMatch(/\/verify\/[A-Za-z0-9_-]{43}$/);
   secrets.add(url.slice(url.lastIndexOf('/') + 1));
   return url;
@@ -350,16 +304,7 @@ describe('the verification page under attack', () => {
   });
 
   it('registering a passkey where OIDC is configured, without the SSO login, or with another person’s', async () => {
-    await openHome(h, USERS.lead);
-    await h.slack.waitFor(() => h.slack.homeOf(USERS.lead));
-    const seen = h.slack.messages(USERS.lead).length;
-    await clickOnHome(h, 'passkey_register', '', USERS.lead);
-    const dm = await h.slack.waitFor(() => h.slack.messages(USERS.lead)[seen]);
-    type Block = { type: string; elements?: { type: string; url?: string }[] };
-    const url =
-      ((dm.blocks ?? []) as Block[])
-        .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-        .find((e) => e.type === 'button' && e.url)?.url ?? '';
+    const url = await passkeyRegistrationLink(h, USERS.lead);
     expect(url).toMatch(/\/passkeys\/[A-Za-z0-9_-]{43}$/);
     secrets.add(url.slice(url.lastIndexOf('/') + 1));
     // A registration link's token on the approval page is an unknown link (and the other way round).

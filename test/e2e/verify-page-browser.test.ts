@@ -4,47 +4,34 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CloudRequest } from '../../src/requests/types.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { CHANNELS, type Harness, PROD_UUID, TEAM, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 import { runProcess } from '../helpers/run-process.ts';
-import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import {
-  type Device,
-  type Forwarder,
-  launchBrowser,
-  newDevice,
-  startForwarder,
-} from '../helpers/verify-browser.ts';
+  approveEphemeral,
+  passkeyRegistrationLink,
+  startVerifyPage,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
+import { type Device, type Forwarder, launchBrowser, newDevice } from '../helpers/verify-browser.ts';
 
 // The verification page in a real browser (issue 37): Debian's chromium with a virtual authenticator, through the
 // whole bot (web, worker, scheduler) with its real link store, the Slack stand-in and the cloud sim. PUBLIC_URL is
 // http://localhost:<port> (WebAuthn refuses IP addresses; localhost is a secure context), a loopback forwarder.
 const PICTURES = process.env.UPDATE_PICTURES === '1';
 
-function policyYaml(): string {
-  return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
-projects:
-  - name: shop-prod
-    uuid: ${PROD_UUID}
-    cluster: zone-1
-    channels: [${CHANNELS.prod}]
-    approvers: [${USERS.lead}, ${USERS.lead2}, ${USERS.admin}]
-    approvals:
-      count: 1
-      rules:
-        - { name: more cores, when: { kind: resize_up, change: cores }, count: 1, verify: passkey }
-        - { name: more RAM, when: { kind: resize_up, change: ram }, count: 2, verify: passkey }
-    vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
-`;
-}
+const policyYaml = () =>
+  verifiedPolicyYaml({
+    approvals: {
+      count: 1,
+      rules: [
+        { name: 'more cores', when: { kind: 'resize_up', change: 'cores' }, count: 1, verify: 'passkey' },
+        { name: 'more RAM', when: { kind: 'resize_up', change: 'ram' }, count: 2, verify: 'passkey' },
+      ],
+    },
+  });
 
 let h: Harness;
 let forwarder: Forwarder;
@@ -55,15 +42,10 @@ const devices: Record<string, Device> = {};
 const sent: string[] = [];
 
 beforeAll(async () => {
-  forwarder = await startForwarder();
-  publicUrl = `http://localhost:${forwarder.port}`;
-  h = await startHarness({
-    role: 'all',
+  ({ h, forwarder, publicUrl } = await startVerifyPage({
     now: new Date('2026-11-25T09:00:00Z'),
     policyYaml,
-    env: () => ({ PUBLIC_URL: publicUrl }),
-  });
-  forwarder.target(h.bot.port ?? 0);
+  }));
   browser = await launchBrowser();
   for (const user of [USERS.lead, USERS.lead2]) devices[user] = await newDevice(browser);
   // The lead's passkey, registered from the App Home as a person does (the first one, trusted on first use).
@@ -84,21 +66,9 @@ afterAll(async () => {
 
 /** The registration link the bot DMs `user` after they click "Register a passkey" on the App Home. */
 async function registrationLink(user: string): Promise<string> {
-  await openHome(h, user);
-  await h.slack.waitFor(() => h.slack.homeOf(user));
-  const seen = h.slack.messages(user).length;
-  await clickOnHome(h, 'passkey_register', '', user);
-  const dm = await h.slack.waitFor(() => h.slack.messages(user)[seen]);
-  const url = urlButtonOf(dm.blocks) ?? '';
+  const url = await passkeyRegistrationLink(h, user);
   sent.push(url);
   return url;
-}
-
-function urlButtonOf(blocks: unknown[] | undefined): string | undefined {
-  type Block = { type: string; elements?: { type: string; url?: string }[] };
-  return ((blocks ?? []) as Block[])
-    .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-    .find((e) => e.type === 'button' && e.url)?.url;
 }
 
 /** Opens `url` on `device`, clicks the page's button and returns the outcome shown. */
@@ -127,18 +97,11 @@ async function registerFrom(device: Device, user: string): Promise<void> {
   expect(outcome.title).toBe('Passkey registered');
 }
 
-async function request(text: string): Promise<CloudRequest> {
-  const ack = await h.fillAndSubmit(text, {}, USERS.dev, CHANNELS.prod);
-  expect(ack.json).toEqual({ response_action: 'clear' });
-  const created = await h.nextRequest(CHANNELS.prod);
-  return h.waitForRequest(created.id, (r) => r.messageTs !== undefined);
-}
+const request = (text: string) => submitRequest(h, text);
 
 /** Clicks Approve as `user`: the link the bot sent them alone. */
 async function approveForLink(id: string, user: string): Promise<string> {
-  const seen = h.slack.ephemerals(CHANNELS.prod, user).length;
-  await h.click('approve', id, user, CHANNELS.prod);
-  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, user)[seen]);
+  const ephemeral = await approveEphemeral(h, id, user);
   const url = urlButtonOf(ephemeral.blocks) ?? '';
   expect(url.startsWith(`${publicUrl}/verify/`)).toBe(true);
   sent.push(url);

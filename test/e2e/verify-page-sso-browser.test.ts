@@ -1,54 +1,33 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CloudRequest } from '../../src/requests/types.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
-import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
+import { type Harness, PROD_UUID, USERS } from '../helpers/harness.ts';
+import type { TestOidcProvider } from '../helpers/oidc-provider.ts';
 import { clickOnHome, openHome } from '../helpers/slack-events.ts';
 import {
-  type Device,
-  type Forwarder,
-  launchBrowser,
-  newDevice,
-  startForwarder,
-} from '../helpers/verify-browser.ts';
+  approveEphemeral,
+  startVerifyPage,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
+import { type Device, type Forwarder, launchBrowser, newDevice } from '../helpers/verify-browser.ts';
 
 // The SSO leg of the verification page in a real browser (issue 37): the whole bot with OIDC configured, a real
 // OpenID Provider (oidc-provider) on loopback with a login form, Debian's chromium. The approver's Slack email (the
 // stand-in answers <user>@example.com) must equal the verified email of the login.
 
-function policyYaml(): string {
-  return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
-projects:
-  - name: shop-prod
-    uuid: ${PROD_UUID}
-    cluster: zone-1
-    channels: [${CHANNELS.prod}]
-    approvers: [${USERS.lead}, ${USERS.lead2}, ${USERS.admin}]
-    approvals: { count: 1, verify: [passkey, sso] }
-    vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
-`;
-}
+const policyYaml = () => verifiedPolicyYaml({ approvals: { count: 1, verify: ['passkey', 'sso'] } });
 
 let h: Harness;
 let op: TestOidcProvider;
 let forwarder: Forwarder;
 let browser: Browser;
 let device: Device;
-let publicUrl: string;
 
 beforeAll(async () => {
-  forwarder = await startForwarder();
-  publicUrl = `http://localhost:${forwarder.port}`;
-  op = await startOidcProvider({
-    redirectUri: `${publicUrl}/auth/callback`,
-    accounts: [
+  ({ h, op, forwarder } = await startVerifyPage({
+    policyYaml,
+    oidc: [
       {
         login: 'lead',
         password: 'lead-pw',
@@ -70,19 +49,7 @@ beforeAll(async () => {
         emailVerified: true,
       },
     ],
-  });
-  h = await startHarness({
-    role: 'all',
-    now: new Date(),
-    policyYaml,
-    env: () => ({
-      PUBLIC_URL: publicUrl,
-      OIDC_ISSUER: op.issuer,
-      OIDC_CLIENT_ID: op.clientId,
-      OIDC_CLIENT_SECRET: op.clientSecret,
-    }),
-  });
-  forwarder.target(h.bot.port ?? 0);
+  }));
   browser = await launchBrowser();
 }, 120_000);
 
@@ -98,23 +65,10 @@ afterAll(async () => {
   await forwarder?.close();
 });
 
-async function request(text: string): Promise<CloudRequest> {
-  const ack = await h.fillAndSubmit(text, {}, USERS.dev, CHANNELS.prod);
-  expect(ack.json).toEqual({ response_action: 'clear' });
-  const created = await h.nextRequest(CHANNELS.prod);
-  return h.waitForRequest(created.id, (r) => r.messageTs !== undefined);
-}
+const request = (text: string) => submitRequest(h, text);
 
 async function approveForLink(id: string, user: string): Promise<string> {
-  const seen = h.slack.ephemerals(CHANNELS.prod, user).length;
-  await h.click('approve', id, user, CHANNELS.prod);
-  const ephemeral = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, user)[seen]);
-  type Block = { type: string; elements?: { type: string; url?: string }[] };
-  return (
-    ((ephemeral.blocks ?? []) as Block[])
-      .flatMap((b) => (b.type === 'actions' ? (b.elements ?? []) : []))
-      .find((e) => e.type === 'button' && e.url)?.url ?? ''
-  );
+  return urlButtonOf((await approveEphemeral(h, id, user)).blocks) ?? '';
 }
 
 /** Opens the link on a fresh device, chooses SSO and logs in at the provider as `login`; the outcome shown. */

@@ -1,110 +1,31 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
-import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
-import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
-import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
+import { freePort } from '../../sim/local-redis.ts';
+import type { SlackStandIn } from '../../sim/slack/server.ts';
+import { type DoctorWorld, MANIFEST_SCOPES, one, startDoctorWorld } from '../helpers/doctor.ts';
 import { startOidcProvider } from '../helpers/oidc-provider.ts';
-import { runProcess } from '../helpers/run-process.ts';
 
 // `cloudops doctor`'s checks of verified approvals, as an operator runs it: the shipped binary in a child process
 // (dist/, built by the global setup), against the cloud simulator, the Slack stand-in, a Redis server of this file's
 // own, and a real OpenID Provider (oidc-provider) or a small server standing for a provider's discovery document.
-const repo = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(repo, 'bin', 'cloudops.mjs');
-
-const BOT_TOKEN = 'xoxb-doctor-test-5d1e';
-const APP_TOKEN = 'xapp-1-doctor-test-77aa';
-const API_KEY = 'doctor-test-key-9c2b41';
-const MANIFEST_SCOPES = Object.keys(BOT_SCOPES);
 const OIDC_SECRET = 'oidc-doctor-secret-6b0f';
 
-interface Check {
-  id: string;
-  status: 'ok' | 'warn' | 'fail';
-  summary: string;
-  fix?: string;
-}
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-let cloud: CloudSim;
+let world: DoctorWorld;
 let slack: SlackStandIn;
-let redis: LocalRedis;
 let dir: string;
-let env: Record<string, string>;
 
-function doctor(args: string[], overrides: Record<string, string> = {}): Promise<Run> {
-  return runProcess(process.execPath, [BIN, 'doctor', ...args], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, ...overrides },
-  });
-}
-
-/** `doctor --json`: the checks, with no secret anywhere in the output. */
-async function checks(
-  overrides: Record<string, string> = {},
-): Promise<{ code: number | null; checks: Check[] }> {
-  const run = await doctor(['--json'], overrides);
-  expect(run.stderr).toBe('');
-  for (const secret of [BOT_TOKEN, APP_TOKEN, API_KEY, OIDC_SECRET]) expect(run.stdout).not.toContain(secret);
-  const out = JSON.parse(run.stdout) as { ok: boolean; checks: Check[] };
-  expect(out.ok).toBe(run.code === 0);
-  return { code: run.code, checks: out.checks };
-}
-
-const byId = (list: Check[], id: string) => list.filter((c) => c.id === id);
-const one = (list: Check[], id: string): Check => {
-  const found = byId(list, id);
-  expect(found, `${id} in ${JSON.stringify(list)}`).toHaveLength(1);
-  return found[0]!;
-};
+const doctor = (args: string[], overrides?: Record<string, string>) => world.doctor(args, overrides);
+const checks = (overrides?: Record<string, string>) => world.checks(overrides);
 
 beforeAll(async () => {
-  [cloud, slack, redis] = await Promise.all([
-    startCloudSim({ apiKey: API_KEY }),
-    startSlackStandIn({
-      botToken: BOT_TOKEN,
-      appToken: APP_TOKEN,
-      scopes: [...MANIFEST_SCOPES, 'channels:read', 'groups:read'],
-    }),
-    startLocalRedis({ appendOnly: true }),
-  ]);
-  slack.setUserGroup('S0OPS', ['U0ALICE', 'U0BOB']);
-  dir = await mkdtemp(join(tmpdir(), 'cloudops-doctor-verify-'));
-  await writeFile(
-    join(dir, 'policy.yml'),
-    `approvers: [U0ADMIN, S0OPS]
-currency: CHF
-projects:
-  - name: shop-prod
-    uuid: 0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10
-    cluster: zone-1
-    channels: [C0PROD, C0OPS]
-    vms: []
-`,
-  );
-  env = {
-    SLACK_BOT_TOKEN: BOT_TOKEN,
-    SLACK_APP_TOKEN: APP_TOKEN,
-    SLACK_API_URL: slack.apiUrl,
-    CLOUD_API_URL: cloud.url,
-    CLOUD_API_KEY: API_KEY,
-    REDIS_URL: redis.url,
-    POLICY_FILE: join(dir, 'policy.yml'),
-  };
+  world = await startDoctorWorld('cloudops-doctor-verify-', [OIDC_SECRET]);
+  ({ slack, dir } = world);
 });
 
 afterAll(async () => {
-  await Promise.all([cloud?.close(), slack?.close(), redis?.stop()]);
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 describe('cloudops doctor: verified approvals', () => {
