@@ -11,6 +11,7 @@ import {
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { SendMarkers } from '../../src/jobs/send-markers.ts';
 import { VmLock } from '../../src/jobs/vm-lock.ts';
+import { LuaScript } from '../../src/requests/lua.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
@@ -119,16 +120,20 @@ describe('VmLock', () => {
     await other?.release();
   });
 
-  it('reads a key in the same script that takes the lock, and reads nothing when the lock is taken', async () => {
+  it('runs its script under the lock it takes, and reads nothing when the lock is taken', async () => {
     const lock = new VmLock(redis, prefix, FAST_VM_LOCK);
+    const read = new LuaScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
+return {1, redis.call('GET', KEYS[2])}
+`);
     await redis.set(`${prefix}:probe`, 'value');
-    const taken = await lock.acquireAndGet('P', 4, `${prefix}:probe`);
-    expect(taken?.value).toBe('value');
-    expect(await lock.acquireAndGet('P', 4, `${prefix}:probe`)).toBeUndefined();
+    const taken = await lock.acquireWith('P', 4, read, [`${prefix}:probe`], []);
+    expect(taken?.reply).toEqual([1, 'value']);
+    expect(await lock.acquireWith('P', 4, read, [`${prefix}:probe`], [])).toBeUndefined();
     expect(await lock.acquire('P', 4)).toBeUndefined();
     await taken?.lock.release();
-    const again = await lock.acquireAndGet('P', 4, `${prefix}:absent`);
-    expect(again?.value).toBeNull();
+    const again = await lock.acquireWith('P', 4, read, [`${prefix}:absent`], []);
+    expect(again?.reply).toEqual([1, null]);
     await again?.lock.release();
   });
 
