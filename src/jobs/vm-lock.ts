@@ -55,6 +55,14 @@ export class VmLock {
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly policy: LockPolicy,
+    /**
+     * The connection the timer renews held locks on. Not `redis` in the workers: with Sentinels their writes are
+     * followed by WAIT on that connection, and each WAIT holds it until a replica answers (up to a second while none
+     * follows the master, as after a failover). Renewals queued behind a run of them let locks expire while their
+     * holders were still settling calls they had sent; a second run of such a job (BullMQ runs a job again when its
+     * own lock was lost in the failover) would then take the VM and end the request 'unknown' on its step's marker.
+     */
+    private readonly renewals: Redis | Cluster = redis,
   ) {}
 
   private key(projectUuid: string, vmid: number): string {
@@ -96,7 +104,7 @@ export class VmLock {
   private hold(key: string, token: string): HeldLock {
     let held = true;
     const timer = setInterval(() => {
-      RENEW.run(this.redis, [key], [token, this.policy.ttlMs]).then(
+      RENEW.run(this.renewals, [key], [token, this.policy.ttlMs]).then(
         (renewed) => {
           if (Number(renewed) !== 1) held = false;
         },

@@ -8,6 +8,7 @@ import {
   enqueueNotify,
   type Queues,
 } from '../../src/jobs/queues.ts';
+import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { SendMarkers } from '../../src/jobs/send-markers.ts';
 import { VmLock } from '../../src/jobs/vm-lock.ts';
@@ -151,6 +152,28 @@ return {1, redis.call('GET', KEYS[2])}
     expect(await redis.exists(`${prefix}:sending:R1:1`)).toBe(0);
     await held.release();
     expect(await redis.get(`${prefix}:vmlock:p:5`)).toBe('someone-else');
+  });
+
+  it('keeps a held lock while WAITs hold its connection (a failover), renewing it on a connection of its own', async () => {
+    const renewals = redis.duplicate();
+    try {
+      const lock = new VmLock(redis, prefix, FAST_VM_LOCK, renewals);
+      const held = await lock.acquire('P', 6);
+      expect(held).toBeDefined();
+      // No replica follows this Redis: every WAIT holds the connection for its whole second, as after a failover
+      // while no replica follows the new master. Five runs settling at once keep five WAITs queued on it, so a
+      // renewal sent on it would wait about five seconds: longer than the lock lives.
+      const ack = new ReplicaAck(redis, () => 1, 1000);
+      const settling = Array.from({ length: 5 }, (_, i) =>
+        ack.durably(() => redis.set(`${prefix}:settled:${i}`, '1'), FAST_VM_LOCK.ttlMs * 2),
+      );
+      for (const run of settling) await expect(run).rejects.toThrow(NotReplicatedError);
+      expect(held?.held).toBe(true);
+      expect(await lock.acquire('P', 6)).toBeUndefined();
+      await held?.release();
+    } finally {
+      renewals.disconnect();
+    }
   });
 
   it('keeps a held lock alive past its TTL by renewing it', async () => {
