@@ -20,7 +20,7 @@ const FIRST_VMID = 50_000;
 const RATIO_LIMIT = 1.5;
 /** Why the bot is slower than the bare app, when it misses (docs/performance.md has the stamps behind it). */
 const WHY_SLOWER =
-  "after the ack the bot makes Redis round trips the bare app does not make (the request read, the VM's facts read for the re-check, the approval's compare-and-set, the lock with the request, the move to sending with its marker), 0.3–0.7 ms each on this machine, and its batch holds four BullMQ commands where the bare app adds one job; merging the read into the compare-and-set and the lock into the move to sending would remove two, not enough for 1.5× (docs/performance.md)";
+  "after the ack the bot makes Redis round trips the bare app does not make (the request read, the VM's facts read for the re-check, the approval's compare-and-set, and the lock's script, which for a plain run also moves it to sending with its marker), 0.3–0.7 ms each on this machine, and its batch holds four BullMQ commands where the bare app adds one job; reading and approving in one script would remove one more, not enough for 1.5× (docs/performance.md)";
 /** How long the bare Bolt + BullMQ app may take to answer `/readyz` after it is spawned. */
 const BARE_FLOW_READY_MS = 30_000;
 

@@ -3,20 +3,16 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
 import { recheckRequest } from '../requests/recheck.ts';
-import { requestKeys, type TransitionInput, type TransitionResult } from '../requests/store.ts';
+import type { TransitionInput, TransitionResult } from '../requests/store.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
-import {
-  knownForRequest,
-  type RecordedVmFacts,
-  recordedFacts,
-  type VmFactsWrite,
-} from '../requests/vm-facts.ts';
+import { knownForRequest, type RecordedVmFacts, type VmFactsWrite } from '../requests/vm-facts.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { type ExecuteJobData, enqueueNotify } from './queues.ts';
 import { NotReplicatedError } from './replica-ack.ts';
 import { resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
+import { lockAndStart } from './run-start.ts';
 import type { SendMarkers } from './send-markers.ts';
 import { type ConfirmAndSet, type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
 
@@ -47,21 +43,26 @@ export class ExecuteProcessor {
     private readonly abandon?: AbortSignal,
   ) {}
 
+  /** What the lock's script needs ({@link lockAndStart}). */
+  private get parts() {
+    return { lock: this.lock, markers: this.markers, vmFacts: this.deps.vmFacts, prefix: this.deps.prefix };
+  }
+
   /** The BullMQ processor. */
   async process(job: Job<ExecuteJobData>, token?: string): Promise<ExecuteOutcome> {
     // The lock comes first; the request and the VM's facts are read once, by the same script, under it (jobs without
-    // `vm` in their data read the request for the VM).
+    // `vm` in their data read the request for the VM). For a plain run the script also moves it to sending and marks
+    // its first step (run-start.ts).
     const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
     if (!vm) return 'missing';
-    const requestKey = this.requestKey(job.data.requestId);
-    const factsKey = this.deps.vmFacts.key(vm.projectUuid, vm.vmid);
-    let taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey, factsKey);
+    const start = () => lockAndStart(this.parts, vm, job.data.requestId, this.deps.now());
+    let taken = await start();
     // A VM's mutations are short: polling a moment takes the lock as soon as it frees, where putting the job back
     // (several Redis writes, then a long wait) made busy VMs sit idle between their jobs.
     const holdOnUntil = Date.now() + this.lockPolicy.holdOnMs;
     while (!taken && Date.now() < holdOnUntil) {
       await sleep(this.lockPolicy.pollMs);
-      taken = await this.lock.acquireAndGet(vm.projectUuid, vm.vmid, requestKey, factsKey);
+      taken = await start();
     }
     if (!taken) {
       // Another job is still changing this VM: come back later without using up an attempt.
@@ -70,8 +71,7 @@ export class ExecuteProcessor {
     }
     const held = taken.lock;
     try {
-      const request = taken.value === null ? undefined : (JSON.parse(taken.value) as CloudRequest);
-      return await this.run(job, request, vm, held, recordedFacts(taken.hash ?? {}));
+      return await this.run(job, taken.request, vm, held, taken.recorded, taken.started);
     } catch (error) {
       if (!(error instanceof LockLostError || error instanceof NotReplicatedError)) throw error;
       // Nothing was sent and no marker left: the next run continues from the same step.
@@ -93,6 +93,8 @@ export class ExecuteProcessor {
     held: HeldLock,
     /** What the bot recorded for the locked VM, read with the lock: it changes only under the lock. */
     recorded: RecordedVmFacts | undefined,
+    /** The lock's script moved the request to sending and marked its first step (a plain run). */
+    started: boolean,
   ): Promise<ExecuteOutcome> {
     const { store } = this.deps;
     if (!read) return 'missing';
@@ -109,7 +111,18 @@ export class ExecuteProcessor {
     let known: VmKnown | undefined = knownForRequest(this.deps.policy, request, recorded);
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
-    if (request.state === 'queued') {
+    if (started) {
+      const refused = await recheckRequest(this.deps, request, known, 'run');
+      const first = stepsOf(request)[request.nextStep];
+      if (refused || (first && typeof this.bodyOf(first) === 'string')) {
+        // Nothing is sent: the marker the script set goes, so it guards no step that never left.
+        await this.markers.clear(id, request.nextStep);
+        if (refused) return this.finishStep(request, request.nextStep, 'refused', refused, undefined, true);
+        // A step the policy cannot map is refused in the loop below, with the mapping's reason.
+      } else {
+        firstMark = Promise.resolve('set');
+      }
+    } else if (request.state === 'queued') {
       const stillAllowed =
         (await this.leaseKeptMeanwhile(request)) ??
         (await recheckRequest(this.deps, request, known, 'run')) ??
@@ -402,11 +415,6 @@ export class ExecuteProcessor {
       request,
       at,
     );
-  }
-
-  /** The store's key of a request, read by the lock script. */
-  private requestKey(id: string): string {
-    return requestKeys(this.deps.prefix).request(id);
   }
 
   private at(): string {

@@ -1,4 +1,5 @@
 import { type Job, Worker } from 'bullmq';
+import { duplicateRedis } from '../config/redis-connection.ts';
 import { redisConnectionLog } from '../observability/connection-log.ts';
 import { queueTelemetry, withRequestId } from '../observability/tracing.ts';
 import type { ExecutionDeps } from './deps.ts';
@@ -50,9 +51,14 @@ export function createExecution(deps: ExecutionDeps): Execution {
   const stalledInterval = deps.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS;
   const abandon = new AbortController();
   const records = deps.records ?? deps.connection;
+  // Lock renewals on a connection of their own: WAITs on `records` would hold them up (vm-lock.ts).
+  const renewals = duplicateRedis(records, {});
+  renewals.on('error', (error) =>
+    redisConnectionLog(deps.logger).failure(error, { connection: 'vm-lock renewals' }),
+  );
   const execute = new ExecuteProcessor(
     deps,
-    new VmLock(records, deps.prefix, lockPolicy),
+    new VmLock(records, deps.prefix, lockPolicy, renewals),
     lockPolicy,
     new SendMarkers(records, deps.prefix),
     abandon.signal,
@@ -116,16 +122,28 @@ export function createExecution(deps: ExecutionDeps): Execution {
     async close(timeoutMs: number) {
       const workers = [executeWorker, notifyWorker];
       const graceful = Promise.all(workers.map((w) => w.close())).then(() => true);
-      if (await settlesWithin(graceful, timeoutMs)) return;
-      deps.logger.warn({ timeoutMs }, 'running jobs did not finish in time; abandoning the calls in flight');
-      abandon.abort();
-      if (await settlesWithin(graceful, ABANDON_GRACE_MS)) return;
-      deps.logger.warn(
-        'jobs still running after their calls were abandoned; handing them to the next worker',
-      );
-      await Promise.all(workers.map((w) => w.close(true)));
+      try {
+        await closeWorkers(graceful, workers, timeoutMs);
+      } finally {
+        // After the jobs: a lock still held is renewed until its job ends (or expires with the process).
+        renewals.disconnect();
+      }
     },
   };
+
+  /** Lets running jobs finish for `timeoutMs`, then abandons their calls (see {@link Execution.close}). */
+  async function closeWorkers(
+    graceful: Promise<boolean>,
+    workers: Worker[],
+    timeoutMs: number,
+  ): Promise<void> {
+    if (await settlesWithin(graceful, timeoutMs)) return;
+    deps.logger.warn({ timeoutMs }, 'running jobs did not finish in time; abandoning the calls in flight');
+    abandon.abort();
+    if (await settlesWithin(graceful, ABANDON_GRACE_MS)) return;
+    deps.logger.warn('jobs still running after their calls were abandoned; handing them to the next worker');
+    await Promise.all(workers.map((w) => w.close(true)));
+  }
 }
 
 /** Whether `promise` settles within `ms`. */

@@ -17,7 +17,8 @@ export class SendMarkers {
     private readonly prefix: string,
   ) {}
 
-  private key(requestId: string, step: number): string {
+  /** The marker's key: a script that starts a run sets it with the lock (run-start.ts). */
+  key(requestId: string, step: number): string {
     return `${this.prefix}:sending:${requestId}:${step}`;
   }
 

@@ -16,16 +16,6 @@ return 0
 `);
 
 /**
- * Takes the lock, and only then reads a key and, when given, a hash, in one round trip. KEYS: lock, key to read, hash
- * to read (optional). ARGV: token, ttl ms.
- */
-const ACQUIRE_AND_GET = new LuaScript(`
-if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
-if KEYS[3] then return {1, redis.call('GET', KEYS[2]), redis.call('HGETALL', KEYS[3])} end
-return {1, redis.call('GET', KEYS[2])}
-`);
-
-/**
  * Extends the lock if it still holds our token and then sets a key unless it exists, in one round trip.
  * KEYS: lock, key. ARGV: token, ttl ms, value, key ttl s. Returns 0 (lock lost, nothing set), 1 (set), 2 (existed).
  */
@@ -65,6 +55,14 @@ export class VmLock {
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly policy: LockPolicy,
+    /**
+     * The connection the timer renews held locks on. Not `redis` in the workers: with Sentinels their writes are
+     * followed by WAIT on that connection, and each WAIT holds it until a replica answers (up to a second while none
+     * follows the master, as after a failover). Renewals queued behind a run of them let locks expire while their
+     * holders were still settling calls they had sent; a second run of such a job (BullMQ runs a job again when its
+     * own lock was lost in the failover) would then take the VM and end the request 'unknown' on its step's marker.
+     */
+    private readonly renewals: Redis | Cluster = redis,
   ) {}
 
   private key(projectUuid: string, vmid: number): string {
@@ -80,33 +78,33 @@ export class VmLock {
   }
 
   /**
-   * Takes the VM's lock and reads `readKey` (and the hash `hashKey`, when given) after it in the same script, so the
-   * values are what they were once the lock was held; undefined when another job holds the lock.
+   * Takes the VM's lock with `script`, whose KEYS[1] is the lock and ARGV[1] and ARGV[2] the token and the TTL (then
+   * `keys` and `args`), so what it reads or writes after `SET NX` happens under the lock in the same round trip. The
+   * script answers a table whose first element is 0 when another job holds the lock: then undefined.
    */
-  async acquireAndGet(
+  async acquireWith(
     projectUuid: string,
     vmid: number,
-    readKey: string,
-    hashKey?: string,
-  ): Promise<{ lock: HeldLock; value: string | null; hash?: Record<string, string> } | undefined> {
+    script: LuaScript,
+    keys: string[],
+    args: (string | number)[],
+  ): Promise<{ lock: HeldLock; reply: unknown[] } | undefined> {
     const key = this.key(projectUuid, vmid);
     const token = randomUUID();
-    const keys = hashKey === undefined ? [key, readKey] : [key, readKey, hashKey];
-    const reply = (await ACQUIRE_AND_GET.run(this.redis, keys, [token, this.policy.ttlMs])) as [
-      number,
-      (string | null)?,
-      string[]?,
-    ];
-    if (Number(reply[0]) !== 1) return undefined;
-    const taken = { lock: this.hold(key, token), value: reply[1] ?? null };
-    return hashKey === undefined ? taken : { ...taken, hash: pairsToRecord(reply[2] ?? []) };
+    const reply = (await script.run(
+      this.redis,
+      [key, ...keys],
+      [token, this.policy.ttlMs, ...args],
+    )) as unknown[];
+    if (Number(reply[0]) === 0) return undefined;
+    return { lock: this.hold(key, token), reply };
   }
 
   /** The handle of a lock just taken: renewed on a timer until released. */
   private hold(key: string, token: string): HeldLock {
     let held = true;
     const timer = setInterval(() => {
-      RENEW.run(this.redis, [key], [token, this.policy.ttlMs]).then(
+      RENEW.run(this.renewals, [key], [token, this.policy.ttlMs]).then(
         (renewed) => {
           if (Number(renewed) !== 1) held = false;
         },
@@ -144,7 +142,7 @@ export class VmLock {
 }
 
 /** A hash as a script answers HGETALL (field, value, field, value …) as a record. */
-function pairsToRecord(pairs: string[]): Record<string, string> {
+export function pairsToRecord(pairs: string[]): Record<string, string> {
   const record: Record<string, string> = {};
   for (let i = 0; i + 1 < pairs.length; i += 2) record[String(pairs[i])] = String(pairs[i + 1]);
   return record;

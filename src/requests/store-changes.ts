@@ -1,4 +1,4 @@
-import type { CloudRequest } from './types.ts';
+import { type CloudRequest, revisionOf } from './types.ts';
 import type { VerifiedBy } from './verification.ts';
 
 // The pure parts of a store write: what a patch may set, whether the write revises the request, which indexes it
@@ -41,6 +41,17 @@ export function peopleOf(
   ...versions: Pick<CloudRequest, 'requester' | 'approvers' | 'escalateTo'>[]
 ): string[] {
   return [...new Set(versions.flatMap((r) => [r.requester, ...r.approvers, ...(r.escalateTo ?? [])]))];
+}
+
+/**
+ * The request as the store writes it: the fields a state change moves (`state`, `version`, `revision`, `updatedAt`)
+ * last, in that order, so a script can move a state by rewriting the JSON's tail as text (store-scripts.ts
+ * MOVE_STATE_LUA) and the result is still what `JSON.stringify` of the parsed copy gives, byte for byte: the SHA-1
+ * every compare-and-set compares.
+ */
+export function inStorageOrder(request: CloudRequest): CloudRequest {
+  const { state, version, revision, updatedAt, ...rest } = request;
+  return { ...rest, state, version, revision: revisionOf(request), updatedAt };
 }
 
 /** The patch without the fields that belong to the store ({@link PROTECTED}). */

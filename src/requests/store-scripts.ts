@@ -10,7 +10,7 @@ import { RECORD_VM_LUA } from './vm-facts.ts';
  * when the id's time is not the entry's own (the clock went back): otherwise readers take it from the id, which
  * saves about a sixth of what a finished request keeps in Redis.
  */
-const AUDIT_APPEND_LUA = `
+export const AUDIT_APPEND_LUA = `
 local function audit_append(stream, now_ms, fields)
   local id = now_ms .. '-0'
   if redis.call('EXISTS', stream) == 1 then
@@ -44,13 +44,30 @@ end
  * Keeps the index of requests that must have an execute job (approved or queued) in step with the state, in the
  * same script as the write, so a crash between the two cannot leave a request out of it.
  */
-const AWAITING_RUN_LUA = `
+export const AWAITING_RUN_LUA = `
 local function index_awaiting_run(key, state, now_ms, id)
   if state == 'approved' or state == 'queued' then
     redis.call('ZADD', key, now_ms, id)
   elseif state ~= '' then
     redis.call('ZREM', key, id)
   end
+end
+`;
+
+/**
+ * Moves a request's state by editing its stored JSON as text: the store writes the fields a state change moves last
+ * ({@link inStorageOrder}), so a script rewrites that tail and nothing else. Decoding and encoding with cjson instead
+ * would reorder keys, rewrite numbers and turn an empty array into an object: the stored text would no longer be the
+ * one the writer's copy hashes to, and every compare-and-set after it would conflict. Returns the new JSON, or nil
+ * when the stored JSON does not end in that tail (written before the order; the caller takes the path in TypeScript).
+ */
+export const MOVE_STATE_LUA = `
+local function move_state(json, to, at)
+  local head, version, revision = string.match(json,
+    '^(.*),"state":"[%w_]+","version":(%d+),"revision":(%d+),"updatedAt":"[^"]*"}$')
+  if not head then return nil end
+  return string.format('%s,"state":"%s","version":%d,"revision":%d,"updatedAt":"%s"}',
+    head, to, tonumber(version) + 1, tonumber(revision) + 1, at)
 end
 `;
 

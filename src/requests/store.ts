@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { leaseIndex, peopleOf, revised, stripProtected, verifiedDetail } from './store-changes.ts';
+import {
+  inStorageOrder,
+  leaseIndex,
+  peopleOf,
+  revised,
+  stripProtected,
+  verifiedDetail,
+} from './store-changes.ts';
 import {
   CHANNEL_INDEX_KEEP,
   newRequestId,
@@ -102,7 +109,7 @@ export class RequestStore {
   async create(input: NewRequest, actor: string, createdDetail?: string): Promise<CloudRequest> {
     const at = this.now();
     for (;;) {
-      const request: CloudRequest = {
+      const request: CloudRequest = inStorageOrder({
         ...input,
         id: newRequestId(),
         version: 1,
@@ -111,7 +118,7 @@ export class RequestStore {
         updatedAt: at.toISOString(),
         nextStep: 0,
         outcomes: [],
-      };
+      });
       const created = await CREATE.run(
         this.redis,
         [
@@ -376,12 +383,12 @@ export class RequestStore {
       }
       if (!planned) return { ok: false, reason: 'wrong_state', request: current };
       const at = this.now();
-      const next: CloudRequest = {
+      const next: CloudRequest = inStorageOrder({
         ...planned.next,
         version: current.version + 1,
         revision: revisionOf(current) + (revised(current, planned.next) ? 1 : 0),
         updatedAt: at.toISOString(),
-      };
+      });
       const reply = (await CAS.run(
         this.redis,
         [

@@ -44,7 +44,8 @@ describe('Redis Cluster failover (CLUSTER FAILOVER) in the middle of approved wo
   it('every request ends in a final state, no POST is sent twice, every reply is posted once', async () => {
     const batch: { request: CloudRequest; message: { ts: string } }[] = [];
     for (const vmid of vmids.slice(0, BATCH)) batch.push(await requestFor(h, vmid));
-    h.sim.fault('resize', { kind: 'latency', ms: CALL_LATENCY_MS });
+    // Every call of the batch (a fault applies to one call unless told): all are in flight at the failover.
+    h.sim.fault('resize', { kind: 'latency', ms: CALL_LATENCY_MS, times: BATCH });
 
     // Half the approvals click in; once the first POSTs are under way, the master of the bot's slot is failed over
     // while the other half click in, one every 20 ms.

@@ -32,6 +32,8 @@ beforeAll(async () => {
     env: () => ({ REDIS_URL: 'redis://unused.invalid:1/0', REDIS_SENTINELS: group.sentinels }),
     redisTarget: { url: 'redis://127.0.0.1/0', sentinels, sentinelName: group.name },
     startOptions: { vmLock: FAST_VM_LOCK },
+    // Its lines name the requests, for explainApplied.
+    logLevel: 'info',
   });
 }, 120_000);
 afterAll(async () => {
@@ -39,17 +41,57 @@ afterAll(async () => {
   await group?.stop();
 });
 
+/**
+ * When a POST the sim applied did not end its request succeeded: prints, for each such request, its final state,
+ * outcomes, audit trail, its POST's timing against the failover's, and the bot's log lines that name it.
+ */
+async function explainApplied(
+  all: { request: CloudRequest }[],
+  failover: { startMs: number; from: number; to: number; ms: number },
+): Promise<void> {
+  const t = (ms: number | undefined) => (ms === undefined ? '-' : `${Math.round(ms - failover.startMs)}ms`);
+  const lines = [
+    `failover ${failover.from} -> ${failover.to}: started at 0ms, new master seen at ${Math.round(failover.ms)}ms`,
+  ];
+  for (const { request } of all) {
+    if (!h.sim.applied.some((a) => a.vmid === request.vmid)) continue;
+    const final = await h.store.get(request.id);
+    if (final?.state === 'succeeded') continue;
+    lines.push(`request ${request.id} (vm ${request.vmid}): ${final?.state ?? 'missing'}`);
+    lines.push(`  outcomes ${JSON.stringify(final?.outcomes)}`);
+    for (const call of h.sim.calls.filter((c) => c.path.includes(`/vm/${request.vmid}/`)))
+      lines.push(
+        `  call ${call.method} ${call.route} ${call.status} from ${t(call.startMs)} to ${t(call.endMs)}`,
+      );
+    for (const entry of await h.auditOf(request.id)) lines.push(`  audit ${entry}`);
+    const job = await h.queues.execute.getJob(request.id);
+    if (job)
+      lines.push(
+        `  job ${await job.getState()} attempts ${job.attemptsMade} stalled ${job.stalledCounter} returned ${JSON.stringify(job.returnvalue)} ${job.failedReason ?? ''}`,
+      );
+    for (const line of h.logs.filter((l) => l.includes(request.id))) lines.push(`  log ${line.trim()}`);
+  }
+  lines.push(
+    ...h.logs
+      .filter((l) => !all.some(({ request }) => l.includes(request.id)))
+      .map((l) => `other log ${l.trim()}`),
+  );
+  console.error(lines.join('\n'));
+}
+
 describe('Redis failover (SENTINEL FAILOVER) in the middle of approved work', () => {
   it('every request ends in a final state, no POST is sent twice, every reply is posted once', async () => {
     const batch: { request: CloudRequest; message: { ts: string } }[] = [];
     for (const vmid of vmids.slice(0, BATCH)) batch.push(await requestFor(h, vmid));
-    h.sim.fault('resize', { kind: 'latency', ms: CALL_LATENCY_MS });
+    // Every call of the batch (a fault applies to one call unless told): all are in flight at the failover.
+    h.sim.fault('resize', { kind: 'latency', ms: CALL_LATENCY_MS, times: BATCH });
 
     // Approvals click in; once the first POSTs are under way, the master is failed over.
     const clicks = Promise.all(
       batch.map(({ request, message }) => h.click('approve', request.id, USERS.lead, CHANNELS.prod, message)),
     );
     await h.slack.waitFor(() => h.sim.calls.filter((c) => c.route === 'resize').length >= 2, 30_000);
+    const failoverStartMs = performance.timeOrigin + performance.now();
     const failover = await group.failover();
     for (const response of await clicks) expect(response.status).toBe(200);
 
@@ -73,6 +115,8 @@ describe('Redis failover (SENTINEL FAILOVER) in the middle of approved work', ()
       expect(posts.filter((c) => c.path.includes(`/vm/${request.vmid}/`)).length).toBeLessThanOrEqual(1);
     }
     const succeeded = [...finals, afterDone].filter((r) => r.state === 'succeeded');
+    if (h.sim.applied.length !== succeeded.length)
+      await explainApplied(all, { startMs: failoverStartMs, ...failover });
     expect(h.sim.applied).toHaveLength(succeeded.length);
 
     // Every reply once: the approval and the outcome in each thread, none twice.

@@ -82,46 +82,62 @@ describe('one mutation per VM at a time', () => {
 });
 
 describe('the execute worker obeys a lost VM lock', () => {
-  it('the lock taken over by another holder just before the send: no step is sent until it is ours again, then once', async () => {
-    env = await startJobsEnv({ name: 'jobs-lock-lost' });
-    const current = env;
-    const request = await current.queueRequest(resizeOf(current, 102, { cores: 6 }));
-    const lockKey = `${current.prefix}:vmlock:${PROJECT.uuid}:102`;
-    const markerKey = `${current.prefix}:sending:${request.id}:0`;
-    // The worker's Redis goes through a proxy: when its "still mine? then mark the step as sending" script is on its
-    // way, another holder takes the lock first (as after a pause longer than the lock's lifetime).
-    let takenOver = false;
-    const proxy = await startSlowTcpProxy(current.redisUrl, 0, {
-      beforeForward: async (chunk) => {
-        if (takenOver || !chunk.includes(markerKey)) return;
-        await current.redis.set(lockKey, 'another-worker', 'PX', 60_000);
-        takenOver = true;
-      },
-    });
-    const workerRedis = new Redis(proxy.url, QUEUE_REDIS_OPTIONS);
-    workerRedis.on('error', () => undefined);
-    try {
-      current.startWorkers({ connection: workerRedis });
-      await until(() => takenOver, 'the lock taken over before the send');
-      // Long enough for many attempts (each waits 100 ms, then polls the lock 200 ms).
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(0);
-      expect((await current.store.get(request.id))?.state).toBe('sending');
-      expect(await current.redis.exists(markerKey)).toBe(0);
-      expect(await current.redis.get(lockKey)).toBe('another-worker');
+  // A plain run's lock, move to sending and first marker are one script: a takeover can only land before it (the request
+  // stays queued). The window between the lock and a marker remains for a later step (a two-step plan's second).
+  it.each([
+    { name: 'the first step of a plain run', steps: undefined, step: 0, waiting: 'queued', sentBefore: 0 },
+    {
+      name: "a two-step plan's second step",
+      steps: [{ wanMode: 'off' as const }, { wanMode: 'ipv6' as const }],
+      step: 1,
+      waiting: 'sending',
+      sentBefore: 1,
+    },
+  ])(
+    'the lock taken over by another holder just before $name is marked: no step is sent until it is ours again, then once',
+    async ({ steps, step, waiting, sentBefore }) => {
+      env = await startJobsEnv({ name: 'jobs-lock-lost' });
+      const current = env;
+      const request = await current.queueRequest(
+        steps ? resizeOf(current, 102, { wanMode: 'ipv6' }, { steps }) : resizeOf(current, 102, { cores: 6 }),
+      );
+      const lockKey = `${current.prefix}:vmlock:${PROJECT.uuid}:102`;
+      const markerKey = `${current.prefix}:sending:${request.id}:${step}`;
+      // The worker's Redis goes through a proxy: when the script that marks the step as sending is on its way, another
+      // holder takes the lock first (as after a pause longer than the lock's lifetime).
+      let takenOver = false;
+      const proxy = await startSlowTcpProxy(current.redisUrl, 0, {
+        beforeForward: async (chunk) => {
+          if (takenOver || !chunk.includes(markerKey)) return;
+          await current.redis.set(lockKey, 'another-worker', 'PX', 60_000);
+          takenOver = true;
+        },
+      });
+      const workerRedis = new Redis(proxy.url, QUEUE_REDIS_OPTIONS);
+      workerRedis.on('error', () => undefined);
+      try {
+        current.startWorkers({ connection: workerRedis });
+        await until(() => takenOver, 'the lock taken over before the send');
+        // Long enough for many attempts (each waits 100 ms, then polls the lock 200 ms).
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(sentBefore);
+        expect((await current.store.get(request.id))?.state).toBe(waiting);
+        expect(await current.redis.exists(markerKey)).toBe(0);
+        expect(await current.redis.get(lockKey)).toBe('another-worker');
 
-      // The other holder lets go: the step is sent, once.
-      await current.redis.del(lockKey);
-      const done = await current.waitForState(request.id, [...FINAL]);
-      expect(done.state).toBe('succeeded');
-      expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
-    } finally {
-      await current.close();
-      env = undefined;
-      await workerRedis.quit().catch(() => workerRedis.disconnect());
-      await proxy.close();
-    }
-  });
+        // The other holder lets go: the step is sent, once.
+        await current.redis.del(lockKey);
+        const done = await current.waitForState(request.id, [...FINAL]);
+        expect(done.state).toBe('succeeded');
+        expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(sentBefore + 1);
+      } finally {
+        await current.close();
+        env = undefined;
+        await workerRedis.quit().catch(() => workerRedis.disconnect());
+        await proxy.close();
+      }
+    },
+  );
 });
 
 describe('a worker killed mid-call', () => {

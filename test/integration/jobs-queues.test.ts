@@ -8,9 +8,11 @@ import {
   enqueueNotify,
   type Queues,
 } from '../../src/jobs/queues.ts';
+import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { SendMarkers } from '../../src/jobs/send-markers.ts';
 import { VmLock } from '../../src/jobs/vm-lock.ts';
+import { LuaScript } from '../../src/requests/lua.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
@@ -119,16 +121,20 @@ describe('VmLock', () => {
     await other?.release();
   });
 
-  it('reads a key in the same script that takes the lock, and reads nothing when the lock is taken', async () => {
+  it('runs its script under the lock it takes, and reads nothing when the lock is taken', async () => {
     const lock = new VmLock(redis, prefix, FAST_VM_LOCK);
+    const read = new LuaScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
+return {1, redis.call('GET', KEYS[2])}
+`);
     await redis.set(`${prefix}:probe`, 'value');
-    const taken = await lock.acquireAndGet('P', 4, `${prefix}:probe`);
-    expect(taken?.value).toBe('value');
-    expect(await lock.acquireAndGet('P', 4, `${prefix}:probe`)).toBeUndefined();
+    const taken = await lock.acquireWith('P', 4, read, [`${prefix}:probe`], []);
+    expect(taken?.reply).toEqual([1, 'value']);
+    expect(await lock.acquireWith('P', 4, read, [`${prefix}:probe`], [])).toBeUndefined();
     expect(await lock.acquire('P', 4)).toBeUndefined();
     await taken?.lock.release();
-    const again = await lock.acquireAndGet('P', 4, `${prefix}:absent`);
-    expect(again?.value).toBeNull();
+    const again = await lock.acquireWith('P', 4, read, [`${prefix}:absent`], []);
+    expect(again?.reply).toEqual([1, null]);
     await again?.lock.release();
   });
 
@@ -146,6 +152,28 @@ describe('VmLock', () => {
     expect(await redis.exists(`${prefix}:sending:R1:1`)).toBe(0);
     await held.release();
     expect(await redis.get(`${prefix}:vmlock:p:5`)).toBe('someone-else');
+  });
+
+  it('keeps a held lock while WAITs hold its connection (a failover), renewing it on a connection of its own', async () => {
+    const renewals = redis.duplicate();
+    try {
+      const lock = new VmLock(redis, prefix, FAST_VM_LOCK, renewals);
+      const held = await lock.acquire('P', 6);
+      expect(held).toBeDefined();
+      // No replica follows this Redis: every WAIT holds the connection for its whole second, as after a failover
+      // while no replica follows the new master. Five runs settling at once keep five WAITs queued on it, so a
+      // renewal sent on it would wait about five seconds: longer than the lock lives.
+      const ack = new ReplicaAck(redis, () => 1, 1000);
+      const settling = Array.from({ length: 5 }, (_, i) =>
+        ack.durably(() => redis.set(`${prefix}:settled:${i}`, '1'), FAST_VM_LOCK.ttlMs * 2),
+      );
+      for (const run of settling) await expect(run).rejects.toThrow(NotReplicatedError);
+      expect(held?.held).toBe(true);
+      expect(await lock.acquire('P', 6)).toBeUndefined();
+      await held?.release();
+    } finally {
+      renewals.disconnect();
+    }
   });
 
   it('keeps a held lock alive past its TTL by renewing it', async () => {

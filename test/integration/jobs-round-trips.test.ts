@@ -4,6 +4,7 @@ import { markHomeSeen, startHomeRefresh } from '../../src/jobs/home.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createApprovalPolicy } from '../../src/requests/approvers.ts';
+import { AuditLog } from '../../src/requests/audit.ts';
 import { RequestStore, requestKeys } from '../../src/requests/store.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { homeRenderer } from '../../src/slack/blocks/home.ts';
@@ -13,7 +14,8 @@ import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 
 /**
  * What an execute job asks of Redis for its request and its VM, on the real path (BullMQ worker, simulator over
- * HTTP): the lock's script reads both, the move to sending and the success (with the VM's facts) are one script each.
+ * HTTP): the lock's script reads both and moves a plain run to sending with its first marker; the success (with the
+ * VM's facts) is one script.
  */
 let env: JobsEnv;
 
@@ -46,7 +48,7 @@ async function jobFinished(id: string): Promise<void> {
 }
 
 describe('an execute job, counted', () => {
-  it("reads its request and the VM's facts with the lock and writes the success with the facts: 3 commands on them", async () => {
+  it("reads its request and the VM's facts with the lock, moves to sending with it, and writes the success with the facts: 2 commands on them", async () => {
     // Reports wait, so only the execute job touches the request.
     await env.queues.notify.pause();
     const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
@@ -57,15 +59,40 @@ describe('an execute job, counted', () => {
     await jobFinished(request.id);
     const onThem = seen.filter((c) => c.args.includes(requestKey) || c.args.includes(factsKey));
     // Before: the lock script, then a get and a compare-and-set to sending, the facts read, their record, and a get
-    // and a compare-and-set to succeeded: 7.
+    // and a compare-and-set to succeeded: 7. Then the lock script, the move to sending (with the marker) and the
+    // success: 3. Now the lock's script also moves a plain run to sending and marks its first step.
     expect(onThem.map((c) => [c.name, c.args.includes(factsKey)])).toEqual([
-      ['evalsha', true],
-      ['evalsha', false],
-      ['evalsha', true],
+      ['evalsha', true], // lock, request and facts, to sending, step 1's marker
+      ['evalsha', true], // success and the facts
     ]);
+    const audit = await new AuditLog(env.redis, env.prefix).read({ requestId: request.id });
+    expect(audit.map((e) => [e.state, e.detail])).toContainEqual(['sending', 'sending step 1']);
     expect((await env.store.get(request.id))?.state).toBe('succeeded');
     // The VM's facts say what the API applied, and when.
     expect(await env.vmFacts.get(PROJECT.uuid, 102)).toMatchObject({ cores: 6 });
+    expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
+  });
+
+  it('a request stored before the storage order is only read by the lock script, moved in TypeScript, and stored in the order from then on', async () => {
+    await env.queues.notify.pause();
+    const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    const requestKey = requestKeys(env.prefix).request(request.id);
+    const factsKey = env.vmFacts.key(PROJECT.uuid, 102);
+    // As the store wrote requests before: the state and the version among the other fields, not last.
+    const { state, version, ...rest } = request;
+    await env.redis.set(requestKey, JSON.stringify({ state, version, ...rest }));
+    const seen = recordCommands(env.redis);
+    env.startWorkers();
+    await jobFinished(request.id);
+    const onThem = seen.filter((c) => c.args.includes(requestKey) || c.args.includes(factsKey));
+    expect(onThem.map((c) => [c.name, c.args.includes(factsKey)])).toEqual([
+      ['evalsha', true], // lock, request and facts: read only
+      ['evalsha', false], // to sending, with the marker in the same round trip
+      ['evalsha', true], // success and the facts
+    ]);
+    expect(await env.redis.get(requestKey)).toMatch(
+      /,"state":"succeeded","version":3,"revision":3,"updatedAt":"[^"]+"}$/,
+    );
     expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
   });
 
@@ -81,8 +108,7 @@ describe('an execute job, counted', () => {
     await jobFinished(request.id);
     const onThem = seen.filter((c) => c.args.includes(requestKey) || c.args.includes(factsKey));
     expect(onThem.map((c) => [c.name, c.args.includes(factsKey)])).toEqual([
-      ['evalsha', true], // lock, request and facts
-      ['evalsha', false], // to sending
+      ['evalsha', true], // lock, request and facts, to sending, step 1's marker (before: a script of its own)
       ['evalsha', true], // step 1 and its facts
       ['hgetall', true], // the facts again for step 2, with its marker
       ['evalsha', true], // success and the facts of step 2

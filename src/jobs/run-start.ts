@@ -1,0 +1,88 @@
+import { LuaScript } from '../requests/lua.ts';
+import { requestKeys } from '../requests/store-keys.ts';
+import { AUDIT_APPEND_LUA, AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../requests/store-scripts.ts';
+import type { CloudRequest } from '../requests/types.ts';
+import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../requests/vm-facts.ts';
+import { MARKER_TTL_S, type SendMarkers } from './send-markers.ts';
+import { type HeldLock, pairsToRecord, type VmLock } from './vm-lock.ts';
+
+/**
+ * Takes the VM's lock, reads the request and the VM's facts under it and, for a plain run, also moves the request
+ * from queued to sending and sets its first step's send marker: one round trip where a run took two (the lock with
+ * its reads, then the move with the marker).
+ *
+ * A plain run: the request is queued at its first step, for the locked VM, not scheduled (`runAt`), not the return of
+ * a lease (`returnOf`, which the worker checks against the lease first), holds no open lease, its first marker is not
+ * set, and its stored JSON ends in the store's tail (store-scripts.ts MOVE_STATE_LUA). Anything else is only read, and
+ * the worker decides in TypeScript as before. The re-check before the POST comes after, on the facts returned: a
+ * refusal ends the request "not sent" from sending, as a scheduled run's refusal does.
+ *
+ * KEYS: lock, request, the VM's facts, step 0's marker, audit, awaiting-run. ARGV: token, lock ttl ms, project uuid
+ * (lower case), vmid, now ms, at (ISO), marker ttl s, request id. Answers {0} (lock held elsewhere), {1, json, facts}
+ * (read only) or {2, moved json, facts}.
+ */
+const START_RUN = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${MOVE_STATE_LUA}
+if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
+local json = redis.call('GET', KEYS[2])
+local facts = redis.call('HGETALL', KEYS[3])
+if not json then return {1, false, facts} end
+local request = cjson.decode(json)
+local function absent(value) return value == nil or value == cjson.null end
+local params = type(request.params) == 'table' and request.params or {}
+local plain = request.state == 'queued' and request.nextStep == 0 and absent(request.runAt)
+  and absent(params.returnOf) and request.leaseOpen ~= true
+  and type(request.projectUuid) == 'string' and string.lower(request.projectUuid) == ARGV[3]
+  and tonumber(request.vmid) == tonumber(ARGV[4]) and redis.call('EXISTS', KEYS[4]) == 0
+if not plain then return {1, json, facts} end
+local moved = move_state(json, 'sending', ARGV[6])
+if not moved then return {1, json, facts} end
+redis.call('SET', KEYS[2], moved)
+redis.call('SET', KEYS[4], ARGV[6], 'EX', ARGV[7])
+index_awaiting_run(KEYS[6], 'sending', ARGV[5], ARGV[8])
+audit_append(KEYS[5], ARGV[5],
+  {'requestId', ARGV[8], 'state', 'sending', 'actor', 'cloudops', 'at', ARGV[6], 'detail', 'sending step 1'})
+return {2, moved, facts}
+`);
+
+/** What the lock's script found, and whether it started the run. */
+export interface RunStart {
+  lock: HeldLock;
+  /** The request under the lock (moved to sending when `started`), undefined when there is none. */
+  request: CloudRequest | undefined;
+  /** What the bot recorded for the locked VM, read with the lock: it changes only under the lock. */
+  recorded: RecordedVmFacts | undefined;
+  /** The script moved the request to sending and set step 0's marker. */
+  started: boolean;
+}
+
+/** Takes the VM's lock for a request's run ({@link START_RUN}); undefined when another job holds it. */
+export async function lockAndStart(
+  parts: { lock: VmLock; markers: SendMarkers; vmFacts: VmFactsStore; prefix: string },
+  vm: { projectUuid: string; vmid: number },
+  requestId: string,
+  at: Date,
+): Promise<RunStart | undefined> {
+  const keys = requestKeys(parts.prefix);
+  const taken = await parts.lock.acquireWith(
+    vm.projectUuid,
+    vm.vmid,
+    START_RUN,
+    [
+      keys.request(requestId),
+      parts.vmFacts.key(vm.projectUuid, vm.vmid),
+      parts.markers.key(requestId, 0),
+      keys.audit,
+      keys.awaitingRun,
+    ],
+    [vm.projectUuid.toLowerCase(), vm.vmid, at.getTime(), at.toISOString(), MARKER_TTL_S, requestId],
+  );
+  if (!taken) return undefined;
+  const [answer, json, facts] = taken.reply as [number, string | null, string[]?];
+  return {
+    lock: taken.lock,
+    // Parsed from the text stored, so the next compare-and-set's SHA-1 of this copy is the stored one's.
+    request: typeof json === 'string' ? (JSON.parse(json) as CloudRequest) : undefined,
+    recorded: recordedFacts(pairsToRecord(facts ?? [])),
+    started: Number(answer) === 2,
+  };
+}
