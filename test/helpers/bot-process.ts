@@ -70,9 +70,15 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
     stderr += chunk.toString();
   });
   const elapsed = () => performance.now() - spawnedAt;
-  const exited = new Promise<BotExit>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal, atMs: elapsed() })),
-  );
+  // Resolved once stdout and stderr have ended too ('close'): on a loaded machine a bot's last stderr line can reach
+  // this process after its 'exit', and a test reading the output at 'exit' found none. The time is the exit's.
+  const exited = new Promise<BotExit>((resolve) => {
+    let atMs = 0;
+    child.once('exit', () => {
+      atMs = elapsed();
+    });
+    child.once('close', (code, signal) => resolve({ code, signal, atMs: atMs || elapsed() }));
+  });
   return {
     child,
     stdout: () => stdout,
