@@ -70,14 +70,18 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
     stderr += chunk.toString();
   });
   const elapsed = () => performance.now() - spawnedAt;
-  // Resolved once stdout and stderr have ended too ('close'): on a loaded machine a bot's last stderr line can reach
-  // this process after its 'exit', and a test reading the output at 'exit' found none. The time is the exit's.
+  // Resolved once stdout and stderr have ended too ('close'), or 2 s after 'exit' if they have not (a pipe still held
+  // open must not hold the test): on a loaded machine a bot's last stderr line can reach this process after its
+  // 'exit', and a test reading the output at 'exit' found none. The time is the exit's.
   const exited = new Promise<BotExit>((resolve) => {
-    let atMs = 0;
-    child.once('exit', () => {
-      atMs = elapsed();
+    child.once('exit', (code, signal) => {
+      const ended = { code, signal, atMs: elapsed() };
+      const grace = setTimeout(() => resolve(ended), 2_000);
+      child.once('close', () => {
+        clearTimeout(grace);
+        resolve(ended);
+      });
     });
-    child.once('close', (code, signal) => resolve({ code, signal, atMs: atMs || elapsed() }));
   });
   return {
     child,
