@@ -7,6 +7,7 @@ import {
   verifyRegistrationResponse,
   type WebAuthnCredential,
 } from '@simplewebauthn/server';
+import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
 import { requestKeys } from '../requests/store.ts';
 
@@ -122,11 +123,11 @@ export class PasskeyStore {
 }
 
 /**
- * The public-key algorithms offered and accepted (COSE ids): EdDSA, ES256, RS256, what passkeys use. Named here, not
+ * The public-key algorithms offered and accepted: EdDSA, ES256, RS256, what passkeys use. Named here, not
  * left to the library's default, which asks Node whether it can verify ML-DSA: on Node 24 an experimental Web Crypto
  * call that prints a warning to stderr, a stray line beside the bot's JSON log.
  */
-const PASSKEY_ALGORITHMS = [-8, -7, -257];
+const PASSKEY_ALGORITHMS = [COSEALG.EdDSA, COSEALG.ES256, COSEALG.RS256];
 
 /** Options for an assertion with any passkey of this site (discoverable): the server checks whose it is. */
 export function assertionOptions(rp: RelyingParty) {
