@@ -255,7 +255,11 @@ export class ExecuteProcessor {
     if (!replicaAck?.enabled || !result.ok) return result;
     await replicaAck.durably(async () => {
       const now = await store.get(id);
-      if (now && input.from.includes(now.state)) result = await store.transition(id, input);
+      if (!now) result = { ok: false, reason: 'not_found' };
+      else if (input.from.includes(now.state)) result = await store.transition(id, input);
+      // Neither before nor after the move: the new master's recovery ended it otherwise (e.g. 'unknown'), and the
+      // move this job made first is lost. What is stored now is what the thread must say.
+      else if (now.state !== input.to) result = { ok: false, reason: 'wrong_state', request: now };
     });
     return result;
   }

@@ -4,10 +4,12 @@ import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { replyId } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
+import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
 import { PROJECT } from '../fixtures/requests.ts';
 import { startSlowTcpProxy } from '../helpers/proxies.ts';
+import { WAIT_MS } from '../helpers/startup.ts';
 import {
   startWorkerProcess,
   type WorkerProcess,
@@ -246,5 +248,47 @@ describe('a worker killed after Slack accepted a thread reply, before it recorde
     const thread = await crashAfterReplyAccepted(current, () => current.startWorkers({ logger }));
     expect(thread).toHaveLength(2);
     expect(logs.join('')).toContain('a reply interrupted by a crash may repeat');
+  });
+});
+
+describe('a failover that loses the success it was waiting for', () => {
+  it('a request the new master has ended otherwise is not announced as succeeded', async () => {
+    const jobs = await startJobsEnv({ name: 'jobs-settle' });
+    env = jobs;
+    const requestKey = (id: string) => `${jobs.prefix}:req:${id}`;
+    /**
+     * Sentinels as the worker sees them in a failover: the marker reaches a replica, the success does not. While
+     * the worker waits, the master it wrote to is gone; the new one holds the request as it was before the success
+     * (sending), and its recovery ends it as 'unknown', as the stranded sweeper would.
+     */
+    class FailoverAfterSuccess extends ReplicaAck {
+      failed = false;
+      override async confirm(): Promise<void> {
+        // The test's one request (read here: the worker may take it before queueRequest returns its id).
+        const [now] = await jobs.store.listByChannel('C0PROD', 1);
+        if (this.failed || !now || now.state !== 'succeeded') return;
+        this.failed = true;
+        await jobs.redis.set(requestKey(now.id), JSON.stringify({ ...now, state: 'sending' }));
+        const ended = await jobs.store.transition(now.id, {
+          from: ['sending'],
+          to: 'unknown',
+          actor: 'cloudops',
+          detail: 'ended by the new master',
+        });
+        expect(ended.ok).toBe(true);
+        throw new NotReplicatedError('0 of 1 Redis replicas acknowledged the write within 1000 ms');
+      }
+    }
+    const ack = new FailoverAfterSuccess(jobs.redis, () => 1);
+    jobs.startWorkers({ replicaAck: ack });
+    const request = await jobs.queueRequest(resizeOf(jobs, 102, { cores: 6 }));
+    const outcome = async () =>
+      (await jobs.metrics.jobs.get()).values.find((v) => v.labels.queue === 'execute' && v.value > 0)?.labels
+        .outcome;
+    // The job ends without announcing a success the store no longer holds.
+    await expect.poll(outcome, { timeout: WAIT_MS }).toBeDefined();
+    expect(ack.failed).toBe(true);
+    expect(await outcome()).toBe('skipped');
+    expect((await jobs.store.get(request.id))?.state).toBe('unknown');
   });
 });
