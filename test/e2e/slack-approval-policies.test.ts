@@ -3,10 +3,10 @@ import type { CloudRequest } from '../../src/requests/types.ts';
 import {
   CHANNELS,
   type Harness,
+  POLICY_HEAD,
   PROD_UUID,
   STAGING_UUID,
   startHarness,
-  TEAM,
   USERS,
 } from '../helpers/harness.ts';
 
@@ -23,11 +23,7 @@ const wall = (date: Date) => date.toISOString().slice(0, 16);
 
 function policyYaml(start: Date): string {
   return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
+${POLICY_HEAD}
 projects:
   - name: shop-prod
     uuid: ${PROD_UUID}

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { CHANNELS, type Harness, POLICY_HEAD, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
 // App Home for approvers the request does not name by user id (issue 13): members of a Slack user group among the
@@ -12,11 +12,7 @@ const OUTSIDER = 'U0OUTSIDER';
 const HOUR = 3_600_000;
 
 const policyYaml = `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
+${POLICY_HEAD}
 projects:
   - name: shop-prod
     uuid: ${PROD_UUID}
@@ -60,11 +56,30 @@ async function home(user: string) {
 }
 
 /** A home published for `user` after `seen` publishes (of anybody) that `holds`, without them opening it again. */
-function refreshed(user: string, seen: number, holds: (text: string) => boolean) {
-  return h.slack.waitFor(
-    () => h.slack.homes.slice(seen).find((p) => p.user === user && holds(JSON.stringify(p.view.blocks))),
-    30_000,
-  );
+async function refreshed(user: string, seen: number, holds: (text: string) => boolean) {
+  try {
+    return await h.slack.waitFor(
+      () => h.slack.homes.slice(seen).find((p) => p.user === user && holds(JSON.stringify(p.view.blocks))),
+      30_000,
+    );
+  } catch (error) {
+    // What the refresh did meanwhile, so a failure on a loaded machine says where it stopped.
+    const published = h.slack.homes.slice(seen).filter((p) => p.user === user).length;
+    const queue = `${h.prefix}:home`;
+    const [seenMark, pendingMark, delayed, waiting, active, limiter] = await Promise.all([
+      h.redis.exists(`${h.prefix}:home-seen:${user}`),
+      h.redis.pttl(`${h.prefix}:home-pending:${user}`),
+      h.redis.zcard(`${queue}:delayed`),
+      h.redis.llen(`${queue}:wait`),
+      h.redis.llen(`${queue}:active`),
+      h.redis.pttl(`${queue}:limiter`),
+    ]);
+    throw new Error(
+      `${(error as Error).message}; ${published} publishes of ${user}'s home since, seen mark ${seenMark}, ` +
+        `pending mark pttl ${pendingMark}, home jobs delayed ${delayed} waiting ${waiting} active ${active}, ` +
+        `limiter pttl ${limiter}; bot warnings: ${h.logs.join('').slice(-4000)}`,
+    );
+  }
 }
 
 const buttonsFor = (blocks: Record<string, unknown>[], id: string) =>

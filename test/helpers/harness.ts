@@ -34,10 +34,10 @@ import { WAIT_MS } from './startup.ts';
 
 /** The team id of the test workspace; the default policy's `workspace`. */
 export const TEAM = 'T0TEST';
-/** People of the default policy: requesters, the project's approvers, the default approver. */
 /** The App Home publish budget of the test bot: one window of a minute, Slack's Tier 4 floor. */
 const TEST_HOME_RATE = { max: 100, duration: 60_000 };
 
+/** People of the default policy: requesters, the project's approvers, the default approver. */
 export const USERS = {
   dev: 'U0DEV',
   dev2: 'U0DEV2',
@@ -54,14 +54,20 @@ export const STAGING_UUID = 'a3c1e2d4-5b6f-4a7b-8c9d-0e1f2a3b4c5d';
  * The default test policy. Its VM facts match the cloud sim's default seed; VM 103 was created two hours before
  * `start`, so lowering it is refused by the 24-hour rule.
  */
-export function defaultPolicyYaml(start: Date): string {
-  const twoHoursAgo = new Date(start.getTime() - 2 * 3_600_000).toISOString();
-  return `
-workspace: ${TEAM}
+/**
+ * The top of the tests' policies: the workspace, its currency, the admin as approver everywhere, approvals that wait
+ * a day, and the limits. A test's policy adds its projects below it.
+ */
+export const POLICY_HEAD = `workspace: ${TEAM}
 currency: EUR
 approvers: [${USERS.admin}]
 approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
+limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }`;
+
+export function defaultPolicyYaml(start: Date): string {
+  const twoHoursAgo = new Date(start.getTime() - 2 * 3_600_000).toISOString();
+  return `
+${POLICY_HEAD}
 resize_fields:
   cpu_class: { field: cpu_type, values: [regular, light] }
   private_network: { field: private_network, values: ['off', 'on'] }

@@ -5,10 +5,10 @@ import {
   CHANNELS,
   type Harness,
   type HarnessOptions,
+  POLICY_HEAD,
   PROD_UUID,
   STAGING_UUID,
   startHarness,
-  TEAM,
   USERS,
 } from './harness.ts';
 import { type OidcAccount, startOidcProvider, type TestOidcProvider } from './oidc-provider.ts';
@@ -54,11 +54,7 @@ export function verifiedPolicyYaml(options: VerifiedPolicyOptions): string {
       - { vmid: 201, name: staging-1, cores: 1, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: ipv6 }`
     : '';
   return `
-workspace: ${TEAM}
-currency: EUR
-approvers: [${USERS.admin}]
-approval_ttl_hours: 24
-limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }
+${POLICY_HEAD}
 projects:
   - name: shop-prod
     uuid: ${PROD_UUID}
