@@ -8,7 +8,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy, type UserGroups } from '../../src/requests/approvers.ts';
 import { AuditLog } from '../../src/requests/audit.ts';
-import { RequestLifecycle } from '../../src/requests/lifecycle/index.ts';
+import { type LifecycleDeps, RequestLifecycle } from '../../src/requests/lifecycle/index.ts';
 import { RequestStore } from '../../src/requests/store.ts';
 import type { CloudRequest } from '../../src/requests/types.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
@@ -42,6 +42,7 @@ let clock: Date;
 let store: RequestStore;
 let queues: Queues;
 let due: DueTimes;
+let lifecycleDeps: LifecycleDeps;
 let lifecycle: RequestLifecycle;
 
 beforeAll(() => {
@@ -57,7 +58,7 @@ beforeEach(() => {
   store = new RequestStore(redis, { prefix, now });
   queues = createQueues(redis, prefix);
   due = queues.due;
-  lifecycle = new RequestLifecycle({
+  lifecycleDeps = {
     policy: POLICY,
     store,
     outbox: createOutbox(queues, now),
@@ -67,7 +68,8 @@ beforeEach(() => {
     logger: createLogger({ level: 'silent' }),
     metrics: createMetrics(),
     vmFacts: new VmFactsStore(redis, { prefix }),
-  });
+  };
+  lifecycle = new RequestLifecycle(lifecycleDeps);
 });
 afterEach(async () => {
   await queues.close();
@@ -218,5 +220,46 @@ describe('due times', () => {
     } finally {
       await scheduler.stop();
     }
+  });
+
+  it('a reminder and an escalation noted by a process that stopped before announcing them are announced on the retry', async () => {
+    const created = await pending(2);
+    await due.set({ kind: 'remind', requestId: created.id }, clock);
+    await due.set({ kind: 'escalate', requestId: created.id }, clock);
+    // The first process writes the note, then stops before its announcement leaves (its outbox fails there).
+    const stopping = new RequestLifecycle({
+      ...lifecycleDeps,
+      outbox: {
+        ...lifecycleDeps.outbox,
+        announce: async () => {
+          throw new Error('the process stopped here');
+        },
+      },
+    });
+    const schedulerOf = (requests: RequestLifecycle) =>
+      startDueScheduler(
+        {
+          due,
+          handlers: { remind: (id) => requests.remind(id), escalate: (id) => requests.escalate(id) },
+          now: () => clock,
+          logger: createLogger({ level: 'silent' }),
+        },
+        { pollMs: 10_000, leaseMs: 60_000, batch: 10 },
+      );
+    // Each scheduler looks once as it starts; stopping it waits for that look.
+    await schedulerOf(stopping).stop();
+    const noted = await store.get(created.id);
+    expect([noted?.remindedAt, noted?.escalatedAt]).toEqual([clock.toISOString(), clock.toISOString()]);
+    expect(await queues.notify.getJob(`reply.${created.id}.reminder.0`)).toBeUndefined();
+
+    // After the claim's lease another process takes both items again: each is announced once, noted once.
+    clock = new Date(clock.getTime() + 61_000);
+    await schedulerOf(lifecycle).stop();
+    expect(await queues.notify.getJob(`reply.${created.id}.reminder.0`)).toBeDefined();
+    expect(await queues.notify.getJob(`reply.${created.id}.escalated.0`)).toBeDefined();
+    const audit = await new AuditLog(redis, prefix).read({ requestId: created.id });
+    // Both fell due at the same time: either may have been noted first.
+    expect(audit.map((e) => e.state).sort()).toEqual(['created', 'escalation', 'pending', 'reminder']);
+    expect(await due.earliest()).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import type { Decision } from '../decision.ts';
+import type { TransitionResult } from '../store.ts';
 import type { CloudRequest } from '../types.ts';
 import { afterApproval, check, decide, freeze, reasonText, refuse } from './steps.ts';
 import type { Acts } from './types.ts';
@@ -89,7 +90,8 @@ export async function remind({ deps }: Acts, requestId: string): Promise<void> {
   const noted = await deps.store.note(requestId, { note: 'reminder', actor: 'cloudops' }, (current) =>
     current.state === 'pending' && !current.remindedAt ? { remindedAt: at } : undefined,
   );
-  if (noted.ok) await deps.outbox.announce(noted.request, 'reminder');
+  const request = announceable(noted, (r) => r.remindedAt !== undefined);
+  if (request) await deps.outbox.announce(request, 'reminder');
 }
 
 /** 75 % of the approval TTL passed on a pending request: `escalate_to` are mentioned and may approve from now on. */
@@ -100,7 +102,23 @@ export async function escalate({ deps }: Acts, requestId: string): Promise<void>
       ? { escalatedAt: at }
       : undefined,
   );
-  if (noted.ok) await deps.outbox.announce(noted.request, 'escalated');
+  const request = announceable(noted, (r) => r.escalatedAt !== undefined);
+  if (request) await deps.outbox.announce(request, 'escalated');
+}
+
+/**
+ * The request to announce a note of: the one just noted, or, when it was noted already and is still pending, that
+ * one again. Its due item is handed back only after the announcement, so a process that stopped between the two
+ * leaves the item to be taken again after its lease, finding the note written; the announcement's fixed job id and
+ * the reply's record make a second one post nothing new.
+ */
+function announceable(
+  noted: TransitionResult,
+  wasNoted: (request: CloudRequest) => boolean,
+): CloudRequest | undefined {
+  if (noted.ok) return noted.request;
+  const current = noted.request;
+  return current?.state === 'pending' && wasNoted(current) ? current : undefined;
 }
 
 /**
