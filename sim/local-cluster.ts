@@ -180,15 +180,19 @@ export async function startLocalCluster(options: LocalClusterOptions = {}): Prom
         `node ${node.port} in sync`,
         20_000,
       );
-    // Clients learn the replicas from CLUSTER SLOTS, which lists them once they have replicated something.
-    await until(
-      async () => {
-        const slots = (await client(nodes[0]!.port).call('CLUSTER', 'SLOTS')) as unknown[][];
-        return slots.every((range) => range.length - 3 >= replicas) ? true : undefined;
-      },
-      'every replica in CLUSTER SLOTS',
-      20_000,
-    );
+    // Clients learn the replicas from CLUSTER SLOTS, which lists a replica only once the node asked has heard (by
+    // gossip) that it replicated something: each node learns it in its own time, and a client may ask any of them
+    // (ioredis asks one and does not ask again unless a command is redirected). A loaded run had the bot's client
+    // ask a node that did not list one replica yet, and its pool lacked that node from then on.
+    for (const node of nodes)
+      await until(
+        async () => {
+          const slots = (await client(node.port).call('CLUSTER', 'SLOTS')) as unknown[][];
+          return slots.every((range) => range.length - 3 >= replicas) ? true : undefined;
+        },
+        `every replica in node ${node.port}'s CLUSTER SLOTS`,
+        20_000,
+      );
     // Set once the cluster is up: the helper's own connections stay signed in, anything new must give it.
     if (options.password)
       for (const node of nodes) {
