@@ -9,6 +9,7 @@ import {
   CHANNELS,
   type Harness,
   PROD_UUID,
+  PROD_VMS,
   STAGING_UUID,
   startHarness,
   TEAM,
@@ -62,8 +63,7 @@ projects:
         - { name: decreases run at once, when: { kind: resize_down }, count: 0 }
         - { name: small increases, when: { kind: resize_up, monthly_delta_under: 5 }, count: 0 }
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+${PROD_VMS}
       - { vmid: 103, name: worker-new }
   - name: shop-frozen
     uuid: ${STAGING_UUID}

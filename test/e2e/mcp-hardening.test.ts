@@ -13,7 +13,15 @@ import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import { AgentControls } from '../../src/mcp/agent-state.ts';
 import { MAX_OPEN_PER_AGENT } from '../../src/mcp/http.ts';
 import { READS_PER_MINUTE } from '../../src/mcp/server.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import {
+  CHANNELS,
+  type Harness,
+  PROD_UUID,
+  PROD_VMS,
+  startHarness,
+  TEAM,
+  USERS,
+} from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -41,8 +49,7 @@ projects:
     channels: [${CHANNELS.prod}]
     approvers: [${USERS.lead}, ${USERS.lead2}]
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+${PROD_VMS}
 agents:
   - { name: deploy-agent, token_sha256: ${tokenHash(TOKENS.deploy)}, on_behalf_of: ${USERS.dev}, projects: [shop-prod], may: [resize_up, resize_down, restore], requests_per_hour: 50 }
   - { name: thrifty-agent, token_sha256: ${tokenHash(TOKENS.thrifty)}, on_behalf_of: ${USERS.dev2}, projects: [shop-prod], max_monthly_delta: 5, requests_per_hour: 1 }

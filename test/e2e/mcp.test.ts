@@ -16,6 +16,7 @@ import {
   CHANNELS,
   type Harness,
   PROD_UUID,
+  PROD_VMS,
   STAGING_UUID,
   startHarness,
   TEAM,
@@ -58,8 +59,7 @@ projects:
       rules:
         - { when: { change: disk }, count: 0 }
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+${PROD_VMS}
   - name: shop-frozen
     uuid: ${STAGING_UUID}
     cluster: zone-2

@@ -5,6 +5,7 @@ import {
   type Harness,
   POLICY_HEAD,
   PROD_UUID,
+  PROD_VMS,
   STAGING_UUID,
   startHarness,
   USERS,
@@ -38,8 +39,7 @@ projects:
       remind_after_hours: 2
       escalate_to: [${BOSS}]
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+${PROD_VMS}
   - name: shop-staging
     uuid: ${STAGING_UUID}
     cluster: zone-2

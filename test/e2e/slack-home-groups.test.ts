@@ -1,6 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/types.ts';
-import { CHANNELS, type Harness, POLICY_HEAD, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
+import {
+  CHANNELS,
+  type Harness,
+  POLICY_HEAD,
+  PROD_UUID,
+  PROD_VMS,
+  startHarness,
+  USERS,
+} from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
 // App Home for approvers the request does not name by user id (issue 13): members of a Slack user group among the
@@ -21,8 +29,7 @@ projects:
     approvers: [${USERS.lead}, S0LEADS]
     approvals: { count: 1, escalate_to: [${BOSS}] }
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+${PROD_VMS}
 `;
 
 let h: Harness;

@@ -64,6 +64,10 @@ approvers: [${USERS.admin}]
 approval_ttl_hours: 24
 limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }`;
 
+/** The two VMs of shop-prod as the cloud simulator seeds them, as lines of a project's `vms:`. */
+export const PROD_VMS = `      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
+      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }`;
+
 export function defaultPolicyYaml(start: Date): string {
   const twoHoursAgo = new Date(start.getTime() - 2 * 3_600_000).toISOString();
   return `
@@ -78,8 +82,7 @@ projects:
     channels: [${CHANNELS.prod}]
     approvers: [${USERS.lead}, ${USERS.lead2}]
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }
+${PROD_VMS}
       - { vmid: 103, name: worker-new, cores: 4, ram_gb: 8, os_disk_gb: 40, cpu_class: regular, wan_mode: 'off', created_at: '${twoHoursAgo}' }
       - { vmid: 104, name: edge-1, cores: 2, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: dual, private_network: 'on' }
   - name: shop-staging

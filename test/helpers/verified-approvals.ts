@@ -7,6 +7,7 @@ import {
   type HarnessOptions,
   POLICY_HEAD,
   PROD_UUID,
+  PROD_VMS,
   STAGING_UUID,
   startHarness,
   USERS,
@@ -63,8 +64,7 @@ projects:
     approvers: [${approvers.join(', ')}]
     approvals: ${JSON.stringify(options.approvals)}
     vms:
-      - { vmid: 101, name: web-1, ha: true, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: ipv4 }
-      - { vmid: 102, name: db-1, cores: 4, ram_gb: 8, os_disk_gb: 100, cpu_class: regular, wan_mode: ipv4 }${moreVms}${stagingProject}
+${PROD_VMS}${moreVms}${stagingProject}
 ${options.more ?? ''}`;
 }
 
