@@ -176,7 +176,7 @@ describe('the audit export through a receiver outage and a restart', { timeout: 
     await logged(first, 'audit export failing');
     // Stopped and started again while the receiver is still down, with entries written in between.
     first.kill('SIGTERM');
-    expect((await first.exited).code).toBe(0);
+    expect((await first.ends()).code).toBe(0);
     await makeRequests(2);
     const second = await startBot();
     await logged(second, 'audit export failing');

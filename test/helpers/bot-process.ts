@@ -31,6 +31,12 @@ export interface BotProcess {
   /** The non-empty lines written to stderr so far. */
   stderrLines(): string[];
   exited: Promise<BotExit>;
+  /**
+   * {@link exited}, for a bot expected to end by itself or on a signal: rejects when it is still running after
+   * `timeoutMs` (default: the tests' start-up wait), naming its last output and where each thread waits (read before
+   * it is killed). A test awaiting `exited` alone would wait for its own timeout and say nothing of why.
+   */
+  ends(timeoutMs?: number): Promise<BotExit>;
   /** Milliseconds since the spawn. */
   elapsed(): number;
   /**
@@ -40,8 +46,6 @@ export interface BotProcess {
   ready(timeoutMs?: number): Promise<number>;
   /** Sends `signal` to the bot's process group (if still running); returns the elapsed time at which it was sent. */
   kill(signal?: NodeJS.Signals): number;
-  /** Where each thread of a bot that should have ended is waiting (gdb, when installed), for the failure message. */
-  threads(): string;
 }
 
 /**
@@ -83,11 +87,29 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
       });
     });
   });
+  const threads = () => (child.pid === undefined ? '' : threadsOf(child.pid));
   return {
     child,
     stdout: () => stdout,
     stderrLines: () => stderr.split('\n').filter((line) => line.trim() !== ''),
     exited,
+    async ends(timeoutMs = STARTUP_WAIT_MS) {
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([
+        exited,
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (exit) return exit;
+      const where = threads();
+      if (child.exitCode === null && child.signalCode === null) killGroup(child, 'SIGKILL');
+      throw new Error(
+        `bot still running ${timeoutMs} ms after it was expected to end\n` +
+          `stderr: ${stderr.slice(-2000)}\nstdout (end): ${stdout.slice(-2000)}\nits threads:\n${where}`,
+      );
+    },
     elapsed,
     ready(timeoutMs = STARTUP_WAIT_MS) {
       const readyPort = () => {
@@ -124,7 +146,6 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
       if (child.exitCode === null && child.signalCode === null) killGroup(child, signal);
       return elapsed();
     },
-    threads: () => (child.pid === undefined ? '' : threadsOf(child.pid)),
   };
 }
 

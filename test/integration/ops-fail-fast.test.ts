@@ -87,17 +87,8 @@ function botEnv(role: string, overrides: Record<string, string> = {}): Record<st
 /** Runs the bot until it exits by itself: one stderr line, exit 1; returns the line. */
 async function failsFast(env: Record<string, string>): Promise<string> {
   const bot = spawnBot(env, dir);
-  const exit = await Promise.race([
-    bot.exited,
-    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), STARTUP_WAIT_MS)),
-  ]);
-  const threads = exit ? '' : bot.threads();
-  bot.kill('SIGKILL');
-  expect(
-    exit,
-    `still running after ${STARTUP_WAIT_MS} ms: ${bot.stderrLines().join('\n')}\nits threads:\n${threads}`,
-  ).toBeDefined();
-  expect(exit!.code).toBe(1);
+  const exit = await bot.ends();
+  expect(exit.code).toBe(1);
   expect(bot.stderrLines()).toHaveLength(1);
   const output = bot.stderrLines().join('\n') + bot.stdout();
   for (const secret of [TOKEN, SIGNING_SECRET, API_KEY, 'redis-password-xyz'])
@@ -168,7 +159,8 @@ describe('STARTUP_TIMEOUT_SECONDS', { timeout: STARTUP_WAIT_MS + 60_000 }, () =>
     try {
       // The default deadline (10 s), named: spawnBot gives other bots the tests' generous one.
       const bot = spawnBot(botEnv('web', { SLACK_API_URL: slowSlack, STARTUP_TIMEOUT_SECONDS: '10' }), dir);
-      const exit = await bot.exited;
+      // Bounded, so that the patient start below still has its minute within the test's time.
+      const exit = await bot.ends(60_000);
       expect(exit.code, bot.stdout()).toBe(1);
       // The wait's limit is 4 s, or what is left of the deadline when less: on a loaded machine loading the code
       // takes seconds of it (2.9 s was left in one loaded run), so the figure is read, not pinned.
@@ -263,7 +255,7 @@ describe.concurrent('a worker or scheduler started while Slack is down keeps run
         expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
         expect(bot.stdout()).toMatch(/Slack did not answer at start-up; replies wait until it does/);
         bot.kill('SIGTERM');
-        const exit = await bot.exited;
+        const exit = await bot.ends();
         expect(exit.code).toBe(0);
         // Said as a JSON line like every other, not as plain text on stderr.
         expect(bot.stderrLines()).toEqual([]);
@@ -275,6 +267,27 @@ describe.concurrent('a worker or scheduler started while Slack is down keeps run
       }
     },
   );
+});
+
+// The tests' own bound on a bot that should end (test/helpers/bot-process.ts): a run once waited out its 180 s test
+// timeout on a bot that never exited, and said nothing of where it waited.
+describe('a bot expected to end that does not', { timeout: STARTUP_WAIT_MS + 60_000 }, () => {
+  it('fails the wait within its bound, with the output and the threads, and is killed', async () => {
+    const bot = spawnBot(botEnv('worker', { SLACK_API_URL: downUrl }), dir);
+    try {
+      await bot.ready();
+      const failed = await bot.ends(500).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      expect(failed).toMatch(/^bot still running 500 ms after it was expected to end\n/);
+      expect(failed).toContain('"msg":"cloudops ready"');
+      expect(failed).toContain('its threads:\n');
+      expect((await bot.exited).signal).toBe('SIGKILL');
+    } finally {
+      bot.kill('SIGKILL');
+    }
+  });
 });
 
 describe.concurrent('SIGTERM and SIGINT before the bot is ready', {
@@ -294,7 +307,7 @@ describe.concurrent('SIGTERM and SIGINT before the bot is ready', {
       );
       await new Promise((resolve) => setTimeout(resolve, 300));
       bot.kill(signal);
-      const exit = await bot.exited;
+      const exit = await bot.ends();
       expect(exit.code).toBe(0);
       expect(bot.stderrLines()).toEqual([]);
       expect(signalLines(bot.stdout())).toEqual([
@@ -335,7 +348,7 @@ describe('SIGTERM while an API call hangs (issue 17 item 6)', { timeout: STARTUP
         STARTUP_WAIT_MS,
       );
       const sentAt = bot.kill('SIGTERM');
-      const exit = await bot.exited;
+      const exit = await bot.ends();
       expect(exit.code).toBe(0);
       // It waited for the call before abandoning it (a lower bound: load only makes it later).
       expect(exit.atMs - sentAt).toBeGreaterThan(10_000);

@@ -75,7 +75,7 @@ async function packagesLoaded(role: string, env: Record<string, string> = {}): P
   );
   await bot.ready();
   bot.kill('SIGTERM');
-  expect((await bot.exited).code).toBe(0);
+  expect((await bot.ends()).code).toBe(0);
   const paths = (await readFile(out, 'utf8')).split('\n');
   return new Set(
     paths.map((p) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(p)?.[1]).filter((p) => p !== undefined),

@@ -147,7 +147,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
     expect(answered.payload?.response_type).toBe('ephemeral');
 
     bot?.kill('SIGTERM');
-    const exit = await bot?.exited;
+    const exit = await bot?.ends();
     expect(exit?.code).toBe(0);
     await slack.socket.waitForNoConnection(STARTUP_WAIT_MS);
     const output = bot?.stdout() ?? '';
@@ -165,7 +165,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
       slack.callsOf('apps.connections.open').length ? true : undefined,
     );
     bot?.kill('SIGTERM');
-    const exit = await bot?.exited;
+    const exit = await bot?.ends();
     expect(exit?.code).toBe(0);
     expect(bot?.stderrLines()).toEqual([]);
     expect(bot?.stdout()).toContain('"signal":"SIGTERM","msg":"SIGTERM received while starting, stopping"');
@@ -175,7 +175,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     slack.socket.refuseConnections(Number.MAX_SAFE_INTEGER);
     startBot({ STARTUP_TIMEOUT_SECONDS: '10' });
-    const exit = await bot?.exited;
+    const exit = await bot?.ends();
     expect(exit?.code).toBe(1);
     expect(bot?.stderrLines()).toEqual([
       'cloudops: could not start: still waiting for the Socket Mode connection to Slack (apps.connections.open at SLACK_API_URL) when the start-up deadline passed',
@@ -185,7 +185,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
   it('an app-level token Slack refuses: one line naming SLACK_APP_TOKEN, exit 1 at once', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: 'xapp-1-A0CLOUDOPS-the-real-one' });
     startBot();
-    const exit = await bot?.exited;
+    const exit = await bot?.ends();
     expect(exit?.code).toBe(1);
     expect(bot?.stderrLines()).toEqual([
       'cloudops: could not start: SLACK_APP_TOKEN: Slack refused the app-level token (invalid_auth)',
@@ -196,7 +196,7 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
   it('a bot token given as the app-level token is refused at once by the environment check', async () => {
     slack = await startSlackStandIn({ botToken: BOT_TOKEN, appToken: APP_TOKEN });
     startBot({ SLACK_APP_TOKEN: BOT_TOKEN });
-    const exit = await bot?.exited;
+    const exit = await bot?.ends();
     expect(exit?.code).toBe(1);
     expect(bot?.stderrLines()).toEqual([
       'cloudops: SLACK_APP_TOKEN: expected an app-level token starting with xapp-',

@@ -584,7 +584,7 @@ describe('a collector that accepts connections and never answers', { timeout: 12
     // The stop gives the stuck export what is left of the shutdown deadline (20 s), no more, and exits cleanly:
     // an export the stop waited for would never end, and neither would this test.
     bot.kill('SIGTERM');
-    const exit = await bot.exited;
+    const exit = await bot.ends();
     expect(exit.code).toBe(0);
   });
 });
@@ -621,7 +621,7 @@ describe('a collector that answers 200, then trickles its body a byte at a time'
     // An idle timeout that each byte resets would keep every one of them open, with its spans, forever.
     await until(() => (receiver.open() <= 1 ? true : undefined), 'the trickling exports closed', 30_000);
     bot.kill('SIGTERM');
-    expect((await bot.exited).code).toBe(0);
+    expect((await bot.ends()).code).toBe(0);
   });
 });
 
@@ -655,7 +655,7 @@ describe('without OTEL_* variables', { timeout: 120_000 }, () => {
         await approvedResize(stage, { mode: 'http', port }, 6 + Object.keys(extra).length * 2);
       } finally {
         bot.kill('SIGTERM');
-        await bot.exited;
+        await bot.ends();
       }
       const loaded = (await readFile(record, 'utf8')).split('\n');
       expect(loaded).toContain('bullmq');
@@ -702,7 +702,7 @@ describe('the standard samplers (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)',
         expect(stage.sim.applied.length).toBe(before + 1);
         // The stop flushes whatever the batch holds: with nothing sampled, nothing reaches the collector.
         bot.kill('SIGTERM');
-        expect((await bot.exited).code).toBe(0);
+        expect((await bot.ends()).code).toBe(0);
         expect(receiver.spans()).toEqual([]);
       } finally {
         bot.kill('SIGKILL');
