@@ -45,4 +45,4 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
 # under steady load it keeps about 130 MB resident instead of 330-350 MB, for about 5 ms more CPU per resize
 # (docs/performance.md#memory-under-steady-load). Maglev's code built on the main thread: with the memory flag alone
 # the process could hang for ever inside its own exit (docs/operations.md#a-bot-that-never-exits).
-CMD ["node", "--optimize-for-size", "--no-maglev-build-code-on-background", "dist/src/main.js"]
+CMD ["node", "--optimize-for-size", "--no-maglev-build-code-on-background", "--no-maglev-deopt-data-on-background", "--no-concurrent-sparkplug", "dist/src/main.js"]

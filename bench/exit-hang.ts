@@ -10,10 +10,10 @@
  *
  * Why it exists: on Node 24 a process can hang for ever inside process.exit. The main thread, shutting V8's
  * platform down, waits for its worker threads to drain, while a worker compiling a function in the background
- * (Maglev building its code object) waits for a garbage collection only the main thread can run. Upstream:
- * nodejs/node#54918, still open. `--optimize-for-size` makes it far likelier (a young generation collected more
- * often); building Maglev's code on the main thread (`--no-maglev-build-code-on-background`) takes the worker's
- * wait away. docs/operations.md#a-bot-that-never-exits has the figures and the choice.
+ * (Maglev building its code object or its deoptimization data, Sparkplug a batch) waits for a garbage collection only
+ * the main thread can run. Upstream: nodejs/node#54918, still open. `--optimize-for-size` makes it far likelier (a
+ * young generation collected more often); the `--no-…` flags of `npm start` keep every such allocation on the main
+ * thread. docs/operations.md#a-bot-that-never-exits has the figures and the choice.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -21,15 +21,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { START_NODE_ARGS } from './lib/start-args.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '800' },
     parallel: { type: 'string', default: '6' },
     flags: {
       type: 'string',
-      default: '--optimize-for-size|--optimize-for-size --no-maglev-build-code-on-background|',
+      default: `--optimize-for-size --no-maglev-build-code-on-background|${START_NODE_ARGS.join(' ')}`,
     },
     'wait-ms': { type: 'string', default: '120000' },
     // Where the threads of each process that never exited are written (gdb's `thread apply all bt`), when gdb is
@@ -96,6 +98,8 @@ async function lane(): Promise<void> {
   while (next < runs * variants.length) {
     const i = next++;
     if (await startOnce(variants[i % variants.length]!, cwd)) hung[i % variants.length]!++;
+    // A long run says how far it is, so one stopped early still gives its counts.
+    if ((i + 1) % 500 === 0) console.log(`${i + 1} starts, never exited so far: ${hung.join(' / ')}`);
   }
 }
 await Promise.all(Array.from({ length: parallel }, lane));

@@ -87,10 +87,12 @@ describe('Dockerfile', () => {
     const [cmd] = instruction('CMD');
     expect(cmd).toBeDefined();
     expect(execForm(cmd!).join(' ')).toBe(pkg.scripts.start);
-    // V8's memory-saving mode, and Maglev's code built on the main thread: with the mode alone a process could hang
-    // for ever inside process.exit (docs/operations.md#a-bot-that-never-exits; bench/exit-hang.ts counts it).
+    // V8's memory-saving mode, and no compile job that allocates on V8's heap off the main thread (Maglev's code
+    // and deoptimization data, Sparkplug's batches): such a job can wait for a collection only the main thread runs,
+    // and a process could hang for ever inside process.exit (docs/operations.md#a-bot-that-never-exits;
+    // bench/exit-hang.ts counts it).
     expect(pkg.scripts.start).toBe(
-      'node --optimize-for-size --no-maglev-build-code-on-background dist/src/main.js',
+      'node --optimize-for-size --no-maglev-build-code-on-background --no-maglev-deopt-data-on-background --no-concurrent-sparkplug dist/src/main.js',
     );
     expect(pkg.scripts.prestart).toBe('node scripts/build.mjs --if-stale');
     const [user] = instruction('USER');
