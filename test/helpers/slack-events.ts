@@ -79,18 +79,23 @@ export function openHome(h: Harness, user: string): Promise<SlackHttpResponse> {
   );
 }
 
-/** The Home tab `user` sees now, waiting for one published after `after` publishes (of anybody) were seen. */
+/**
+ * The Home tab `user` sees now, waiting for one published after `after` publishes (of anybody) were seen, and that
+ * `holds` when given. A refresh rendered before the latest change can be published after `after` too (it is followed
+ * by one with the change): a test that expects the change says so in `holds`, rather than reading whichever came first.
+ */
 export async function homeAfter(
   h: Harness,
   user: string,
   after: number,
   timeoutMs = WAIT_MS,
+  holds: (blocks: Record<string, unknown>[]) => boolean = () => true,
 ): Promise<{ blocks: Record<string, unknown>[]; text: string }> {
   const view = await h.slack.waitFor(
     () =>
       h.slack.homes
         .slice(after)
-        .filter((p) => p.user === user)
+        .filter((p) => p.user === user && holds(p.view.blocks as Record<string, unknown>[]))
         .at(-1)?.view,
     timeoutMs,
   );
