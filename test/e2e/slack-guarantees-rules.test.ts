@@ -182,7 +182,8 @@ describe('a scheduled downsize whose run time falls inside a freeze', () => {
     h.clock.set(START);
     const request = await scheduled('held', 303, HELD.channel);
     await h.click('approve', request.id, USERS.lead, HELD.channel, await h.requestMessage(request.id));
-    const frozen = await h.waitForRequest(request.id, (r) => r.state !== 'pending');
+    // The approval is stored first ('approved'), then the freeze holds it: the state after both is the one to read.
+    const frozen = await h.waitForRequest(request.id, (r) => r.state !== 'pending' && r.state !== 'approved');
     expect(frozen).toMatchObject({ state: 'frozen', frozenUntil: FREEZE_TO.toISOString() });
     expect(await h.queues.execute.getJob(request.id)).toBeUndefined();
     await heldUntilTheFreezeEnds(request, 303);
