@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { freePort } from '../../sim/local-redis.ts';
 import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
+import type { InputValue } from '../../test/helpers/slack-request.ts';
 import { type AllocationSampling, startAllocationSampling } from '../lib/alloc-profile.ts';
 import { startBareFlow } from '../lib/bare-flow.ts';
 import { benchEnv } from '../lib/bot.ts';
@@ -266,7 +267,15 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
         'command',
       );
       const view = await activeSims.openedView(trigger, cfg.stepTimeoutMs);
-      await send(target, requester, submissionBody(requester, view, { reason: 'steady load' }), 'submission');
+      // The bench's policy does not list the VMs' sizes, so the bot cannot tell that 4 cores is an increase and asks
+      // for the VM to be stopped (the rule for lowering cores): ticked, as a user would (the bare app's form has no
+      // such box). Without it every submission was answered with that error and no resize ran.
+      const asksStopped = (view.blocks as { block_id?: string }[] | undefined)?.some(
+        (b) => b.block_id === 'confirm',
+      );
+      const values: Record<string, InputValue> = { reason: 'steady load' };
+      if (asksStopped) values.confirm = ['stopped'];
+      await send(target, requester, submissionBody(requester, view, values), 'submission');
       const message = await activeSims.requestMessage(vmid, cfg.stepTimeoutMs);
       const value = approveValue(message.blocks);
       if (value === undefined) throw new Error(`the message about VM ${vmid} has no Approve button`);
