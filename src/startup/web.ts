@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userGroupsOf } from '../config/policy.ts';
 import { createHomeOpens } from '../jobs/home.ts';
+import { enqueueNotify } from '../jobs/queues.ts';
 import { StepTokens } from '../jobs/workflow-steps.ts';
 import { healthRoutes } from '../observability/http.ts';
 import { createSlackApp, type SlackApp } from '../slack/app.ts';
@@ -57,9 +58,8 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
           approver: core.requests,
           rp: relyingParty(env.PUBLIC_URL),
           secure: env.PUBLIC_URL.startsWith('https:'),
-          notify: async (user, text) => {
-            await core.slack.chat.postMessage({ channel: user, text });
-          },
+          // Through the notify queue: a rate limit or an outage delays the DM, never loses it.
+          notify: (user, text, id) => enqueueNotify(core.queues, { type: 'dm', user, text, id }),
           logger: core.logger,
           redis: fastRedis,
           prefix,

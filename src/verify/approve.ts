@@ -82,7 +82,10 @@ const passkeyAnswer: PageHandler = async (req, res, token, deps) => {
   if (!credential) return sendOutcome(res, FOREIGN_PASSKEY, true);
   const counter = await checkAssertion(deps.rp, challenge, response, credential);
   if (counter === undefined) return sendOutcome(res, PASSKEY_FAILED, true);
-  await deps.passkeys.touch(claims.teamId, claims.approver, credential.id, counter);
+  // A passkey a reset removed after it was read approves nothing; nor does a second answer with the same counter.
+  const touched = await deps.passkeys.touch(claims.teamId, claims.approver, credential.id, counter);
+  if (touched === 'gone') return sendOutcome(res, FOREIGN_PASSKEY, true);
+  if (touched === 'replayed') return sendOutcome(res, PASSKEY_FAILED, true);
   // A request that moved on refuses the link as it is; the link is left for the page to say so again.
   const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
   if (moved) return sendOutcome(res, moved === 'gone' ? linkRefusal('unknown') : CHANGED, true);

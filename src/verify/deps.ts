@@ -18,8 +18,11 @@ export interface VerifyPageDeps {
   rp: RelyingParty;
   /** PUBLIC_URL is https: cookies are Secure. */
   secure: boolean;
-  /** Sends `user` a direct message (a passkey registered for them). */
-  notify(user: string, text: string): Promise<void>;
+  /**
+   * Has `user` sent a direct message (a passkey registered for them), retried until Slack takes it; `id` names the
+   * message so that it is sent once.
+   */
+  notify(user: string, text: string, id: string): Promise<void>;
   logger: Logger;
   /** Where the page keeps what an SSO login needs to finish. */
   redis: Redis | Cluster;

@@ -11,7 +11,7 @@ import {
   sendOutcome,
   sessionCookie,
 } from './http.ts';
-import { tokenKey } from './links.ts';
+import { linkKey, tokenKey } from './links.ts';
 import { FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion, checkRegistration, registrationOptions } from './passkeys.ts';
 import { cookieOf } from './sessions.ts';
@@ -107,7 +107,9 @@ const proof: PageHandler = async (req, res, token, deps) => {
   if (!credential) return sendOutcome(res, FOREIGN_PASSKEY, true);
   const counter = await checkAssertion(deps.rp, challenge, response, credential);
   if (counter === undefined) return sendOutcome(res, PASSKEY_FAILED, true);
-  await deps.passkeys.touch(teamId, user, credential.id, counter);
+  const touched = await deps.passkeys.touch(teamId, user, credential.id, counter);
+  if (touched === 'gone') return sendOutcome(res, FOREIGN_PASSKEY, true);
+  if (touched === 'replayed') return sendOutcome(res, PASSKEY_FAILED, true);
   await deps.sessions.set(context.id, 'proven', credential.id);
   sendJson(res, 200, { proven: true });
 };
@@ -124,6 +126,34 @@ const options: PageHandler = async (req, res, token, deps) => {
   sendJson(res, 200, created);
 };
 
+/** The page's proof no longer holds: the passkey it proved was removed, or someone registered first meanwhile. */
+export const PROOF_STALE: Outcome = {
+  title: 'Verify again',
+  text: 'What this page verified no longer holds: the passkey you verified with was removed (cloudops passkeys reset), or another passkey was registered for you meanwhile. Nothing was registered. Open a new link from the App Home.',
+  tone: 'refused',
+  status: 409,
+};
+
+/** The credential id is held already (another person's passkey, or one of yours). */
+export const CREDENTIAL_TAKEN: Outcome = {
+  title: 'Passkey already registered',
+  text: 'A passkey with this credential id is registered already. Nothing was registered.',
+  tone: 'refused',
+  status: 409,
+};
+
+/** What the registration rests on, and how the audit says it. */
+function proofOf(deps: VerifyPageDeps, existing: number, proven: string | undefined) {
+  if (proven?.startsWith('sso:'))
+    return { proof: { kind: 'sso' as const }, how: `after an SSO login, subject ${proven.slice(4)}` };
+  if (deps.sso === undefined && existing === 0 && proven === undefined)
+    return { proof: { kind: 'first' as const }, how: 'first passkey, trusted on first use' };
+  return {
+    proof: { kind: 'passkey' as const, id: proven ?? '' },
+    how: `added after verifying with passkey ${proven}`,
+  };
+}
+
 const register: PageHandler = async (req, res, token, deps) => {
   const context = await postContext(req, res, token, deps);
   if (!context) return;
@@ -136,18 +166,24 @@ const register: PageHandler = async (req, res, token, deps) => {
   if (!challenge || !response) return sendOutcome(res, PASSKEY_FAILED, true);
   const credential = await checkRegistration(deps.rp, challenge, response);
   if (!credential) return sendOutcome(res, PASSKEY_FAILED, true);
-  const used = await deps.links.consume(token);
-  if (used !== 'ok') return sendOutcome(res, linkRefusal(used), true);
-  const proven = context.session.proven;
-  const how = proven?.startsWith('sso:')
-    ? `after an SSO login, subject ${proven.slice(4)}`
-    : existing === 0
-      ? 'first passkey, trusted on first use'
-      : `added after verifying with passkey ${proven}`;
-  await deps.passkeys.put(teamId, user, credential, `registered passkey ${credential.id} (${how})`);
+  const { proof, how } = proofOf(deps, existing, context.session.proven);
+  const added = await deps.passkeys.add({
+    teamId,
+    user,
+    credential,
+    link: linkKey(deps.prefix, token),
+    proof,
+    detail: `registered passkey ${credential.id} (${how})`,
+  });
+  if (added === 'proof_stale') return sendOutcome(res, PROOF_STALE, true);
+  if (added === 'taken') return sendOutcome(res, CREDENTIAL_TAKEN, true);
+  if (added !== 'ok') return sendOutcome(res, linkRefusal(added), true);
+  // Queued, not sent from here: Slack's rate limits and outages delay the warning, never lose it, and the page tells
+  // the truth (the passkey is stored) whatever Slack answers.
   await deps.notify(
     user,
     `A passkey was registered for you on the cloudops verification page (${existing === 0 ? 'your first' : 'an additional one'}). If this was not you, tell an administrator at once: they can remove it with cloudops passkeys reset.`,
+    `passkey.${credential.id}`,
   );
   sendOutcome(
     res,

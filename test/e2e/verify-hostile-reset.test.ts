@@ -1,0 +1,210 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PasskeyStore } from '../../src/verify/passkeys.ts';
+import { CHANNELS, type Harness, TEAM, USERS } from '../helpers/harness.ts';
+import { testRedisUrl } from '../helpers/redis.ts';
+import { runProcess } from '../helpers/run-process.ts';
+import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
+import {
+  approveEphemeral,
+  passkeyRegistrationLink,
+  startVerifyPage,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
+import type { Forwarder } from '../helpers/verify-browser.ts';
+
+// Passkeys and their resets attacked as a hostile user would, over real HTTP against the whole bot: a software
+// authenticator (test/helpers/soft-passkey.ts) registers and signs, so a test can keep a page open across a reset,
+// reuse someone's credential id or leave out user verification. Without SSO: a first passkey is trusted on first use.
+
+const policyYaml = () =>
+  verifiedPolicyYaml({ approvers: [USERS.lead, USERS.lead2], approvals: { count: 1, verify: 'passkey' } });
+
+let h: Harness;
+let forwarder: Forwarder;
+let publicUrl: string;
+
+beforeAll(async () => {
+  ({ h, forwarder, publicUrl } = await startVerifyPage({ policyYaml }));
+}, 120_000);
+
+afterAll(async () => {
+  await h?.close();
+  await forwarder?.close();
+});
+
+// Each test starts with nobody holding a passkey.
+beforeEach(async () => {
+  const store = new PasskeyStore(h.redis, h.prefix, () => new Date());
+  await Promise.all([USERS.lead, USERS.lead2].map((user) => store.reset(TEAM, user, 'test')));
+});
+
+const passkeysOf = (user: string) => h.redis.hkeys(`${h.prefix}:passkeys:${TEAM}:${user}`);
+
+/** `cloudops passkeys reset <user>` as an administrator runs it, with `policy` as POLICY_FILE. */
+async function resetCli(user: string, policy = policyYaml()) {
+  const dir = await mkdtemp(join(tmpdir(), 'cloudops-passkeys-'));
+  try {
+    const policyFile = join(dir, 'policy.yml');
+    await writeFile(policyFile, policy);
+    const repo = fileURLToPath(new URL('../../', import.meta.url));
+    return await runProcess(process.execPath, [join(repo, 'bin', 'cloudops.mjs'), 'passkeys', 'reset', user], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        POLICY_FILE: policyFile,
+        REDIS_URL: testRedisUrl(),
+        REDIS_PREFIX: h.prefix,
+      },
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** A fresh registration page for `user` (App Home → Register a passkey → the DM's link). */
+async function registrationPage(user: string): Promise<PageTab> {
+  return PageTab.open(await passkeyRegistrationLink(h, user));
+}
+
+/** A request on VM `vmid` and the approval link the bot answered `approver` with. */
+async function approvalPage(text: string, approver: string = USERS.lead) {
+  const created = await submitRequest(h, text);
+  const url = urlButtonOf((await approveEphemeral(h, created.id, approver)).blocks) ?? '';
+  return { created, tab: await PageTab.open(url) };
+}
+
+async function registerFirst(user: string, passkey: SoftPasskey): Promise<void> {
+  const outcome = await (await registrationPage(user)).register(passkey);
+  expect(outcome).toMatchObject({ status: 200, body: { title: 'Passkey registered' } });
+}
+
+describe('passkeys and their resets under attack', () => {
+  it('a software authenticator registers a first passkey and verifies an approval with it', async () => {
+    const lead2 = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, lead2);
+    const { created, tab } = await approvalPage('resize shop-prod 101 cores=3', USERS.lead2);
+    expect((await tab.approve(lead2)).body.title).toBe('Approved');
+    await h.waitForRequest(created.id, (r) => r.state !== 'pending');
+  });
+
+  it('a registration without user verification is refused: nothing stored', async () => {
+    const tab = await registrationPage(USERS.lead2);
+    const outcome = await tab.register(new SoftPasskey(publicUrl), { noUserVerification: true });
+    expect(outcome).toMatchObject({ status: 403, body: { title: 'The passkey did not verify' } });
+    expect(await passkeysOf(USERS.lead2)).toEqual([]);
+  });
+
+  it('a proof kept open across a reset registers nothing, and the removed passkey approves nothing', async () => {
+    // The attacker, with the lead's Slack session, registers first (trusted on first use), then proves that passkey
+    // on a second registration page and keeps it open.
+    const attacker = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead, attacker);
+    const open = await registrationPage(USERS.lead);
+    expect(await open.prove(attacker)).toMatchObject({ status: 200 });
+    // The lead notices the DM; an administrator resets; the lead registers their own.
+    const reset = await resetCli(USERS.lead);
+    expect(reset.stdout).toContain(`Removed 1 passkey of ${USERS.lead}`);
+    const owner = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead, owner);
+    // The attacker's page, proven before the reset, adds nothing: neither a new passkey nor one over the lead's id.
+    const fresh = await open.register(new SoftPasskey(publicUrl));
+    expect(fresh).toMatchObject({ status: 410, body: { title: 'This link was ended' } });
+    const over = await open.register(new SoftPasskey(publicUrl, owner.id));
+    expect(over.status).toBe(410);
+    expect(await passkeysOf(USERS.lead)).toEqual([owner.id]);
+    // The removed passkey approves nothing; the lead's own does.
+    const { created, tab } = await approvalPage('resize shop-prod 101 cores=5');
+    expect((await tab.approve(attacker)).body.title).toBe('Not your passkey');
+    expect((await tab.approve(owner)).body.title).toBe('Approved');
+    await h.waitForRequest(created.id, (r) => r.state !== 'pending');
+  });
+
+  it('a credential id someone holds cannot be registered again, by another person or over their own', async () => {
+    const owner = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, owner);
+    // The lead registers a key of their own under lead2's credential id (as their first).
+    const taken = await (await registrationPage(USERS.lead)).register(new SoftPasskey(publicUrl, owner.id));
+    expect(taken).toMatchObject({ status: 409, body: { title: 'Passkey already registered' } });
+    expect(await passkeysOf(USERS.lead)).toEqual([]);
+    // lead2 adding "another" passkey under the id of the one they have (after proving it): refused too.
+    const again = await registrationPage(USERS.lead2);
+    expect(await again.prove(owner)).toMatchObject({ status: 200 });
+    expect((await again.register(new SoftPasskey(publicUrl, owner.id))).status).toBe(409);
+    // lead2's passkey still approves.
+    const { created, tab } = await approvalPage('resize shop-prod 102 cores=6', USERS.lead2);
+    expect((await tab.approve(owner)).body.title).toBe('Approved');
+    await h.waitForRequest(created.id, (r) => r.state !== 'pending');
+  });
+
+  it('a signature counter written after a reset does not bring the passkey back', async () => {
+    const key = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, key);
+    const store = new PasskeyStore(h.redis, h.prefix, () => new Date());
+    // On one connection the reset's read goes first, then the counter update's, then the reset's removal: the
+    // update must not write back the entry the reset removed.
+    const [removed] = await Promise.all([
+      store.reset(TEAM, USERS.lead2, 'test'),
+      store.touch(TEAM, USERS.lead2, key.id, 99),
+    ]);
+    expect(removed).toBe(1);
+    expect(await passkeysOf(USERS.lead2)).toEqual([]);
+    const { tab } = await approvalPage('resize shop-prod 102 cores=7', USERS.lead2);
+    expect((await tab.approve(key)).body.title).toBe('Not your passkey');
+  });
+
+  it('cloudops passkeys reset works on a policy without workspace:', async () => {
+    const key = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, key);
+    const policy = policyYaml().replace(/^workspace: .*$/m, '');
+    expect(policy).not.toContain('workspace:');
+    const reset = await resetCli(USERS.lead2, policy);
+    expect({ code: reset.code, stderr: reset.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(reset.stdout).toContain(`Removed 1 passkey of ${USERS.lead2}`);
+    expect(await passkeysOf(USERS.lead2)).toEqual([]);
+    const { tab } = await approvalPage('resize shop-prod 102 cores=8', USERS.lead2);
+    expect((await tab.approve(key)).body.title).toBe('Not your passkey');
+  });
+
+  it('a Slack rate limit on the "passkey registered" DM: the page says registered, the DM arrives later', async () => {
+    const tab = await registrationPage(USERS.lead2);
+    const seen = h.slack.messages(USERS.lead2).length;
+    h.slack.failNext('chat.postMessage', { status: 429, retryAfter: 1 });
+    const outcome = await tab.register(new SoftPasskey(publicUrl));
+    expect(outcome).toMatchObject({ status: 200, body: { title: 'Passkey registered' } });
+    const dm = await h.slack.waitFor(() =>
+      h.slack
+        .messages(USERS.lead2)
+        .slice(seen)
+        .find((m) => (m.text ?? '').startsWith('A passkey was registered for you')),
+    );
+    expect(dm).toBeDefined();
+  });
+
+  it('the page refuses a link whose request stays pending at a new revision', async () => {
+    const key = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, key);
+    const { created, tab } = await approvalPage('resize shop-prod 101 cores=7', USERS.lead2);
+    const options = await tab.post('passkey-options');
+    expect(options.status).toBe(200);
+    // What it would do changes while it stays pending (a new revision).
+    const params = created.params.kind === 'resize' ? created.params : undefined;
+    if (!params) throw new Error('a resize was expected');
+    const changed = await h.store.update(created.id, {
+      params: { ...params, target: { ...params.target, cores: 8 } },
+    });
+    expect(changed).toMatchObject({ state: 'pending', revision: (created.revision ?? 1) + 1 });
+    const reopened = await PageTab.open(tab.url);
+    expect(reopened.status).toBe(409);
+    expect(reopened.html).toContain('The request changed');
+    const answer = await tab.post('passkey', { response: key.assertion(options.body.challenge ?? '') });
+    expect(answer).toMatchObject({ status: 409, body: { title: 'The request changed' } });
+    expect((await h.store.get(created.id))?.approvals ?? []).toEqual([]);
+    expect(h.slack.messages(CHANNELS.prod).length).toBeGreaterThan(0);
+  });
+});
