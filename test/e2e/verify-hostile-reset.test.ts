@@ -53,15 +53,19 @@ async function resetCli(user: string, policy = policyYaml()) {
     const policyFile = join(dir, 'policy.yml');
     await writeFile(policyFile, policy);
     const repo = fileURLToPath(new URL('../../', import.meta.url));
-    return await runProcess(process.execPath, [join(repo, 'bin', 'cloudops.mjs'), 'passkeys', 'reset', user], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        POLICY_FILE: policyFile,
-        REDIS_URL: testRedisUrl(),
-        REDIS_PREFIX: h.prefix,
+    return await runProcess(
+      process.execPath,
+      [join(repo, 'bin', 'cloudops.mjs'), 'passkeys', 'reset', user],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '',
+          POLICY_FILE: policyFile,
+          REDIS_URL: testRedisUrl(),
+          REDIS_PREFIX: h.prefix,
+        },
       },
-    });
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
