@@ -4,17 +4,17 @@ import { registrationPage } from './html.ts';
 import {
   type Outcome,
   readJson,
-  SESSION_COOKIE,
   scriptPostSession,
   sendHtml,
   sendJson,
   sendOutcome,
   sessionCookie,
+  sessionIdOf,
+  TOO_MANY_OPENS,
 } from './http.ts';
 import { linkKey, tokenKey } from './links.ts';
 import { FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion, checkRegistration, registrationOptions } from './passkeys.ts';
-import { cookieOf } from './sessions.ts';
 import { ssoStart } from './sso-page.ts';
 
 /*
@@ -41,17 +41,18 @@ async function openFor(deps: VerifyPageDeps, token: string) {
 const show: PageHandler = async (req, res, token, deps) => {
   const { who, refusal } = await openFor(deps, token);
   if (!who) return sendOutcome(res, refusal, false);
-  const base = `/passkeys/${token}`;
-  const session: { id: string; csrf: string; proven?: string } =
-    (await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token))) ??
-    (await deps.sessions.open(tokenKey(token)));
+  const base = `${deps.root}/passkeys/${token}`;
+  const link = tokenKey(token);
+  const session: { id: string; csrf: string; proven?: string } | undefined =
+    (await deps.sessions.resume(sessionIdOf(req, link, deps), link)) ?? (await deps.sessions.open(link));
+  if (!session) return sendOutcome(res, TOO_MANY_OPENS, false);
   const existing = await deps.passkeys.count(who.teamId, who.user);
   const sso = deps.sso ? (session.proven?.startsWith('sso:') ? 'done' : 'needed') : 'off';
   sendHtml(
     res,
     200,
-    registrationPage({ existing, base, csrf: session.csrf, sso }),
-    { 'set-cookie': sessionCookie(session.id, base, deps.secure) },
+    registrationPage({ existing, base, csrf: session.csrf, sso, root: deps.root }),
+    { 'set-cookie': sessionCookie(session.id, base, link, deps) },
     deps.sso ? [deps.sso.issuerOrigin] : [],
   );
 };
@@ -80,7 +81,7 @@ async function postContext(
   token: string,
   deps: VerifyPageDeps,
 ) {
-  const found = await scriptPostSession(req, res, deps.sessions, tokenKey(token), deps.rp.origin);
+  const found = await scriptPostSession(req, res, deps, tokenKey(token));
   if (!found) return undefined;
   const { who, refusal } = await openFor(deps, token);
   if (!who) return void sendOutcome(res, refusal, true);
@@ -110,8 +111,12 @@ const proof: PageHandler = async (req, res, token, deps) => {
   const touched = await deps.passkeys.touch(teamId, user, credential.id, counter);
   if (touched === 'gone') return sendOutcome(res, FOREIGN_PASSKEY, true);
   if (touched === 'replayed') return sendOutcome(res, PASSKEY_FAILED, true);
-  await deps.sessions.set(context.id, 'proven', credential.id);
-  sendJson(res, 200, { proven: true });
+  // The proof goes to a new session (new cookie, new CSRF token): a session id planted in this browser before, which
+  // its planter also holds, proves nothing.
+  const link = tokenKey(token);
+  const renewed = await deps.sessions.renew(context.id, link, credential.id);
+  const cookie = sessionCookie(renewed.id, `${deps.root}/passkeys/${token}`, link, deps);
+  sendJson(res, 200, { proven: true, csrf: renewed.csrf }, { 'set-cookie': cookie });
 };
 
 const options: PageHandler = async (req, res, token, deps) => {

@@ -52,6 +52,19 @@ export function setCookie(
   ].join('; ');
 }
 
+/** How many page sessions one link may open in its ten minutes: a person opens a page a few times, not hundreds. */
+export const SESSIONS_PER_LINK = 20;
+
+// KEYS[1] the link's count of sessions, KEYS[2] the new session; ARGV[1] ttl (ms), ARGV[2] the cap, ARGV[3] link,
+// ARGV[4] csrf. Opens the session unless the link opened the cap already.
+const OPEN = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if n > tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[2], 'link', ARGV[3], 'csrf', ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return 1`;
+
 /** Page sessions on Redis, living as long as a link does. */
 export class PageSessions {
   constructor(
@@ -63,13 +76,41 @@ export class PageSessions {
     return `${this.prefix}:verify:session:${hash(id)}`;
   }
 
-  /** A new session for the link with key `link`: its cookie id and CSRF token. */
-  async open(link: string): Promise<{ id: string; csrf: string }> {
+  /**
+   * A new session for the link with key `link`: its cookie id and CSRF token; undefined when the link opened
+   * {@link SESSIONS_PER_LINK} already (each is kept ten minutes: a flood of opens would fill Redis).
+   */
+  async open(link: string): Promise<{ id: string; csrf: string } | undefined> {
     const id = random();
     const csrf = random();
-    const key = this.key(id);
-    await this.redis.multi().hset(key, 'link', link, 'csrf', csrf).pexpire(key, LINK_TTL_MS).exec();
-    return { id, csrf };
+    const count = `${this.prefix}:verify:opens:${link}`;
+    const opened = await this.redis.eval(
+      OPEN,
+      2,
+      count,
+      this.key(id),
+      LINK_TTL_MS,
+      SESSIONS_PER_LINK,
+      link,
+      csrf,
+    );
+    return opened === 1 ? { id, csrf } : undefined;
+  }
+
+  /**
+   * Replaces session `id` with a new one (new id, new CSRF token) that has `proven`: a login or a passkey proof never
+   * proves a session id someone else may know (one planted in the browser before). The old session ends.
+   */
+  async renew(id: string, link: string, proven: string): Promise<{ id: string; csrf: string }> {
+    const renewed = { id: random(), csrf: random() };
+    const key = this.key(renewed.id);
+    await this.redis
+      .multi()
+      .del(this.key(id))
+      .hset(key, 'link', link, 'csrf', renewed.csrf, 'proven', proven)
+      .pexpire(key, LINK_TTL_MS)
+      .exec();
+    return renewed;
   }
 
   /** The session `id` when it belongs to `link` (a page opened again, e.g. back from the SSO login). */
@@ -92,8 +133,8 @@ export class PageSessions {
     return fields as PageSession;
   }
 
-  /** Sets a field of the session (`challenge`, `proven`). */
-  async set(id: string, field: 'challenge' | 'proven', value: string): Promise<void> {
+  /** Sets the challenge in flight. */
+  async set(id: string, field: 'challenge', value: string): Promise<void> {
     await this.redis.hset(this.key(id), field, value);
   }
 

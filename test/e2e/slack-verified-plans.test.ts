@@ -56,7 +56,11 @@ const postsFor = (vmid: number) =>
 describe('what a request must verify', () => {
   it('a resize that raises cores and lowers RAM meets the increase’s verify: a plain click counts nothing', async () => {
     // db-1 has 4 cores and 8 GB: 6 cores and 6 GB raises one and lowers the other (same count either way).
-    const ack = await h.fillAndSubmit('resize shop-prod 102 cores=6 ram=6', { confirm: ['stopped'] }, USERS.dev);
+    const ack = await h.fillAndSubmit(
+      'resize shop-prod 102 cores=6 ram=6',
+      { confirm: ['stopped'] },
+      USERS.dev,
+    );
     expect(ack.json).toEqual({ response_action: 'clear' });
     const created = await h.waitForRequest((await h.nextRequest()).id, (r) => r.messageTs !== undefined);
     expect(created.verify).toEqual(['passkey']);

@@ -3,10 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { OPEN_REGISTRATION_LINKS } from '../../src/verify/links.ts';
 import { PasskeyStore } from '../../src/verify/passkeys.ts';
+import { SESSIONS_PER_LINK } from '../../src/verify/sessions.ts';
 import { CHANNELS, type Harness, TEAM, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 import { runProcess } from '../helpers/run-process.ts';
+import { clickOnHome } from '../helpers/slack-events.ts';
 import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
 import {
   approveEphemeral,
@@ -188,6 +191,59 @@ describe('passkeys and their resets under attack', () => {
         .find((m) => (m.text ?? '').startsWith('A passkey was registered for you')),
     );
     expect(dm).toBeDefined();
+  });
+
+  it('a page session planted before the owner proves their passkey proves nothing for whoever planted it', async () => {
+    const owner = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead, owner);
+    // The attacker opens the lead's registration link and makes the lead's browser carry that session's cookie.
+    const url = await passkeyRegistrationLink(h, USERS.lead);
+    const attacker = await PageTab.open(url);
+    const victim = await PageTab.open(url, attacker.sessionCookie);
+    expect(await victim.prove(owner)).toMatchObject({ status: 200, body: { proven: true } });
+    expect(victim.sessionCookie).not.toBe(attacker.sessionCookie);
+    // The planted session was not the one proved: it registers nothing; the owner's renewed one does.
+    expect((await attacker.register(new SoftPasskey(publicUrl))).status).toBe(403);
+    expect(await passkeysOf(USERS.lead)).toEqual([owner.id]);
+    const added = await victim.register(new SoftPasskey(publicUrl));
+    expect(added).toMatchObject({ status: 200, body: { title: 'Passkey registered' } });
+  });
+
+  it('a flood of opens of one link is refused past the cap; the page opened again in its browser still works', async () => {
+    const key = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, key);
+    const { created, tab } = await approvalPage('resize shop-prod 101 cores=6', USERS.lead2);
+    const opens = await Promise.all(Array.from({ length: 25 }, () => PageTab.open(tab.url)));
+    expect(opens.filter((o) => o.status === 200)).toHaveLength(SESSIONS_PER_LINK - 1);
+    expect(opens.filter((o) => o.status === 429)).toHaveLength(25 - (SESSIONS_PER_LINK - 1));
+    expect(opens.find((o) => o.status === 429)?.html).toContain('Opened too often');
+    // The approver's own page, opened again with its cookie, keeps its session and verifies.
+    expect((await PageTab.open(tab.url, tab.sessionCookie)).status).toBe(200);
+    expect((await tab.approve(key)).body.title).toBe('Approved');
+    await h.waitForRequest(created.id, (r) => r.state !== 'pending');
+  });
+
+  it('registration links are capped per person: past the cap the person is told, and no link is stored', async () => {
+    for (let i = 0; i < OPEN_REGISTRATION_LINKS; i++)
+      expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
+    const seen = h.slack.messages(USERS.lead2).length;
+    await clickOnHome(h, 'passkey_register', '', USERS.lead2);
+    const dm = await h.slack.waitFor(() =>
+      h.slack
+        .messages(USERS.lead2)
+        .slice(seen)
+        .find((m) => m.text?.includes('several registration links open already')),
+    );
+    expect(urlButtonOf(dm.blocks)).toBeUndefined();
+    expect(
+      h.slack
+        .messages(USERS.lead2)
+        .slice(seen)
+        .filter((m) => urlButtonOf(m.blocks)),
+    ).toEqual([]);
+    // A reset ends them (and frees the person to ask again).
+    await resetCli(USERS.lead2);
+    expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
   });
 
   it('the page refuses a link whose request stays pending at a new revision', async () => {

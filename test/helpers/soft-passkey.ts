@@ -133,8 +133,8 @@ export class PageTab {
     readonly status: number,
     readonly html: string,
     readonly setCookie: string,
-    private readonly cookie: string,
-    private readonly csrf: string,
+    private cookie: string,
+    private csrf: string,
     private readonly origin: string,
   ) {}
 
@@ -171,12 +171,16 @@ export class PageTab {
       body: JSON.stringify(body),
     });
     const text = await answer.body.text();
+    // A proof renews the session, as the page's script follows: the new cookie and the new CSRF token.
+    const renewed = String(answer.headers['set-cookie'] ?? '').split(';')[0];
+    if (renewed) this.cookie = renewed;
     let parsed: PageAnswer['body'] = {};
     try {
       parsed = JSON.parse(text) as PageAnswer['body'];
     } catch {
       parsed = { title: `not JSON: ${text.slice(0, 80)}` };
     }
+    if (typeof parsed.csrf === 'string') this.csrf = parsed.csrf;
     return { status: answer.statusCode, body: parsed };
   }
 

@@ -160,6 +160,12 @@ export async function passkeyRegistrationLink(h: Harness, user: string): Promise
   await h.slack.waitFor(() => h.slack.homeOf(user));
   const seen = h.slack.messages(user).length;
   await clickOnHome(h, 'passkey_register', '', user);
-  const dm = await h.slack.waitFor(() => h.slack.messages(user)[seen]);
+  // The DM with the link's button: a "passkey registered" DM (queued, so it may come at any time) is not it.
+  const dm = await h.slack.waitFor(() =>
+    h.slack
+      .messages(user)
+      .slice(seen)
+      .find((m) => urlButtonOf(m.blocks) !== undefined),
+  );
   return urlButtonOf(dm.blocks) ?? '';
 }
