@@ -27,7 +27,10 @@ const LEAD = {
 };
 
 const policyYaml = () =>
-  verifiedPolicyYaml({ approvers: [USERS.lead, USERS.lead2], approvals: { count: 1, verify: ['passkey', 'sso'] } });
+  verifiedPolicyYaml({
+    approvers: [USERS.lead, USERS.lead2],
+    approvals: { count: 1, verify: ['passkey', 'sso'] },
+  });
 
 let h: Harness;
 let op: TestOidcProvider;
@@ -67,7 +70,11 @@ async function startSso(tab: PageTab) {
 async function ssoLogin(tab: PageTab) {
   const started = await startSso(tab);
   expect(started.status).toBe(303);
-  const callback = await new LoginBrowser().login(String(started.location), `${publicUrl}/auth/callback`, LEAD);
+  const callback = await new LoginBrowser().login(
+    String(started.location),
+    `${publicUrl}/auth/callback`,
+    LEAD,
+  );
   const answer = await http(callback, { headers: { cookie: started.ssoCookie } });
   const setCookie = answer.headers['set-cookie'];
   const cookies = typeof setCookie === 'string' ? [setCookie] : (setCookie ?? []);
