@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -245,6 +246,23 @@ describe('passkeys and their resets under attack', () => {
     await resetCli(USERS.lead2);
     expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
   });
+
+  it('a request whose headers never finish is answered 408 and closed, well before Node’s default minute', async () => {
+    const socket = connect(h.bot.port ?? 0, '127.0.0.1');
+    const ended = new Promise<string>((resolve) => {
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => {
+        answer += chunk.toString();
+      });
+      socket.on('close', () => resolve(answer));
+      socket.on('error', () => resolve(answer));
+    });
+    socket.write('GET /verify/AAAA HTTP/1.1\r\nHost: localhost\r\nX-Slow: ');
+    const timer = setTimeout(() => socket.destroy(), 40_000);
+    const answer = await ended;
+    clearTimeout(timer);
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
+  }, 60_000);
 
   it('the page refuses a link whose request stays pending at a new revision', async () => {
     const key = new SoftPasskey(publicUrl);
