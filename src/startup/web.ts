@@ -49,13 +49,15 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
   // PUBLIC_URL's path prefix ('' for none): what a proxy in front may strip, and what browsers' paths carry.
   const root = env.PUBLIC_URL === undefined ? '' : new URL(env.PUBLIC_URL).pathname.replace(/\/+$/, '');
   const linkStore =
-    env.PUBLIC_URL === undefined ? undefined : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now);
+    env.PUBLIC_URL === undefined
+      ? undefined
+      : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now, core.sealKeys);
   const page =
     linkStore && env.PUBLIC_URL !== undefined
       ? verifyPage({
           links: linkStore,
-          sessions: new PageSessions(fastRedis, prefix),
-          passkeys: new PasskeyStore(fastRedis, prefix, core.now),
+          sessions: new PageSessions(fastRedis, prefix, core.sealKeys),
+          passkeys: new PasskeyStore(fastRedis, prefix, core.now, core.sealKeys),
           requests: core.store,
           approver: core.requests,
           rp: relyingParty(env.PUBLIC_URL),

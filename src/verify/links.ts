@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import type { SealKeys } from '../config/seal-keys.ts';
 import type { VerificationLinks, VerifyClaims } from '../requests/verification.ts';
+import { VerifySeals } from './seals.ts';
 
 /*
  * The approvers' links (docs/policy.md#verified-approvals): a random token in the URL, only its hash in Redis. A link
@@ -81,11 +83,11 @@ export function linkKey(prefix: string, token: string): string {
 }
 
 // KEYS[1] the link, KEYS[2] the person's open registration links; ARGV[1] purpose, ARGV[2] expiresAt, ARGV[3] keep
-// (s), ARGV[4] now, ARGV[5] the cap. Stores the link unless the person holds the cap of open ones.
+// (s), ARGV[4] now, ARGV[5] the cap, ARGV[6] the seal. Stores the link unless the person holds the cap of open ones.
 const ISSUE_REGISTRATION = `
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 0 end
-redis.call('HSET', KEYS[1], 'purpose', ARGV[1], 'expiresAt', ARGV[2], 'used', '0')
+redis.call('HSET', KEYS[1], 'purpose', ARGV[1], 'expiresAt', ARGV[2], 'used', '0', 'seal', ARGV[6])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1])
 redis.call('PEXPIREAT', KEYS[2], ARGV[2])
@@ -93,12 +95,23 @@ return 1`;
 
 /** The link store on Redis under the cluster's prefix. */
 export class LinkStore {
+  private readonly seals: VerifySeals;
+
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly publicUrl: string,
     private readonly now: () => Date,
-  ) {}
+    /** SEAL_KEY's keys: a link is sealed when issued, and one whose seal fails is unknown. */
+    keys?: SealKeys,
+  ) {
+    this.seals = new VerifySeals(keys, redis, prefix);
+  }
+
+  /** What a link's seal covers: its key, what it is for and until when. */
+  private sealed(key: string, purpose: string, expiresAt: string): string[] {
+    return ['link', key, purpose, expiresAt];
+  }
 
   private key(token: string): string {
     return linkKey(this.prefix, token);
@@ -113,22 +126,17 @@ export class LinkStore {
     const now = this.now().getTime();
     const expiresAt = now + LINK_TTL_MS;
     const key = this.key(token);
+    const json = JSON.stringify(purpose);
+    const seal = this.seals.seal(this.sealed(key, json, String(expiresAt))) ?? '';
     if (purpose.kind === 'register') {
       const open = registrationLinksKey(this.prefix, purpose.teamId, purpose.user);
-      const args = [JSON.stringify(purpose), String(expiresAt), String(REMEMBER_S), String(now)];
-      const stored = await this.redis.eval(
-        ISSUE_REGISTRATION,
-        2,
-        key,
-        open,
-        ...args,
-        OPEN_REGISTRATION_LINKS,
-      );
+      const args = [json, String(expiresAt), String(REMEMBER_S), String(now), OPEN_REGISTRATION_LINKS, seal];
+      const stored = await this.redis.eval(ISSUE_REGISTRATION, 2, key, open, ...args);
       if (stored !== 1) throw new TooManyLinksError();
     } else {
       await this.redis
         .multi()
-        .hset(key, 'purpose', JSON.stringify(purpose), 'expiresAt', String(expiresAt), 'used', '0')
+        .hset(key, 'purpose', json, 'expiresAt', String(expiresAt), 'used', '0', 'seal', seal)
         .expire(key, REMEMBER_S)
         .exec();
     }
@@ -138,13 +146,19 @@ export class LinkStore {
   /** The link's state without using it up (a GET of the page, a prefetch). */
   async peek(token: string): Promise<LinkState> {
     if (!TOKEN.test(token)) return { status: 'unknown' };
-    const [purpose, expiresAt, used] = await this.redis.hmget(
-      this.key(token),
+    const key = this.key(token);
+    const [purpose, expiresAt, used, seal] = await this.redis.hmget(
+      key,
       'purpose',
       'expiresAt',
       'used',
+      'seal',
     );
     if (purpose === null || purpose === undefined || !expiresAt) return { status: 'unknown' };
+    // A link written outside the bot is not one it issued.
+    const parts = this.sealed(key, purpose, expiresAt);
+    if (!(await this.seals.holds(parts, seal ?? undefined, 'a verification link')))
+      return { status: 'unknown' };
     if (used === '1') return { status: 'used' };
     // A passkey reset ended this registration link (and every page session on it).
     if (used === 'reset') return { status: 'reset' };

@@ -9,8 +9,10 @@ import {
 } from '@simplewebauthn/server';
 import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
+import type { SealKeys } from '../config/seal-keys.ts';
 import { requestKeys } from '../requests/store.ts';
 import { LINK_STATE_LUA, type LinkUse, registrationLinksKey } from './links.ts';
+import { VerifySeals } from './seals.ts';
 
 /*
  * Passkeys (WebAuthn) of Slack users, per workspace: the public key and the signature counter of each credential,
@@ -24,6 +26,8 @@ interface StoredPasskey {
   counter: number;
   transports?: string[];
   createdAt: string;
+  /** SEAL_KEY's seal of the person, the credential id and the public key (src/verify/seals.ts). */
+  seal?: string;
 }
 
 /** Where the page runs: WebAuthn binds passkeys to the host (rpID) and checks the page's origin. */
@@ -108,13 +112,23 @@ export class PasskeyStore {
   /** Credential id → the one person (team:user) who holds it: two people never hold one id. */
   private readonly owners: string;
 
+  private readonly seals: VerifySeals;
+
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly now: () => Date,
+    /** SEAL_KEY's keys: passkeys are sealed when added and checked when read (the CLI's reset needs none). */
+    keys?: SealKeys,
   ) {
     this.audit = requestKeys(prefix).audit;
     this.owners = `${prefix}:passkey-owners`;
+    this.seals = new VerifySeals(keys, redis, prefix);
+  }
+
+  /** What a passkey's seal covers: whose it is, its credential id and its public key. */
+  private sealed(teamId: string, user: string, id: string, publicKey: string): string[] {
+    return ['passkey', teamId, user, id, publicKey];
   }
 
   private key(teamId: string, user: string): string {
@@ -131,11 +145,13 @@ export class PasskeyStore {
     return this.redis.hkeys(this.key(teamId, user));
   }
 
-  /** `user`'s passkey with this credential id; undefined when it is not theirs. */
+  /** `user`'s passkey with this credential id; undefined when it is not theirs, or its seal does not check. */
   async get(teamId: string, user: string, id: string): Promise<WebAuthnCredential | undefined> {
     const json = await this.redis.hget(this.key(teamId, user), id);
     if (json === null) return undefined;
     const stored = JSON.parse(json) as StoredPasskey;
+    const parts = this.sealed(teamId, user, id, stored.publicKey);
+    if (!(await this.seals.holds(parts, stored.seal, `passkey ${id} of ${user}`))) return undefined;
     return {
       id,
       publicKey: Buffer.from(stored.publicKey, 'base64url'),
@@ -151,11 +167,14 @@ export class PasskeyStore {
    */
   async add(passkey: NewPasskey): Promise<AddOutcome> {
     const { teamId, user, credential, proof } = passkey;
+    const publicKey = Buffer.from(credential.publicKey).toString('base64url');
+    const seal = this.seals.seal(this.sealed(teamId, user, credential.id, publicKey));
     const stored: StoredPasskey = {
-      publicKey: Buffer.from(credential.publicKey).toString('base64url'),
+      publicKey,
       counter: credential.counter,
       ...(credential.transports ? { transports: credential.transports } : {}),
       createdAt: this.now().toISOString(),
+      ...(seal ? { seal } : {}),
     };
     const result = await this.redis.eval(
       ADD,

@@ -1,7 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Cluster, Redis } from 'ioredis';
+import type { SealKeys } from '../config/seal-keys.ts';
 import { LINK_TTL_MS } from './links.ts';
+import { VerifySeals } from './seals.ts';
 
 /*
  * The page's session: an opaque id in an HttpOnly cookie scoped to the link's path, and server side the link it
@@ -15,6 +17,10 @@ export interface PageSession {
   csrf: string;
   challenge?: string;
   proven?: string;
+  /** SEAL_KEY's seal of the session's key, link, CSRF token and proof (src/verify/seals.ts). */
+  seal?: string;
+  /** The seal of the challenge in flight. */
+  challengeSeal?: string;
 }
 
 const random = () => randomBytes(32).toString('base64url');
@@ -56,24 +62,45 @@ export function setCookie(
 export const SESSIONS_PER_LINK = 20;
 
 // KEYS[1] the link's count of sessions, KEYS[2] the new session; ARGV[1] ttl (ms), ARGV[2] the cap, ARGV[3] link,
-// ARGV[4] csrf. Opens the session unless the link opened the cap already.
+// ARGV[4] csrf, ARGV[5] seal. Opens the session unless the link opened the cap already.
 const OPEN = `
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if n > tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[2], 'link', ARGV[3], 'csrf', ARGV[4])
+redis.call('HSET', KEYS[2], 'link', ARGV[3], 'csrf', ARGV[4], 'seal', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1`;
 
 /** Page sessions on Redis, living as long as a link does. */
 export class PageSessions {
+  private readonly seals: VerifySeals;
+
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
-  ) {}
+    /** SEAL_KEY's keys: a session whose seal fails is no session. */
+    keys?: SealKeys,
+  ) {
+    this.seals = new VerifySeals(keys, redis, prefix);
+  }
 
   private key(id: string): string {
     return `${this.prefix}:verify:session:${hash(id)}`;
+  }
+
+  /** The seal of a session: bound to its key, so it cannot be moved onto another id. */
+  private sealOf(key: string, link: string, csrf: string, proven = ''): string {
+    return this.seals.seal(['session', key, link, csrf, proven]) ?? '';
+  }
+
+  /** The session's fields when they are whole and sealed; undefined otherwise (a failed seal is audited). */
+  private async read(id: string): Promise<PageSession | undefined> {
+    const key = this.key(id);
+    const fields = (await this.redis.hgetall(key)) as Partial<PageSession>;
+    if (!fields.link || !fields.csrf) return undefined;
+    const parts = ['session', key, fields.link, fields.csrf, fields.proven ?? ''];
+    if (!(await this.seals.holds(parts, fields.seal, 'a page session'))) return undefined;
+    return fields as PageSession;
   }
 
   /**
@@ -84,15 +111,18 @@ export class PageSessions {
     const id = random();
     const csrf = random();
     const count = `${this.prefix}:verify:opens:${link}`;
+    const key = this.key(id);
+    const seal = this.sealOf(key, link, csrf);
     const opened = await this.redis.eval(
       OPEN,
       2,
       count,
-      this.key(id),
+      key,
       LINK_TTL_MS,
       SESSIONS_PER_LINK,
       link,
       csrf,
+      seal,
     );
     return opened === 1 ? { id, csrf } : undefined;
   }
@@ -107,7 +137,17 @@ export class PageSessions {
     await this.redis
       .multi()
       .del(this.key(id))
-      .hset(key, 'link', link, 'csrf', renewed.csrf, 'proven', proven)
+      .hset(
+        key,
+        'link',
+        link,
+        'csrf',
+        renewed.csrf,
+        'proven',
+        proven,
+        'seal',
+        this.sealOf(key, link, renewed.csrf, proven),
+      )
       .pexpire(key, LINK_TTL_MS)
       .exec();
     return renewed;
@@ -116,8 +156,8 @@ export class PageSessions {
   /** The session `id` when it belongs to `link` (a page opened again, e.g. back from the SSO login). */
   async resume(id: string | undefined, link: string): Promise<(PageSession & { id: string }) | undefined> {
     if (!id) return undefined;
-    const fields = (await this.redis.hgetall(this.key(id))) as Partial<PageSession>;
-    return fields.link === link && fields.csrf ? { ...(fields as PageSession), id } : undefined;
+    const fields = await this.read(id);
+    return fields?.link === link ? { ...fields, id } : undefined;
   }
 
   /** The session of `id` when it belongs to `link` and `csrf` is its token; else undefined. */
@@ -127,25 +167,31 @@ export class PageSessions {
     csrf: string | undefined,
   ): Promise<PageSession | undefined> {
     if (!id || !csrf) return undefined;
-    const fields = (await this.redis.hgetall(this.key(id))) as Partial<PageSession>;
-    if (!fields.link || !fields.csrf || fields.link !== link || !sameSecret(fields.csrf, csrf))
-      return undefined;
-    return fields as PageSession;
+    const fields = await this.read(id);
+    if (!fields || fields.link !== link || !sameSecret(fields.csrf, csrf)) return undefined;
+    return fields;
   }
 
-  /** Sets the challenge in flight. */
+  /** Sets the challenge in flight, sealed to this session. */
   async set(id: string, field: 'challenge', value: string): Promise<void> {
-    await this.redis.hset(this.key(id), field, value);
+    const key = this.key(id);
+    const seal = this.seals.seal(['challenge', key, value]) ?? '';
+    await this.redis.hset(key, field, value, 'challengeSeal', seal);
   }
 
-  /** Takes the challenge in flight: a challenge answers once. */
+  /** Takes the challenge in flight: a challenge answers once, and only one the bot set (its seal checks). */
   async takeChallenge(id: string): Promise<string | undefined> {
+    const key = this.key(id);
     const results = await this.redis
       .multi()
-      .hget(this.key(id), 'challenge')
-      .hdel(this.key(id), 'challenge')
+      .hmget(key, 'challenge', 'challengeSeal')
+      .hdel(key, 'challenge', 'challengeSeal')
       .exec();
-    const value = results?.[0]?.[1];
-    return typeof value === 'string' ? value : undefined;
+    const [value, seal] = (results?.[0]?.[1] ?? []) as (string | null)[];
+    if (typeof value !== 'string') return undefined;
+    // A challenge written outside the bot would let an answer captured elsewhere be replayed here.
+    return (await this.seals.holds(['challenge', key, value], seal ?? undefined, 'a page challenge'))
+      ? value
+      : undefined;
   }
 }

@@ -1,8 +1,10 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { request as http } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OPEN_REGISTRATION_LINKS } from '../../src/verify/links.ts';
 import { PasskeyStore } from '../../src/verify/passkeys.ts';
@@ -264,10 +266,73 @@ describe('passkeys and their resets under attack', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
   }, 60_000);
 
+  it('a passkey, a link and a page session written straight into Redis grant nothing, each audited seal_invalid', async () => {
+    const owner = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead2, owner);
+    const hash = `${h.prefix}:passkeys:${TEAM}:${USERS.lead2}`;
+    const ownEntry = JSON.parse((await h.redis.hget(hash, owner.id)) ?? '{}') as { seal?: string };
+    expect(ownEntry.seal).toMatch(/^[0-9a-f]{12}\./);
+    const sealInvalid = async () =>
+      (await h.redis.xrange(`${h.prefix}:audit`, '-', '+')).filter(([, f]) => f.includes('seal_invalid'))
+        .length;
+    const before = await sealInvalid();
+    // A Redis writer plants a passkey of their own under lead2, shaped as the bot stores one; another carries the
+    // seal of lead2's real passkey.
+    const planted = new SoftPasskey(publicUrl);
+    const copied = new SoftPasskey(publicUrl);
+    const entry = (key: SoftPasskey, seal?: string) =>
+      JSON.stringify({
+        publicKey: key.cosePublicKey().toString('base64url'),
+        counter: 0,
+        createdAt: new Date().toISOString(),
+        ...(seal ? { seal } : {}),
+      });
+    await h.redis.hset(hash, planted.id, entry(planted), copied.id, entry(copied, ownEntry.seal));
+    const { created, tab } = await approvalPage('resize shop-prod 101 cores=8', USERS.lead2);
+    expect((await tab.approve(planted)).body.title).toBe('Not your passkey');
+    expect((await tab.approve(copied)).body.title).toBe('Not your passkey');
+    // A page session planted on lead2's registration link, "proved" with lead2's own passkey.
+    const url = await passkeyRegistrationLink(h, USERS.lead2);
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+    const sessionId = randomBytes(32).toString('base64url');
+    const csrf = randomBytes(32).toString('base64url');
+    const token = url.slice(url.lastIndexOf('/') + 1);
+    await h.redis.hset(`${h.prefix}:verify:session:${sha(sessionId)}`, {
+      link: sha(token),
+      csrf,
+      proven: owner.id,
+    });
+    const options = await http(`${url}/register-options`, {
+      method: 'POST',
+      headers: {
+        cookie: `cloudops_page=${sessionId}`,
+        'x-csrf-token': csrf,
+        origin: publicUrl,
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(options.statusCode).toBe(403);
+    expect(((await options.body.json()) as { title: string }).title).toBe('Open the link again');
+    // A link written into Redis: not one the bot issued.
+    const forged = randomBytes(32).toString('base64url');
+    await h.redis.hset(`${h.prefix}:verify:link:${sha(forged)}`, {
+      purpose: JSON.stringify({ kind: 'register', teamId: TEAM, user: USERS.lead2 }),
+      expiresAt: String(Date.now() + 600_000),
+      used: '0',
+    });
+    const page = await PageTab.open(`${publicUrl}/passkeys/${forged}`);
+    expect(page.status).toBe(404);
+    expect(await sealInvalid()).toBeGreaterThanOrEqual(before + 4);
+    // lead2's own passkey still approves.
+    expect((await tab.approve(owner)).body.title).toBe('Approved');
+    await h.waitForRequest(created.id, (r) => r.state !== 'pending');
+  });
+
   it('the page refuses a link whose request stays pending at a new revision', async () => {
     const key = new SoftPasskey(publicUrl);
     await registerFirst(USERS.lead2, key);
-    const { created, tab } = await approvalPage('resize shop-prod 101 cores=7', USERS.lead2);
+    const { created, tab } = await approvalPage('resize shop-prod 101 cores=9', USERS.lead2);
     const options = await tab.post('passkey-options');
     expect(options.status).toBe(200);
     // What it would do changes while it stays pending (a new revision).

@@ -60,18 +60,25 @@ export class SoftPasskey {
     return Buffer.from(JSON.stringify({ type, challenge, origin: this.origin, crossOrigin: false }));
   }
 
+  /** The public key as COSE (what the bot stores, base64url), for a test that writes a passkey into Redis itself. */
+  cosePublicKey(): Buffer {
+    return Buffer.from(
+      isoCBOR.encode(
+        new Map<number, number | Uint8Array>([
+          [1, 2],
+          [3, -7],
+          [-1, 1],
+          [-2, Buffer.from(this.publicJwk.x, 'base64url')],
+          [-3, Buffer.from(this.publicJwk.y, 'base64url')],
+        ]),
+      ),
+    );
+  }
+
   /** A registration answer to `options` (the page's register-options), attestation "none". */
   registration(options: { challenge: string }, tamper: Tamper = {}) {
     const rawId = Buffer.from(this.id, 'base64url');
-    const cose = isoCBOR.encode(
-      new Map<number, number | Uint8Array>([
-        [1, 2],
-        [3, -7],
-        [-1, 1],
-        [-2, Buffer.from(this.publicJwk.x, 'base64url')],
-        [-3, Buffer.from(this.publicJwk.y, 'base64url')],
-      ]),
-    );
+    const cose = this.cosePublicKey();
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(rawId.length);
     const attested = Buffer.concat([Buffer.alloc(16), idLength, rawId, Buffer.from(cose)]);
