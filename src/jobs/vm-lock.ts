@@ -140,10 +140,3 @@ export class VmLock {
     };
   }
 }
-
-/** A hash as a script answers HGETALL (field, value, field, value …) as a record. */
-export function pairsToRecord(pairs: string[]): Record<string, string> {
-  const record: Record<string, string> = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) record[String(pairs[i])] = String(pairs[i + 1]);
-  return record;
-}
