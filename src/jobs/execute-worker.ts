@@ -11,7 +11,7 @@ import {
   startSending,
 } from '../requests/lifecycle/run-moves.ts';
 import { lockAndStart } from '../requests/lifecycle/run-start.ts';
-import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
+import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/model/types.ts';
 import { knownForRequest, type RecordedVmFacts, type VmFactsWrite } from '../requests/vm-facts.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';

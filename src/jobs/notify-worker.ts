@@ -2,7 +2,7 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { slackOutageLog } from '../observability/connection-log.ts';
 import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
 import { cancelUndeliverable } from '../requests/lifecycle/run-moves.ts';
-import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/model/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { cancelExecution, enqueueNotify, type NotifyJob, removeExpireJob, replyId } from './queues.ts';
 import { slackFailure } from './slack-failure.ts';

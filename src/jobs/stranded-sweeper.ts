@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
 import { requeueStranded } from '../requests/lifecycle/run-moves.ts';
-import type { RequestStore } from '../requests/store.ts';
-import type { CloudRequest } from '../requests/types.ts';
+import type { CloudRequest } from '../requests/model/types.ts';
+import type { RequestStore } from '../requests/store/store.ts';
 import { createOutbox } from './outbox.ts';
 import { enqueueExecution, type Queues } from './queues.ts';
 

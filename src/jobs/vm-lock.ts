@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { LuaScript } from '../requests/lua.ts';
+import { LuaScript } from '../requests/store/lua.ts';
 import type { LockPolicy } from './retry-policy.ts';
 
 /** Deletes the lock only if it still holds our token. KEYS: lock. ARGV: token. */

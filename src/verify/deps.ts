@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import { type CloudRequest, revisionOf } from '../requests/types.ts';
-import type { VerifiedApprover } from '../requests/verification.ts';
+import type { VerifiedApprover } from '../requests/approval/verified-approval.ts';
+import { type CloudRequest, revisionOf } from '../requests/model/types.ts';
 import type { LinkStore } from './links.ts';
 import type { PasskeyStore, RelyingParty } from './passkeys.ts';
 import type { PageSessions } from './sessions.ts';

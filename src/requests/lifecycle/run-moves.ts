@@ -1,8 +1,8 @@
-import type { Lease, CloudRequest, StepOutcome } from '../types.ts';
-import { type RecheckDeps, recheckRequest } from '../recheck.ts';
-import type { RequestStore, TransitionInput, TransitionResult } from '../store.ts';
-import type { VmFactsWrite } from '../vm-facts.ts';
 import type { VmKnown } from '../../rules/types.ts';
+import { type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
+import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
+import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
+import type { VmFactsWrite } from '../vm-facts.ts';
 
 /*
  * A run's moves, owned here like bullmq's Job.moveToFailed: the execute worker (jobs/) keeps the queue, the VM's
@@ -64,17 +64,29 @@ export function startSending(
       from: ['queued'],
       to: 'sending',
       actor: 'cloudops',
-      detail: refusal === undefined ? `sending step ${request.nextStep + 1}` : 'rules re-checked at run time; not sent',
+      detail:
+        refusal === undefined
+          ? `sending step ${request.nextStep + 1}`
+          : 'rules re-checked at run time; not sent',
     },
     request,
   );
 }
 
 /** sending → queued: the call was surely not applied (`reason`), and the job retries it later. */
-export function requeueNotSent(deps: RunDeps, request: CloudRequest, reason: string): Promise<TransitionResult> {
+export function requeueNotSent(
+  deps: RunDeps,
+  request: CloudRequest,
+  reason: string,
+): Promise<TransitionResult> {
   return deps.store.transition(
     request.id,
-    { from: ['sending'], to: 'queued', actor: 'cloudops', detail: truncateDetail(`not sent (${reason}); retrying`) },
+    {
+      from: ['sending'],
+      to: 'queued',
+      actor: 'cloudops',
+      detail: truncateDetail(`not sent (${reason}); retrying`),
+    },
     request,
   );
 }

@@ -1,7 +1,7 @@
-import { LuaScript } from '../lua.ts';
-import { requestKeys } from '../store-keys.ts';
-import { AUDIT_APPEND_LUA, AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../store-scripts.ts';
-import type { CloudRequest } from '../types.ts';
+import type { CloudRequest } from '../model/types.ts';
+import { requestKeys } from '../store/keys.ts';
+import { LuaScript } from '../store/lua.ts';
+import { AUDIT_APPEND_LUA, AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../store/scripts.ts';
 import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../vm-facts.ts';
 
 /**
@@ -14,7 +14,7 @@ import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../vm-fa
  *
  * A plain run: the request is queued at its first step, for the locked VM, not scheduled (`runAt`), not the return of
  * a lease (`returnOf`, which the worker checks against the lease first), holds no open lease, its first marker is not
- * set, and its stored JSON ends in the store's tail (store-scripts.ts MOVE_STATE_LUA). Anything else is only read, and
+ * set, and its stored JSON ends in the store's tail (store/scripts.ts MOVE_STATE_LUA). Anything else is only read, and
  * the worker decides in TypeScript as before. The re-check before the POST comes after, on the facts returned: a
  * refusal ends the request "not sent" from sending, as a scheduled run's refusal does.
  *
