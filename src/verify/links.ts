@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
-import type { VerificationLinks, VerifyClaims } from '../requests/verification.ts';
+import type { VerificationLinks } from '../requests/approval/verified-approval.ts';
+import type { VerifyClaims } from '../requests/model/verification.ts';
 import { VerifySeals } from './seals.ts';
 
 /*

@@ -10,7 +10,7 @@ import {
 import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
-import { requestKeys } from '../requests/store.ts';
+import { requestKeys } from '../requests/store/keys.ts';
 import { LINK_STATE_LUA, type LinkUse, registrationLinksKey } from './links.ts';
 import { VerifySeals } from './seals.ts';
 

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
-import { requestKeys } from '../requests/store.ts';
+import { requestKeys } from '../requests/store/keys.ts';
 
 /*
  * What lets a person pass verification is sealed under SEAL_KEY's `verify` purpose: each stored passkey (its person,
