@@ -134,7 +134,7 @@ export interface PageContext extends CookieScope {
 /** More page sessions on one link than a person opens: a flood, refused before it fills Redis. */
 export const TOO_MANY_OPENS: Outcome = {
   title: 'Opened too often',
-  text: 'This link was opened more times than a person does. Nothing was counted. Ask for a new link in Slack.',
+  text: 'This link was opened (or its SSO login started) more times than a person does. Nothing was counted. Ask for a new link in Slack.',
   tone: 'refused',
   status: 429,
 };

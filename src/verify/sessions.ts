@@ -71,6 +71,16 @@ redis.call('HSET', KEYS[2], 'link', ARGV[3], 'csrf', ARGV[4], 'seal', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1`;
 
+/** How many SSO logins one link may start in its ten minutes: each keeps what it needs to finish for ten minutes. */
+export const SSO_STARTS_PER_LINK = 20;
+
+// KEYS[1] a count; ARGV[1] ttl (ms), ARGV[2] the cap. 1 while the count stays within the cap.
+const COUNT = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if n > tonumber(ARGV[2]) then return 0 end
+return 1`;
+
 /** Page sessions on Redis, living as long as a link does. */
 export class PageSessions {
   private readonly seals: VerifySeals;
@@ -125,6 +135,12 @@ export class PageSessions {
       seal,
     );
     return opened === 1 ? { id, csrf } : undefined;
+  }
+
+  /** Counts one SSO login started on the link with key `link`: false past {@link SSO_STARTS_PER_LINK}. */
+  async ssoStart(link: string): Promise<boolean> {
+    const count = `${this.prefix}:verify:sso-starts:${link}`;
+    return (await this.redis.eval(COUNT, 1, count, LINK_TTL_MS, SSO_STARTS_PER_LINK)) === 1;
   }
 
   /**

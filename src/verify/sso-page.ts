@@ -14,6 +14,7 @@ import {
   sendOutcome,
   sessionCookie,
   sessionIdOf,
+  TOO_MANY_OPENS,
 } from './http.ts';
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
@@ -75,6 +76,8 @@ export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
     // A rule that asks for a passkey is not met by an SSO login: refused here, before the link could be used up.
     if (state.purpose.kind === 'approve' && !state.purpose.claims.methods.includes('sso'))
       return sendOutcome(res, SSO_NOT_ACCEPTED, false);
+    // Each start keeps what the login needs for ten minutes: a flood of starts on one link is refused.
+    if (!(await deps.sessions.ssoStart(link))) return sendOutcome(res, TOO_MANY_OPENS, false);
     let start: Awaited<ReturnType<typeof deps.sso.flow.begin>>;
     try {
       start = await deps.sso.flow.begin();

@@ -329,6 +329,49 @@ describe('passkeys and their resets under attack', () => {
     await h.waitForRequest(created.id, (r) => r.state !== 'pending');
   });
 
+  it('two first registrations racing on two links: one stands, the other registers nothing', async () => {
+    const tabs = [await registrationPage(USERS.lead), await registrationPage(USERS.lead)];
+    const keys = [new SoftPasskey(publicUrl), new SoftPasskey(publicUrl)];
+    // Both pages fetch their options while the lead has none (each may register a first passkey)…
+    const options = await Promise.all(tabs.map((tab) => tab.post('register-options')));
+    expect(options.map((o) => o.status)).toEqual([200, 200]);
+    // …and answer at once: only one is trusted on first use.
+    const outcomes = await Promise.all(
+      tabs.map((tab, i) =>
+        tab.post('register', {
+          response: keys[i]?.registration({ challenge: options[i]?.body.challenge ?? '' }),
+        }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status).sort()).toEqual([200, 409]);
+    expect(outcomes.find((o) => o.status === 409)?.body.title).toBe('Verify again');
+    expect(await passkeysOf(USERS.lead)).toHaveLength(1);
+  });
+
+  it('a reset between a page’s options and its answer: nothing registers; a proof replayed registers nothing', async () => {
+    const owner = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead, owner);
+    // A proof answered, then the same answer replayed on another page of the lead's: its challenge is not that page's.
+    const first = await registrationPage(USERS.lead);
+    const challenge = (await first.post('proof-options')).body.challenge ?? '';
+    const proof = owner.assertion(challenge);
+    expect((await first.post('proof', { response: proof })).status).toBe(200);
+    expect((await first.post('proof', { response: proof })).status).toBe(403);
+    const second = await registrationPage(USERS.lead);
+    await second.post('proof-options');
+    expect((await second.post('proof', { response: proof })).body.title).toBe('The passkey did not verify');
+    expect((await second.post('register-options')).body.title).toBe('Verify with your passkey first');
+    // The first page, proved, gets its options; a reset lands before its answer.
+    const options = await first.post('register-options');
+    expect(options.status).toBe(200);
+    await resetCli(USERS.lead);
+    const late = await first.post('register', {
+      response: new SoftPasskey(publicUrl).registration({ challenge: options.body.challenge ?? '' }),
+    });
+    expect(late).toMatchObject({ status: 410, body: { title: 'This link was ended' } });
+    expect(await passkeysOf(USERS.lead)).toEqual([]);
+  });
+
   it('the page refuses a link whose request stays pending at a new revision', async () => {
     const key = new SoftPasskey(publicUrl);
     await registerFirst(USERS.lead2, key);

@@ -1,8 +1,10 @@
 import { request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SSO_STARTS_PER_LINK } from '../../src/verify/sessions.ts';
 import { type Harness, TEAM, USERS } from '../helpers/harness.ts';
 import { LoginBrowser } from '../helpers/oidc-login.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
+import { keysUnder } from '../helpers/redis.ts';
 import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
 import {
   approveEphemeral,
@@ -127,5 +129,17 @@ describe('the SSO leg under attack', () => {
     expect(back.html).toContain('You logged in with SSO');
     const registered = await back.register(new SoftPasskey(publicUrl));
     expect(registered).toMatchObject({ status: 200, body: { title: 'Passkey registered' } });
+  });
+
+  it('a flood of SSO starts on one link is refused past the cap, before anything is kept for them', async () => {
+    const created = await submitRequest(h, 'resize shop-prod 102 cores=5');
+    const url = urlButtonOf((await approveEphemeral(h, created.id, USERS.lead)).blocks) ?? '';
+    const tab = await PageTab.open(url);
+    const pending = async () => (await keysUnder(h.redis, `${h.prefix}:verify:sso:`)).length;
+    const before = await pending();
+    const starts = await Promise.all(Array.from({ length: 25 }, () => startSso(tab)));
+    expect(starts.filter((s) => s.status === 303)).toHaveLength(SSO_STARTS_PER_LINK);
+    expect(starts.filter((s) => s.status === 429)).toHaveLength(25 - SSO_STARTS_PER_LINK);
+    expect((await pending()) - before).toBe(SSO_STARTS_PER_LINK);
   });
 });
