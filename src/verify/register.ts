@@ -185,11 +185,16 @@ const register: PageHandler = async (req, res, token, deps) => {
   if (added !== 'ok') return sendOutcome(res, linkRefusal(added), true);
   // Queued, not sent from here: Slack's rate limits and outages delay the warning, never lose it, and the page tells
   // the truth (the passkey is stored) whatever Slack answers.
-  await deps.notify(
-    user,
-    `A passkey was registered for you on the cloudops verification page (${existing === 0 ? 'your first' : 'an additional one'}). If this was not you, tell an administrator at once: they can remove it with cloudops passkeys reset.`,
-    `passkey.${credential.id}`,
-  );
+  await deps
+    .notify(
+      user,
+      `A passkey was registered for you on the cloudops verification page (${existing === 0 ? 'your first' : 'an additional one'}). If this was not you, tell an administrator at once: they can remove it with cloudops passkeys reset.`,
+      `passkey.${credential.id}`,
+    )
+    .catch((error: unknown) => {
+      // Stored and audited already: the page still says so; the operator learns the warning was not queued.
+      deps.logger.error({ err: error, user }, 'the "passkey registered" DM could not be queued');
+    });
   sendOutcome(
     res,
     {
