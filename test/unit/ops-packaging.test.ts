@@ -121,6 +121,13 @@ describe('Dockerfile', () => {
   });
 });
 
+/** The Dockerfile's global ARGs (before the first FROM), e.g. NODE_VERSION. */
+function dockerArgs(): Record<string, string> {
+  const head = read('Dockerfile').split(/^FROM\s/m)[0]!;
+  return Object.fromEntries([...head.matchAll(/^ARG\s+(\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+}
+const lockfile = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string }> };
+
 describe('Node.js', () => {
   it('the suite runs on the LTS that engines, the node devDependency, @types/node and the image name', () => {
     const lts = major(pkg.engines.node);
@@ -130,15 +137,30 @@ describe('Node.js', () => {
     expect(major(pkg.devDependencies.node!)).toBe(lts);
     expect(major(pkg.devDependencies['@types/node']!)).toBe(lts);
     expect(pkg.allowScripts?.node).toBe(true);
-    for (const stage of stages) expect(stage.from).toMatch(new RegExp(`^FROM node:${lts}-`));
+    expect(major(dockerArgs().NODE_VERSION!)).toBe(lts);
     expect(read('README.md')).toMatch(new RegExp(`Node\\.js ${lts}\\b`));
   });
 
-  it('pins every base image by digest (the tag kept for the reader) and says how to update it', () => {
+  it('the image runs exactly the Node.js the tests run on: ARG NODE_VERSION is the lockfile’s node package', () => {
+    const tested = lockfile.packages['node_modules/node']?.version;
+    expect(tested).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(dockerArgs().NODE_VERSION).toBe(tested);
+    // The suite itself: `npm test` runs vitest on node_modules/.bin/node.
+    expect(process.versions.node).toBe(tested);
     for (const stage of stages)
-      expect(stage.from).toMatch(/^FROM [a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}(\s+AS\s+\w+)?$/i);
+      expect(stage.from).toMatch(/^FROM node:\$\{NODE_VERSION\}-bookworm-slim@\$\{NODE_DIGEST\}\s+AS\s+\w+$/);
+  });
+
+  it('pins every base image by digest (the tag kept for the reader) and says how to update it', () => {
+    expect(dockerArgs().NODE_DIGEST).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(new Set(stages.map((s) => s.from.split(/\s+/)[1])).size).toBe(1);
-    expect(read('Dockerfile')).toMatch(/docker buildx imagetools inspect node:24-bookworm-slim/);
+    expect(read('Dockerfile')).toMatch(/docker buildx imagetools inspect node:X\.Y\.Z-bookworm-slim/);
+  });
+
+  it('carries the release’s SBOM, made in the build stage by the script `npm run release` uses', () => {
+    expect(stages[0]!.lines).toContain('RUN node scripts/sbom.mjs /app/sbom.cdx.json');
+    expect(runtime.lines).toContain('COPY --from=build /app/sbom.cdx.json ./sbom.cdx.json');
+    expect(read('scripts/release.mjs')).toMatch(/import \{ sbomOf \} from '\.\/sbom\.mjs'/);
   });
 });
 
