@@ -49,6 +49,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
     env.AUDIT_WEBHOOK_SECRET,
+    env.REDIS_SENTINEL_PASSWORD,
     ...urlCredentials(env.REDIS_URL),
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),

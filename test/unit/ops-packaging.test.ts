@@ -1,11 +1,15 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { freePort } from '../../sim/local-redis.ts';
 import { startHealthServer } from '../../src/observability/http.ts';
 
 // Docker does not run here: these check what can be checked without it, and run the health checks for real.
@@ -167,7 +171,7 @@ describe('Node.js', () => {
 describe('docker-compose.yml', () => {
   it('runs Redis 7 with the append-only file on, no eviction, and a volume', () => {
     const redis = compose.services.redis!;
-    expect(redis.image).toMatch(/^redis:7/);
+    expect(redis.image).toMatch(/^redis:7\.\d+\.\d+-alpine@sha256:[0-9a-f]{64}$/);
     const command = (redis.command ?? []).join(' ');
     expect(command).toMatch(/--appendonly yes/);
     expect(command).toMatch(/--maxmemory-policy noeviction/);
@@ -206,7 +210,10 @@ describe('docker-compose.yml', () => {
     expect(roles).toEqual({ web: 'bot', worker: 'worker', scheduler: 'scheduler' });
     for (const name of ['bot', 'worker', 'scheduler']) {
       const service = compose.services[name]!;
-      expect(service.environment?.REDIS_URL).toBe('redis://redis:6379');
+      // .env's REDIS_URL wins when it has one; else compose's Redis as its ACL user, with .env's REDIS_PASSWORD.
+      expect(service.environment?.REDIS_URL).toBe(
+        '${REDIS_URL:-redis://cloudops:${REDIS_PASSWORD:?set REDIS_PASSWORD in .env (openssl rand -hex 32)}@redis:6379}',
+      );
       expect(service.env_file?.[0]?.path).toBe('.env');
     }
     // `--scale worker=3` needs no fixed name and no published port.
@@ -237,6 +244,74 @@ describe('docker-compose.yml', () => {
     // The image has dist/ and no tsx: the compiled simulator.
     expect(command).toMatch(/^node dist\/sim\/cloud\/main\.js --port 8080\b/);
     expect(read('docker-compose.yml')).toMatch(/CLOUD_API_URL=http:\/\/cloud-sim:8080 in \.env/);
+  });
+});
+
+describe('compose images', () => {
+  it('pins every image it pulls by digest; the ones it builds come from the Dockerfile’s pinned base', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      if (service.build) expect(service.image, name).toBe('cloudops:local');
+      else expect(service.image, name).toMatch(/^[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}$/);
+    }
+  });
+});
+
+describe('compose’s Redis command, run for real', () => {
+  it('one ACL user with REDIS_PASSWORD, the default user off, on no published port', async () => {
+    const redis = compose.services.redis!;
+    expect(redis.ports).toBeUndefined();
+    expect(redis.environment?.REDIS_PASSWORD).toBe(
+      '${REDIS_PASSWORD:?set REDIS_PASSWORD in .env (openssl rand -hex 32)}',
+    );
+    // The command as compose runs it ($$ is compose's escaped $), with the ACL file in a temp dir, the image's
+    // entrypoint as a pass-through, and loopback, a free port and a temp dir appended (its "$@").
+    const dir = await mkdtemp(join(tmpdir(), 'cloudops-compose-redis-'));
+    await writeFile(join(dir, 'docker-entrypoint.sh'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    const [shell, flag, script, name] = (redis.command ?? []).map((part) => part.replaceAll('$$', '$'));
+    expect([shell, flag, name]).toEqual(['sh', '-c', 'redis']);
+    const port = await freePort();
+    const password = 'compose-redis-pw-7f3a';
+    const child = spawn(
+      shell!,
+      [
+        flag!,
+        script!.replaceAll('/tmp/users.acl', join(dir, 'users.acl')),
+        name!,
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+      ],
+      {
+        env: { PATH: `${dir}:${process.env.PATH ?? ''}`, REDIS_PASSWORD: password },
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
+    const clients: Redis[] = [];
+    const client = (options: RedisOptions) => {
+      const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, ...options });
+      c.on('error', () => undefined);
+      clients.push(c);
+      return c;
+    };
+    try {
+      const user = client({ username: 'cloudops', password });
+      await expect.poll(() => user.ping().catch(() => 'no'), { timeout: 20_000 }).toBe('PONG');
+      await expect(client({}).ping()).rejects.toThrow(/NOAUTH/);
+      await expect(client({ username: 'cloudops', password: 'wrong' }).ping()).rejects.toThrow(/WRONGPASS/);
+      expect(await user.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
+      expect(await user.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
+      // The ACL file holds the password's SHA-256, not the password.
+      expect(await readFile(join(dir, 'users.acl'), 'utf8')).not.toContain(password);
+    } finally {
+      for (const c of clients) c.disconnect();
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
