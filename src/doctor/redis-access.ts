@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import type { Socket } from 'node:net';
+import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from '../config/redis-connection.ts';
@@ -79,7 +79,10 @@ export async function checkRedisAccess(
       : ok('redis.password', 'Redis asks for a password');
   const remote = nodes.filter((node) => !isLoopback(node.host));
   if (tls || remote.length === 0)
-    return [password, ok('redis.tls', tls ? 'Redis is reached over TLS' : 'Redis is on this machine (loopback)')];
+    return [
+      password,
+      ok('redis.tls', tls ? 'Redis is reached over TLS' : 'Redis is on this machine (loopback)'),
+    ];
   return [
     password,
     warn(

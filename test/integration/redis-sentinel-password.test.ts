@@ -2,7 +2,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { loadEnv } from '../../src/config/env.ts';
-import { createRedis, type RedisClient, redisTarget, watchReplicas } from '../../src/config/redis-connection.ts';
+import {
+  createRedis,
+  type RedisClient,
+  redisTarget,
+  watchReplicas,
+} from '../../src/config/redis-connection.ts';
 
 // Sentinels that ask for a password of their own (their `requirepass`): a master, two replicas and one Sentinel of this
 // file's own, the Sentinel's default user given a password once the group is up.

@@ -8,7 +8,15 @@ describe('doctor: which Redis addresses are this machine (no TLS warning for the
   });
 
   it('a container network, a private LAN, a public address or a name are not', () => {
-    for (const address of ['172.18.0.2', '10.0.0.5', '192.168.1.10', '203.0.113.7', 'fd00::2', '::ffff:10.0.0.1', '128.0.0.1'])
+    for (const address of [
+      '172.18.0.2',
+      '10.0.0.5',
+      '192.168.1.10',
+      '203.0.113.7',
+      'fd00::2',
+      '::ffff:10.0.0.1',
+      '128.0.0.1',
+    ])
       expect(isLoopback(address), address).toBe(false);
   });
 });

@@ -212,6 +212,7 @@ describe('docker-compose.yml', () => {
       const service = compose.services[name]!;
       // .env's REDIS_URL wins when it has one; else compose's Redis as its ACL user, with .env's REDIS_PASSWORD.
       expect(service.environment?.REDIS_URL).toBe(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's interpolation, not a template
         '${REDIS_URL:-redis://cloudops:${REDIS_PASSWORD:?set REDIS_PASSWORD in .env (openssl rand -hex 32)}@redis:6379}',
       );
       expect(service.env_file?.[0]?.path).toBe('.env');
@@ -261,6 +262,7 @@ describe('compose’s Redis command, run for real', () => {
     const redis = compose.services.redis!;
     expect(redis.ports).toBeUndefined();
     expect(redis.environment?.REDIS_PASSWORD).toBe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's interpolation, not a template
       '${REDIS_PASSWORD:?set REDIS_PASSWORD in .env (openssl rand -hex 32)}',
     );
     // The command as compose runs it ($$ is compose's escaped $), with the ACL file in a temp dir, the image's
