@@ -80,8 +80,7 @@ describe('restoring Redis from a snapshot', { timeout: 120_000 }, () => {
 
     expect(await h.store.get(request.id)).toMatchObject({ id: request.id, state: 'pending' });
     expect(await new AgentControls(h.redis as Redis, h.prefix).isDisabled('deploy-bot')).toBe(true);
-    const posts = () =>
-      h.sim.calls.filter((c) => c.method === 'POST' && c.path.includes('/vm/102/')).length;
+    const posts = () => h.sim.calls.filter((c) => c.method === 'POST' && c.path.includes('/vm/102/')).length;
     expect(posts()).toBe(0);
 
     await h.click('approve', request.id, USERS.lead, CHANNELS.prod, message);
