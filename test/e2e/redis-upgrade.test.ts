@@ -11,7 +11,11 @@ import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 // C0PROD and a disabled agent, with the queues' jobs. Each key is RESTOREd under a prefix of this test's own.
 interface Fixture {
   now: string;
-  requests: { pending: string; lease: string; pendingMessage: { ts: string; text?: string; blocks?: unknown[] } };
+  requests: {
+    pending: string;
+    lease: string;
+    pendingMessage: { ts: string; text?: string; blocks?: unknown[] };
+  };
   keys: { key: string; pttl: number; dump: string }[];
 }
 const fixture = JSON.parse(

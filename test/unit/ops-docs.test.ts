@@ -221,6 +221,7 @@ describe('CHANGELOG.md', () => {
     expect(lock.version).toBe(version);
     expect(lock.packages['']?.version).toBe(version);
     // `npm run release` names its artifacts after package.json's version.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the script's own template, as text
     expect(read('scripts/release.mjs')).toContain('`${pkg.name}-${pkg.version}.tgz`');
   });
 });
