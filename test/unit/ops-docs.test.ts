@@ -233,4 +233,12 @@ describe('.ci/run', () => {
     expect(ci).toMatch(/^npm ci\b/m);
     expect(ci).toMatch(/^npm test$/m);
   });
+
+  it('installs nothing of its own: the README’s command does (npm test’s pretest installs chromium and redis-server)', () => {
+    const ci = read('.ci/run');
+    expect(ci).not.toMatch(/apt-get install/);
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.pretest).toBe('node scripts/test-deps.mjs');
+    expect(readme).toMatch(/^npm ci && npm test\b/m);
+  });
 });
