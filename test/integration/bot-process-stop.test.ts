@@ -9,7 +9,10 @@ import { spawnNode } from '../helpers/bot-process.ts';
 describe('BotProcess.stop', { timeout: 120_000 }, () => {
   it('a process still running past its deadline: its threads are printed, then it is killed', async () => {
     const stuck = spawnNode(
-      ['-e', "process.on('SIGTERM', () => console.log('ignored')); setInterval(() => {}, 1000); console.log('up');"],
+      [
+        '-e',
+        "process.on('SIGTERM', () => console.log('ignored')); setInterval(() => {}, 1000); console.log('up');",
+      ],
       { PATH: process.env.PATH ?? '' },
       tmpdir(),
     );
