@@ -1,11 +1,12 @@
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { AgentControls } from '../../src/mcp/agent-state.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
+import { snapshotRedis } from '../helpers/redis.ts';
 
 // docs/operations.md#backing-up-and-restoring-redis, followed: a bot on Redis A with work pending, a snapshot of A
 // (BGSAVE, then the RDB file copied away), A gone, a new Redis B started from that file alone (a new process, a new
@@ -15,30 +16,6 @@ let a: LocalRedis;
 let b: LocalRedis | undefined;
 let h: Harness;
 let backup: string;
-
-/** `BGSAVE`, waiting until the snapshot is on disk (LASTSAVE moves on and no save is running). */
-async function snapshot(url: string): Promise<void> {
-  const admin = new Redis(url);
-  try {
-    const before = await admin.lastsave();
-    // LASTSAVE has a resolution of one second: a snapshot in the same second as the last one would not show.
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    await admin.bgsave();
-    await expect
-      .poll(
-        async () => {
-          const info = await admin.info('persistence');
-          return !/rdb_bgsave_in_progress:1/.test(info) && (await admin.lastsave()) > before
-            ? /rdb_last_bgsave_status:(\w+)/.exec(info)?.[1]
-            : 'saving';
-        },
-        { timeout: 20_000 },
-      )
-      .toBe('ok');
-  } finally {
-    admin.disconnect();
-  }
-}
 
 beforeAll(async () => {
   a = await startLocalRedis();
@@ -68,7 +45,7 @@ describe('restoring Redis from a snapshot', { timeout: 120_000 }, () => {
     expect(await agents.setDisabled('deploy-bot', true, 'U0ADMIN')).toBe(true);
 
     // The backup: a snapshot of A, its RDB file copied away. Then A is gone, data directory and all.
-    await snapshot(a.url);
+    await snapshotRedis(a.url);
     await copyFile(join(a.dir, 'dump.rdb'), join(backup, 'dump.rdb'));
     const port = a.port;
     await a.stop();
