@@ -291,6 +291,12 @@ describe('passkeys and their resets under attack', () => {
     const { created, tab } = await approvalPage('resize shop-prod 101 cores=8', USERS.lead2);
     expect((await tab.approve(planted)).body.title).toBe('Not your passkey');
     expect((await tab.approve(copied)).body.title).toBe('Not your passkey');
+    // The lead's own passkey, sealed by the bot for the lead, moved verbatim under lead2: the seal names its person.
+    const leads = new SoftPasskey(publicUrl);
+    await registerFirst(USERS.lead, leads);
+    const moved = (await h.redis.hget(`${h.prefix}:passkeys:${TEAM}:${USERS.lead}`, leads.id)) ?? '';
+    await h.redis.hset(hash, leads.id, moved);
+    expect((await tab.approve(leads)).body.title).toBe('Not your passkey');
     // A page session planted on lead2's registration link, "proved" with lead2's own passkey.
     const url = await passkeyRegistrationLink(h, USERS.lead2);
     const sha = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -323,7 +329,7 @@ describe('passkeys and their resets under attack', () => {
     });
     const page = await PageTab.open(`${publicUrl}/passkeys/${forged}`);
     expect(page.status).toBe(404);
-    expect(await sealInvalid()).toBeGreaterThanOrEqual(before + 4);
+    expect(await sealInvalid()).toBeGreaterThanOrEqual(before + 5);
     // lead2's own passkey still approves.
     expect((await tab.approve(owner)).body.title).toBe('Approved');
     await h.waitForRequest(created.id, (r) => r.state !== 'pending');
