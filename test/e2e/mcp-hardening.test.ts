@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import { AgentControls } from '../../src/mcp/agent-state.ts';
@@ -276,6 +276,77 @@ describe('HTTP', () => {
       )
       .toBe(200);
     await call(client, 'cancel_request', { request_id: asked.request_id });
+  });
+
+  it('a JSON-RPC batch counts each of its calls against MAX_OPEN_PER_AGENT, not as one HTTP request', async () => {
+    const client = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(client, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 102,
+        cores: 5,
+        reason: 'batched waits',
+      }),
+    );
+    const waits = (first: number, count: number) =>
+      Array.from({ length: count }, (_, i) =>
+        toolCall(first + i, 'get_request', { request_id: asked.request_id, wait_seconds: 60 }),
+      );
+    // Batches are part of protocol version 2025-03-26 (what a client that sends no version speaks).
+    const old = { authorization: `Bearer ${TOKENS.crowd}`, 'mcp-protocol-version': '2025-03-26' };
+    // More calls in one batch than an agent may have open: refused whole, nothing of it runs.
+    const tooMany = await raw('POST', old, waits(100, MAX_OPEN_PER_AGENT + 1));
+    expect(tooMany.status).toBe(400);
+    expect(await tooMany.text()).toContain(
+      `A batch of ${MAX_OPEN_PER_AGENT + 1} calls is more than the ${MAX_OPEN_PER_AGENT} calls`,
+    );
+    const stop = new AbortController();
+    const half = MAX_OPEN_PER_AGENT / 2;
+    const held = raw('POST', old, waits(200, half), stop.signal).catch(() => undefined);
+    try {
+      // Half the places are held by one POST: a second batch of the other half and one more is refused.
+      await expect
+        .poll(async () => (await raw('POST', old, waits(300, half + 1))).status, { timeout: 20_000 })
+        .toBe(429);
+      const refused = await raw('POST', old, waits(400, half + 1));
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      // The places left serve calls one by one.
+      expect((await raw('POST', old, toolCall(1, 'list_clusters', {}))).status).toBe(200);
+    } finally {
+      stop.abort();
+      await held;
+    }
+    await expect
+      .poll(async () => (await raw('POST', old, waits(500, half + 1).slice(0, 1))).status, {
+        timeout: 20_000,
+      })
+      .toBe(200);
+    await call(client, 'cancel_request', { request_id: asked.request_id });
+  });
+
+  it('a JSON-RPC batch is refused under the protocol versions that dropped batching (2025-06-18 and later)', async () => {
+    for (const version of ['2025-06-18', LATEST_PROTOCOL_VERSION]) {
+      const got = await raw(
+        'POST',
+        { authorization: `Bearer ${TOKENS.reader}`, 'mcp-protocol-version': version },
+        [toolCall(1, 'list_clusters', {}), toolCall(2, 'list_clusters', {})],
+      );
+      expect(got.status).toBe(400);
+      const body = (await got.json()) as { error: { code: number; message: string } };
+      expect(body.error.code).toBe(-32600);
+      expect(body.error.message).toBe(
+        `JSON-RPC batches are not part of MCP protocol version ${version}: send one call per POST`,
+      );
+    }
+    // The same batch under 2025-03-26 is served.
+    const served = await raw(
+      'POST',
+      { authorization: `Bearer ${TOKENS.reader}`, 'mcp-protocol-version': '2025-03-26' },
+      [toolCall(1, 'list_clusters', {}), toolCall(2, 'list_clusters', {})],
+    );
+    expect(served.status).toBe(200);
+    expect(await served.text()).toContain('"id":2');
   });
 
   it('Origin: null is refused, as any origin not listed', async () => {
