@@ -46,7 +46,10 @@ export function callsIn(body: unknown): number {
  * Why a batch is refused under the protocol version the request speaks (its `Mcp-Protocol-Version` header, else
  * the version the SDK assumes without one), or undefined: a single message, or a version that still had batches.
  */
-export function batchRefusal(body: unknown, versionHeader: string | string[] | undefined): string | undefined {
+export function batchRefusal(
+  body: unknown,
+  versionHeader: string | string[] | undefined,
+): string | undefined {
   if (!Array.isArray(body)) return undefined;
   const version =
     (Array.isArray(versionHeader) ? versionHeader[0] : versionHeader) ?? DEFAULT_NEGOTIATED_PROTOCOL_VERSION;

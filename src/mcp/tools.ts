@@ -53,7 +53,7 @@ export type Handler<K extends keyof typeof INPUTS> = (
   signal: AbortSignal,
 ) => Promise<CallToolResult>;
 
-/** What makes two asks the same change: everything but the reason (a retry may word it again). */
+/** What makes two asks the same change: the change planned, never the reason (a retry may word it again). */
 function fingerprint(parts: Record<string, unknown>): string {
   const sorted = Object.fromEntries(
     Object.entries(parts)
@@ -167,10 +167,24 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       `${requestText(request)} ${request.messageTs ? 'It was posted' : 'It is being posted'} in the project's Slack channel (get_request says posted: true once it is there); follow it with get_request (wait_seconds up to 60).`,
       requestView(request),
     );
+  /** A claim in the ledger, after waiting out an identical ask being made at this moment (a few round trips). */
+  const settled = async (claim: () => Promise<AskClaim>): Promise<AskClaim> => {
+    let got = await claim();
+    for (let waited = 0; got.kind === 'busy' && waited < SAME_ASK_WAIT_MS; waited += SAME_ASK_STEP_MS) {
+      await new Promise((resolve) => setTimeout(resolve, SAME_ASK_STEP_MS));
+      got = await claim();
+    }
+    return got;
+  };
+  const stillBeingMade = () =>
+    refusal(
+      `Not requested: an identical request by agent ${agent.name} is still being made; ask again in a few seconds for its id.`,
+    );
   /**
-   * Makes an ask once: an identical ask (or one with the same idempotency key) answers with the request already made;
-   * else the ask's place in the hourly limit is taken, and given back when `make` makes nothing (a refusal it
-   * throws as one of `refusals`, which becomes the answer). Agents retry: two identical asks make one request.
+   * Makes an ask once: an ask whose idempotency key made a request answers with it, however it ended; an identical
+   * ask (the same planned change, whatever its key) answers with the open request it matches. Else the ask's place in
+   * the hourly limit is taken, and given back when `make` makes nothing (a refusal it throws as one of `refusals`,
+   * which becomes the answer). Agents retry: two identical asks make one request.
    */
   const askOnce = async (
     change: Record<string, unknown>,
@@ -178,36 +192,45 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
     make: () => Promise<CloudRequest>,
   ): Promise<CallToolResult> => {
     const print = fingerprint(change);
-    let claim: AskClaim = await deps.controls.claimAsk(agent.name, key, print);
-    // An identical ask being made right now (a retry racing its original) is awaited: it ends in a few round trips.
-    for (let waited = 0; claim.kind === 'busy' && waited < SAME_ASK_WAIT_MS; waited += SAME_ASK_STEP_MS) {
-      await new Promise((resolve) => setTimeout(resolve, SAME_ASK_STEP_MS));
-      claim = await deps.controls.claimAsk(agent.name, key, print);
-    }
-    while (claim.kind === 'made') {
-      const { requestId } = claim;
-      if (!claim.same)
+    const keyed =
+      key === undefined ? undefined : await settled(() => deps.controls.claimAsk(agent.name, key, print));
+    if (keyed?.kind === 'busy') return stillBeingMade();
+    if (keyed?.kind === 'made') {
+      if (!keyed.same)
         return refusal(
-          `Not requested: idempotency key “${key}” was used for request ${requestId}, a different ask.`,
+          `Not requested: idempotency key “${key}” was used for request ${keyed.requestId}, a different ask.`,
         );
-      const existing = await deps.store.get(requestId);
-      // An identical ask made after the request ended is a new one; a key's request answers however it ended.
-      if (key !== undefined || (existing && !FINAL_STATES.includes(existing.state))) {
-        if (!existing) return refusal(`There is no request ${requestId} that agent ${agent.name} may see.`);
+      const existing = await deps.store.get(keyed.requestId);
+      if (!existing)
+        return refusal(`There is no request ${keyed.requestId} that agent ${agent.name} may see.`);
+      return answer(
+        `Already asked with idempotency key “${key}”: nothing new was made. ${requestText(existing)}`,
+        requestView(existing),
+      );
+    }
+    // A new key does not make a new request of an identical open one: the key answers with that request from now on.
+    let same = await settled(() => deps.controls.claimAsk(agent.name, undefined, print));
+    while (same.kind === 'made') {
+      const existing = await deps.store.get(same.requestId);
+      if (existing && !FINAL_STATES.includes(existing.state)) {
+        await keyed?.made(existing.id);
         return answer(
-          `${key !== undefined ? `Already asked with idempotency key “${key}”: nothing new was made.` : `An identical request (${requestId}) is already open: nothing new was made.`} ${requestText(existing)}`,
+          `An identical request (${existing.id}) is already open: nothing new was made. ${requestText(existing)}`,
           requestView(existing),
         );
       }
-      claim = await claim.retry();
+      // An identical ask made after the request ended is a new one.
+      const retry = same.retry;
+      same = await settled(retry);
     }
-    if (claim.kind === 'busy')
-      return refusal(
-        `Not requested: an identical request by agent ${agent.name} is still being made; ask again in a few seconds for its id.`,
-      );
+    if (same.kind === 'busy') {
+      await keyed?.dropped();
+      return stillBeingMade();
+    }
+    const claims = [same, ...(keyed ? [keyed] : [])];
     const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
     if (!taken.ok) {
-      await claim.dropped();
+      await Promise.all(claims.map((c) => c.dropped()));
       return refusal(
         `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`,
       );
@@ -217,12 +240,12 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       request = await make();
     } catch (error) {
       // Only what was made counts: a refusal (or a failure before anything was stored) gives the place back.
-      await Promise.all([taken.release(), claim.dropped()]);
+      await Promise.all([taken.release(), ...claims.map((c) => c.dropped())]);
       if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
         return refusal(error.message);
       throw error;
     }
-    await claim.made(request.id);
+    await Promise.all(claims.map((c) => c.made(request.id)));
     return created(request);
   };
 
@@ -351,9 +374,16 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       const notAllowed = args.for_hours !== undefined ? mayNot('lease') : undefined;
       if (notAllowed) return refusal(notAllowed);
       if ('refused' in checked) return refusal(checked.refused.join(' '));
-      const { reason: _reason, idempotency_key: key, vm_stopped: _stopped, ...change } = args;
       const resize = checked.resize;
-      return askOnce({ tool: 'request_resize', ...change, project: project.uuid }, key, () =>
+      // Identical is the change planned, not the words of the ask: a field named at the size it has changes nothing.
+      const change = {
+        tool: 'request_resize',
+        project: project.uuid,
+        vm_id: args.vm_id,
+        steps: resize.check.steps,
+        for_hours: args.for_hours,
+      };
+      return askOnce(change, args.idempotency_key, () =>
         deps.requests.createResize(origin(project), { ...resize, reason: args.reason }),
       );
     },

@@ -486,6 +486,47 @@ describe('asks', () => {
     await call(client, 'cancel_request', { request_id: fresh.request_id });
   });
 
+  it('identical asks with different idempotency keys make one open request; each key then answers it', async () => {
+    const client = await connect(TOKENS.deploy);
+    const before = (await h.requests(CHANNELS.prod)).length;
+    const ask = { project: 'shop-prod', vm_id: 101, cores: 5, reason: 'keyed retries' };
+    const answers = [];
+    for (const key of ['run-1', 'run-2', 'run-3'])
+      answers.push(await call(client, 'request_resize', { ...ask, idempotency_key: key }));
+    const id = requestOf(answers[0]!).request_id;
+    for (const got of answers.slice(1)) {
+      expect(got.isError, textOf(got)).toBeFalsy();
+      expect(requestOf(got).request_id).toBe(id);
+      expect(textOf(got)).toContain(`An identical request (${id}) is already open`);
+    }
+    expect((await h.requests(CHANNELS.prod)).length).toBe(before + 1);
+    // The keys of the answered asks now name that request, however it ends.
+    await call(client, 'cancel_request', { request_id: id });
+    const retried = await call(client, 'request_resize', { ...ask, idempotency_key: 'run-3' });
+    expect(requestOf(retried)).toMatchObject({ request_id: id, state: 'cancelled' });
+  });
+
+  it('identical is judged on the planned change: a field named at the size the VM has asks for nothing more', async () => {
+    const client = await connect(TOKENS.deploy);
+    const before = (await h.requests(CHANNELS.prod)).length;
+    // VM 101 has 4 GB of RAM: `ram_gb: 4` changes nothing, so both asks plan cores 2 → 6 alone.
+    const first = requestOf(
+      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 101, cores: 6, reason: 'plain' }),
+    );
+    const second = await call(client, 'request_resize', {
+      project: 'shop-prod',
+      vm_id: 101,
+      cores: 6,
+      ram_gb: 4,
+      reason: 'naming the RAM it has',
+    });
+    expect(second.isError, textOf(second)).toBeFalsy();
+    expect(requestOf(second).request_id).toBe(first.request_id);
+    expect(textOf(second)).toContain(`An identical request (${first.request_id}) is already open`);
+    expect((await h.requests(CHANNELS.prod)).length).toBe(before + 1);
+    await call(client, 'cancel_request', { request_id: first.request_id });
+  });
+
   it('a refusal an agent reads carries no Slack markup', async () => {
     const client = await connect(TOKENS.deploy);
     const asked = requestOf(
