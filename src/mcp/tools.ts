@@ -25,7 +25,7 @@ import { formatUtc } from '../rules/resize.ts';
 import { checkRestore } from '../rules/restore.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { AgentControls, AskClaim } from './agent-state.ts';
-import { answer, cancelRefusalText, refusal, requestText, requestView } from './answers.ts';
+import { answer, cancelRefusalText, disabledRefusal, refusal, requestText, requestView } from './answers.ts';
 import type { INPUTS, ToolArgs } from './inputs.ts';
 import type { RequestChanges } from './request-changes.ts';
 
@@ -427,9 +427,13 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       const waitMs = Math.round((args.wait_seconds ?? 0) * 1000);
       if (waitMs > 0 && !FINAL_STATES.includes(request.state)) {
         const from = request.state;
+        let disabled = false;
         await deps.changes.waitFor(
           request.id,
           async () => {
+            // An admin's disable ends the wait at once (the change tail wakes every wait on an agent's entry).
+            disabled = await deps.controls.isDisabled(agent.name);
+            if (disabled) return true;
             const now = await deps.store.get(request.id);
             if (now) request = now;
             return !now || now.state !== from;
@@ -437,6 +441,7 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
           waitMs,
           signal,
         );
+        if (disabled) return disabledRefusal(agent.name);
       }
       return answer(requestText(request), requestView(request));
     },

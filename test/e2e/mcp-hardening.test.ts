@@ -545,6 +545,35 @@ describe('asks', () => {
     expect(textOf(refused)).toContain(asked.request_id);
   });
 
+  it('agents disable reaches an open get_request wait: it answers that the agent is disabled, at once', async () => {
+    // The wait is on a request of another agent: disabling writes nothing on it, only on the agent.
+    const asker = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(asker, 'request_resize', { project: 'shop-prod', vm_id: 102, cores: 11, reason: 'watched' }),
+    );
+    const waiter = await connect(TOKENS.other);
+    const started = performance.now();
+    const waiting = call(waiter, 'get_request', { request_id: asked.request_id, wait_seconds: 60 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    try {
+      await cli('agents', 'disable', 'other-agent');
+      const disabledAt = performance.now();
+      const answered = await waiting;
+      const late = performance.now() - disabledAt;
+      expect(answered.isError).toBe(true);
+      expect(textOf(answered)).toBe(
+        'Agent other-agent is disabled: an admin stopped it (cloudops agents disable). Nothing was done.',
+      );
+      expect(late).toBeLessThan(5_000);
+      console.info(
+        `mcp-hardening: a wait answered ${Math.round(late)} ms after agents disable (${Math.round(performance.now() - started)} ms after it began)`,
+      );
+    } finally {
+      await cli('agents', 'enable', 'other-agent');
+    }
+    await call(asker, 'cancel_request', { request_id: asked.request_id });
+  });
+
   it('a disabled agent’s open requests say so in Slack and cannot be approved until it is enabled again', async () => {
     const client = await connect(TOKENS.gone);
     const asked = requestOf(
