@@ -140,7 +140,7 @@ export function cancelRefusalText(refusal: Refusal, request: CloudRequest): stri
     case 'gone':
       return `Nothing changed: request ${request.id} is gone.`;
     case 'agent_disabled':
-      return `Nothing changed: agent ${refusal.agent} is disabled.`;
+      return `Nothing changed: agent ${refusal.agent} is ${refusal.removed ? 'no longer in the policy' : 'disabled'}.`;
     default:
       return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
   }

@@ -33,6 +33,7 @@ const ODD_UUID = '5d0c1f2e-0000-4000-8000-000000000401';
 const CTO = 'U0CTO';
 const COSTLY_UUID = '5d0c1f2e-0000-4000-8000-000000000501';
 const COSTLY_CHANNEL = 'C0COSTLY';
+const START = new Date();
 
 /**
  * shop-prod: decreases need nobody, small increases neither. VM 103 is listed by name only (its size is unknown to
@@ -111,6 +112,7 @@ const clients: Client[] = [];
 beforeAll(async () => {
   h = await startHarness({
     role: 'all',
+    now: START,
     policyYaml,
     env: () => ({ MCP_PORT: '0' }),
     startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
@@ -453,5 +455,30 @@ describe('the re-check at an approval judges the cost as it is then (issue 44: g
     expect(postsTo(501)).toHaveLength(0);
     h.sim.setPrice('zone-1', 'ram', '0.0040');
     await h.restart();
+  });
+});
+
+describe('an agent removed from the policy (issue 44)', () => {
+  it('leaves no request of it approvable: its bounds went with it', async () => {
+    const client = await connect(TOKENS.up);
+    const asked = await call(client, 'request_resize', ask('shop-costly', 501, { cores: 5 }));
+    expect(asked.isError, textOf(asked)).toBeFalsy();
+    const id = idOf(asked);
+    // The operator deletes up-agent from the policy file and restarts the bot.
+    const without = policyYaml(START).replace(/\n {2}- name: up-agent\n(?: {4}.*\n)+/, '\n');
+    expect(without).not.toContain('up-agent');
+    await h.restart(without);
+    try {
+      const seen = h.slack.ephemerals(COSTLY_CHANNEL, USERS.lead).length;
+      await h.click('approve', id, USERS.lead, COSTLY_CHANNEL);
+      await h.slack.waitFor(() => h.slack.ephemerals(COSTLY_CHANNEL, USERS.lead).length > seen);
+      expect(h.slack.ephemerals(COSTLY_CHANNEL, USERS.lead).at(-1)?.text).toBe(
+        `Request \`${id}\` was asked by agent up-agent, which is no longer in the policy: it cannot be approved without the limits the policy gave it. Reject or cancel it instead.`,
+      );
+      expect((await h.store.get(id))?.state).toBe('pending');
+      expect(postsTo(501)).toHaveLength(0);
+    } finally {
+      await h.restart(policyYaml(START));
+    }
   });
 });
