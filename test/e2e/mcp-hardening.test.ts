@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -132,6 +133,39 @@ function raw(
     signal,
   });
 }
+/** A list_clusters call over node:http, which (unlike fetch) sends the `Host` header it is given. */
+function postWithHost(host: string, token: string): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify(toolCall(1, 'list_clusters', {}));
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: h.bot.mcpPort,
+        path: '/mcp',
+        method: 'POST',
+        headers: {
+          host,
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 const toolCall = (id: number, name: string, args: Record<string, unknown>) => ({
   jsonrpc: '2.0',
   id,
@@ -347,6 +381,19 @@ describe('HTTP', () => {
     );
     expect(served.status).toBe(200);
     expect(await served.text()).toContain('"id":2');
+  });
+
+  it('bound to loopback, a call naming a foreign Host is refused even without an Origin (DNS rebinding)', async () => {
+    const port = h.bot.mcpPort;
+    for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1.evil.example:${port}`]) {
+      const got = await postWithHost(host, TOKENS.deploy);
+      expect(got.status, host).toBe(403);
+      expect(got.body).toContain('Host not allowed: this MCP server answers on loopback names only');
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+      const got = await postWithHost(host, TOKENS.deploy);
+      expect(got.status, host).toBe(200);
+    }
   });
 
   it('Origin: null is refused, as any origin not listed', async () => {
