@@ -1,7 +1,15 @@
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
-import { CHANNELS, type Harness, PROD_UUID, PROD_VMS, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import {
+  CHANNELS,
+  type Harness,
+  PROD_UUID,
+  PROD_VMS,
+  startHarness,
+  TEAM,
+  USERS,
+} from '../helpers/harness.ts';
 
 // MCP bound to an address other than loopback (as in a container, behind a proxy): names vary there, so any Host is
 // taken, but a browser's Origin must be one of MCP_ALLOWED_ORIGINS, `localhost` ones too (a page on the approver's
@@ -15,7 +23,8 @@ const BROWSER = 'https://agents.example.com';
 function bindAddress(): { bind: string; reach: string } {
   for (const list of Object.values(networkInterfaces()))
     for (const address of list ?? [])
-      if (address.family === 'IPv4' && !address.internal) return { bind: address.address, reach: address.address };
+      if (address.family === 'IPv4' && !address.internal)
+        return { bind: address.address, reach: address.address };
   return { bind: '0.0.0.0', reach: '127.0.0.1' };
 }
 
@@ -64,7 +73,12 @@ function post(headers: Record<string, string>): Promise<Response> {
 
 describe(`MCP bound to a non-loopback address (${bind})`, () => {
   it('refuses a localhost Origin that MCP_ALLOWED_ORIGINS does not list', async () => {
-    for (const origin of ['http://localhost', 'http://localhost:3000', 'http://127.0.0.1:8080', 'http://[::1]']) {
+    for (const origin of [
+      'http://localhost',
+      'http://localhost:3000',
+      'http://127.0.0.1:8080',
+      'http://[::1]',
+    ]) {
       const got = await post({ origin });
       expect(got.status, origin).toBe(403);
       expect(await got.text()).toContain('Origin not allowed');
