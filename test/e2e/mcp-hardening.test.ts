@@ -621,6 +621,44 @@ describe('asks', () => {
     await call(asker, 'cancel_request', { request_id: asked.request_id });
   });
 
+  it('agents disable ends a batch of waits at once, each answered disabled, and gives their places back', async () => {
+    const asker = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(asker, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 102,
+        cores: 13,
+        reason: 'watched too',
+      }),
+    );
+    const headers = { authorization: `Bearer ${TOKENS.other}`, 'mcp-protocol-version': '2025-03-26' };
+    const waits = Array.from({ length: MAX_OPEN_PER_AGENT }, (_, i) =>
+      toolCall(700 + i, 'get_request', { request_id: asked.request_id, wait_seconds: 60 }),
+    );
+    const answered = raw('POST', headers, waits).then((r) => r.text());
+    try {
+      // Every place is held by the one batch.
+      await expect
+        .poll(async () => (await raw('POST', headers, toolCall(1, 'list_clusters', {}))).status, {
+          timeout: 20_000,
+        })
+        .toBe(429);
+      await cli('agents', 'disable', 'other-agent');
+      const disabledAt = performance.now();
+      const text = await answered;
+      expect(performance.now() - disabledAt).toBeLessThan(5_000);
+      expect(text.split('Agent other-agent is disabled').length - 1).toBe(MAX_OPEN_PER_AGENT);
+    } finally {
+      await cli('agents', 'enable', 'other-agent');
+    }
+    await expect
+      .poll(async () => (await raw('POST', headers, toolCall(2, 'list_clusters', {}))).status, {
+        timeout: 20_000,
+      })
+      .toBe(200);
+    await call(asker, 'cancel_request', { request_id: asked.request_id });
+  });
+
   it('a disabled agent’s open requests say so in Slack and cannot be approved until it is enabled again', async () => {
     const client = await connect(TOKENS.gone);
     const asked = requestOf(
