@@ -340,6 +340,31 @@ describe('a lease stopped between its note and its announcement (issue 44)', () 
     expect(audit.filter((e) => e.state === 'lease').map((e) => e.detail)).toEqual(['return offered']);
   });
 
+  it('an offer announced before a stop that came ahead of its next due time is not announced twice', async () => {
+    const request = await leased();
+    await due.set(leaseItem(request.id), clock);
+    const offeredAt = clock.toISOString();
+    // This process notes and announces, then stops before it moves the due item on.
+    const stopsAtDue = new RequestLifecycle({
+      ...lifecycleDeps,
+      outbox: {
+        ...lifecycleDeps.outbox,
+        dueAt: async () => {
+          throw new Error('the process stopped here');
+        },
+      },
+    });
+    await schedulerOf(stopsAtDue).stop();
+    expect(await job(request.id, 'lease_offer')).toBeDefined();
+    clock = new Date(clock.getTime() + 61_000);
+    await schedulerOf(lifecycle).stop();
+    const offers = (await queues.notify.getJobs(['waiting', 'delayed', 'active', 'completed'])).filter(
+      (j) => j.id === replyId({ requestId: request.id, event: 'lease_offer' }),
+    );
+    expect(offers).toHaveLength(1);
+    expect((await due.earliest())?.toISOString()).toBe(new Date(Date.parse(offeredAt) + DAY).toISOString());
+  });
+
   it('a reminder noted before the stop is announced when the item is taken again', async () => {
     const offeredAt = new Date(clock.getTime() - DAY - HOUR).toISOString();
     const request = await leased({ offeredAt });
