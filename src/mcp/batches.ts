@@ -42,9 +42,20 @@ export function callsIn(body: unknown): number {
   ).length;
 }
 
+/** The protocol version an `initialize` in the batch asks for, if one does. */
+function initializeVersion(body: unknown[]): string | undefined {
+  for (const message of body) {
+    if (typeof message !== 'object' || message === null) continue;
+    const { method, params } = message as { method?: unknown; params?: { protocolVersion?: unknown } };
+    if (method === 'initialize' && typeof params?.protocolVersion === 'string') return params.protocolVersion;
+  }
+  return undefined;
+}
+
 /**
- * Why a batch is refused under the protocol version the request speaks (its `Mcp-Protocol-Version` header, else
- * the version the SDK assumes without one), or undefined: a single message, or a version that still had batches.
+ * Why a batch is refused under the protocol version the request speaks (its `Mcp-Protocol-Version` header, else the
+ * version an `initialize` in it asks for, else the version the SDK assumes without one), or undefined: a single
+ * message, or a version that still had batches.
  */
 export function batchRefusal(
   body: unknown,
@@ -52,7 +63,9 @@ export function batchRefusal(
 ): string | undefined {
   if (!Array.isArray(body)) return undefined;
   const version =
-    (Array.isArray(versionHeader) ? versionHeader[0] : versionHeader) ?? DEFAULT_NEGOTIATED_PROTOCOL_VERSION;
+    (Array.isArray(versionHeader) ? versionHeader[0] : versionHeader) ??
+    initializeVersion(body) ??
+    DEFAULT_NEGOTIATED_PROTOCOL_VERSION;
   if (version < NO_BATCHES_SINCE) return undefined;
   return `JSON-RPC batches are not part of MCP protocol version ${version.slice(0, 32)}: send one call per POST`;
 }

@@ -373,6 +373,22 @@ describe('HTTP', () => {
         `JSON-RPC batches are not part of MCP protocol version ${version}: send one call per POST`,
       );
     }
+    // Without the header, an initialize in the batch names the version it speaks.
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: LATEST_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'batcher', version: '1' },
+      },
+    };
+    const initialized = await raw('POST', { authorization: `Bearer ${TOKENS.reader}` }, [initialize]);
+    expect(initialized.status).toBe(400);
+    expect(await initialized.text()).toContain(
+      `JSON-RPC batches are not part of MCP protocol version ${LATEST_PROTOCOL_VERSION}`,
+    );
     // The same batch under 2025-03-26 is served.
     const served = await raw(
       'POST',
