@@ -268,3 +268,57 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
     },
   };
 }
+
+/** A proxy that refuses everything it is asked, as one whose rules or credentials say no. */
+export interface RefusingProxy extends TestProxy {
+  /** Every call it refused, in order (nothing is passed on). */
+  readonly calls: ProxiedCall[];
+}
+
+/**
+ * Answers every request and every CONNECT with `status` (407 with a `Proxy-Authenticate` challenge, as a proxy that
+ * wants a password): nothing it is asked for reaches the target.
+ */
+export async function startRefusingProxy(status: 407 | 403 | 502): Promise<RefusingProxy> {
+  const calls: ProxiedCall[] = [];
+  const sockets = new Set<Socket>();
+  const answer = (): string => {
+    const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="corp"\r\n' : '';
+    return `HTTP/1.1 ${status} Refused\r\n${challenge}Content-Length: 0\r\nConnection: close\r\n\r\n`;
+  };
+  const server = createHttpServer((req, res) => {
+    calls.push({
+      kind: 'forward',
+      method: req.method ?? '',
+      target: req.url ?? '',
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
+    res.writeHead(status, status === 407 ? { 'proxy-authenticate': 'Basic realm="corp"' } : {});
+    res.end();
+  });
+  server.on('connect', (req, client: Socket) => {
+    calls.push({
+      kind: 'connect',
+      method: 'CONNECT',
+      target: req.url ?? '',
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
+    client.end(answer());
+  });
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    calls,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
