@@ -36,7 +36,10 @@ describe('the request message when Slack’s answer to chat.postMessage is late 
     await new Promise((r) => setTimeout(r, 3_500));
     const [only, ...more] = copies(current, request.id);
     expect(more).toEqual([]);
-    expect(only?.metadata).toEqual({ event_type: 'cloudops_request', event_payload: { request_id: request.id } });
+    expect(only?.metadata).toEqual({
+      event_type: 'cloudops_request',
+      event_payload: { request_id: request.id },
+    });
     expect((await current.store.get(request.id))?.messageTs).toBe(only?.ts);
     // The one copy shows the run's outcome, with no buttons left.
     expect(only?.text).not.toMatch(/Waiting for approval/i);
