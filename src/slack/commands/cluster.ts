@@ -3,7 +3,7 @@ import type { Cluster } from '../../cloud/types.ts';
 import { type ChartOutcome, postClusterChart } from '../../jobs/digest-chart.ts';
 import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clusterDetailMessage } from '../blocks/clusters.ts';
-import { mrkdwn, truncate } from '../blocks/text.ts';
+import { escapeMrkdwn, mrkdwn, truncate } from '../blocks/text.ts';
 import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
 import type { PricingContext } from './pricing-context.ts';
@@ -44,7 +44,9 @@ async function unknownText(pricing: PricingContext, name: string): Promise<strin
     .then((list) => list.map((c) => c.name).sort())
     .catch(() => undefined);
   const listed =
-    names && names.length > 0 ? ` Active clusters: ${names.map((n) => `\`${n}\``).join(', ')}.` : '';
+    names && names.length > 0
+      ? ` Active clusters: ${names.map((n) => `\`${escapeMrkdwn(n)}\``).join(', ')}.`
+      : '';
   return `:warning: No active cluster is called \`${name}\`.${listed}`;
 }
 
@@ -87,7 +89,9 @@ export function clusterWord(pricing: PricingContext): CommandWord {
         );
         const extra = Object.entries(cluster.extra);
         if (extra.length > 0) {
-          const line = extra.map(([key, value]) => `${key}: ${JSON.stringify(value)}`).join(' · ');
+          const line = extra
+            .map(([key, value]) => `${escapeMrkdwn(key)}: ${escapeMrkdwn(JSON.stringify(value))}`)
+            .join(' · ');
           message.blocks.push({
             type: 'context',
             elements: [mrkdwn(truncate(`Other fields: ${line}`, 2800))],
