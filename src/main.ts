@@ -11,7 +11,8 @@ import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { urlCredentials } from './config/redis-connection.ts';
-import { unmetVerifyLine } from './config/verify-policy.ts';
+import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
+import { unmetVerifyLine } from './config/verification-uses.ts';
 import { packageVersion } from './config/version.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
@@ -43,12 +44,17 @@ export const STARTUP_CLOSE_MARGIN_MS = 2_500;
  */
 export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
+  // Before anything opens: without its key a role could neither seal a decision nor check one.
+  const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
   const secrets = [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
     env.AUDIT_WEBHOOK_SECRET,
+    env.OIDC_CLIENT_SECRET,
+    env.SEAL_KEY,
+    env.SEAL_KEY_PREVIOUS,
     ...urlCredentials(env.REDIS_URL),
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
@@ -73,7 +79,14 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
 
   try {
     if (deadline.signal.aborted) throw deadline.signal.reason;
-    const core = await openCore(env, policy, options, { logger, metrics, secrets, stages, deadline });
+    const core = await openCore(env, policy, options, {
+      logger,
+      metrics,
+      secrets,
+      sealKeys,
+      stages,
+      deadline,
+    });
     if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
     const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
     let web: StartedWeb | undefined;
@@ -226,7 +239,8 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
         : undefined;
     if (unmet) return fail(unmet);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof PolicyError) return fail(error.message);
+    if (error instanceof ConfigError || error instanceof PolicyError || error instanceof SealKeyError)
+      return fail(error.message);
     throw error;
   }
   // The deadline counts from the process's start: loading the code is part of starting.
