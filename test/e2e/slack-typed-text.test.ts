@@ -164,3 +164,33 @@ describe('a typed reason', () => {
     );
   });
 });
+
+describe('a command’s typed arguments echoed in its answer', () => {
+  it('show as typed: escaped, without bidi characters, cut when long', async () => {
+    const texts: string[] = [];
+    for (const bad of ['<!channel>', '<https://evil.example|R&D>', '\u202Eabc']) {
+      for (const line of [
+        `frob ${bad}`,
+        `resize ${bad}`,
+        `resize shop-prod ${bad}`,
+        `resize shop-prod 102 ${bad}`,
+        `resize shop-prod 102 cpu=${bad}`,
+        `restore shop-prod 102 ${bad}`,
+        `cluster ${bad}`,
+        `digest ${bad}`,
+        `digest daily ${bad}`,
+        `digest cron ${bad}`,
+      ]) {
+        const result = await h.command(line);
+        texts.push(String((result.json as { text?: string } | undefined)?.text));
+      }
+    }
+    for (const text of texts) {
+      expectEscaped(text, text);
+      expect(text).not.toContain('\u202E');
+    }
+    expect(texts.filter((t) => t.includes('&lt;!channel&gt;')).length).toBeGreaterThanOrEqual(8);
+    const long = await h.command(`frob${'x'.repeat(10_000)}`);
+    expect(String((long.json as { text?: string } | undefined)?.text).length).toBeLessThan(500);
+  });
+});

@@ -79,3 +79,12 @@ export function quoted(typed: string, max = 1000): string {
 export function inlineQuoted(typed: string, max = 300): string {
   return `“${escapeMrkdwn(truncate(cleanReason(typed).replace(/\s*\n\s*/g, ' ↵ '), max))}”`;
 }
+
+/**
+ * Something a person typed, echoed back in an answer (an unknown word, a refused value) or an answer built around it:
+ * escaped and without invisible characters, so that `<!channel>`, a disguised link or an RTL override is shown as
+ * typed instead of acted on. Whatever the answer adds of its own (`<@…>`, `<#…>`) goes around it, never through it.
+ */
+export function typedText(text: string): string {
+  return escapeMrkdwn(cleanReason(text));
+}

@@ -3,7 +3,7 @@ import type { Cluster } from '../../cloud/types.ts';
 import { type ChartOutcome, postClusterChart } from '../../jobs/digest-chart.ts';
 import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clusterDetailMessage } from '../blocks/clusters.ts';
-import { escapeMrkdwn, mrkdwn, truncate } from '../blocks/text.ts';
+import { escapeMrkdwn, mrkdwn, truncate, typedText } from '../blocks/text.ts';
 import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
 import type { PricingContext } from './pricing-context.ts';
@@ -47,7 +47,7 @@ async function unknownText(pricing: PricingContext, name: string): Promise<strin
     names && names.length > 0
       ? ` Active clusters: ${names.map((n) => `\`${escapeMrkdwn(n)}\``).join(', ')}.`
       : '';
-  return `:warning: No active cluster is called \`${name}\`.${listed}`;
+  return `:warning: No active cluster is called \`${typedText(name)}\`.${listed}`;
 }
 
 /** `/cloud cluster <name>`: one cluster with its status where known and every price, unknown fields too. */
@@ -68,7 +68,7 @@ export function clusterWord(pricing: PricingContext): CommandWord {
       if (!CLUSTER_NAME.test(name)) {
         await slack.ack({
           response_type: 'ephemeral',
-          text: `:warning: A cluster name has only letters, digits, ".", "_" and "-", not \`${truncate(name, 64)}\`.`,
+          text: `:warning: A cluster name has only letters, digits, ".", "_" and "-", not \`${typedText(truncate(name, 64))}\`.`,
         });
         return;
       }
