@@ -9,6 +9,8 @@ import {
   USERS,
 } from '../helpers/harness.ts';
 import { homeAfter, openHome } from '../helpers/slack-events.ts';
+import { testVerificationLinks } from '../helpers/verification-links.ts';
+import { approveEphemeral, submitRequest, verifiedPolicyYaml } from '../helpers/verified-approvals.ts';
 
 // Everything Slack shows that somebody else typed (a VM's or a cluster's name at the provider, a reason in a form):
 // the whole bot runs, the Slack stand-in records what it posted. Slack reads a message's `text` as mrkdwn too (the
@@ -192,5 +194,30 @@ describe('a command’s typed arguments echoed in its answer', () => {
     expect(texts.filter((t) => t.includes('&lt;!channel&gt;')).length).toBeGreaterThanOrEqual(8);
     const long = await h.command(`frob${'x'.repeat(10_000)}`);
     expect(String((long.json as { text?: string } | undefined)?.text).length).toBeLessThan(500);
+  });
+});
+
+describe('a VM name with Slack markup where approvals are verified', () => {
+  it('is escaped in the text of the verify link sent to the approver alone', async () => {
+    const links = testVerificationLinks('https://cloudops.example.com');
+    const verified = await startHarness({
+      role: 'all',
+      policyYaml: verifiedPolicyYaml({ approvals: { count: 1, verify: 'passkey' } }).replace(
+        'name: db-1,',
+        `name: ${JSON.stringify(HOSTILE)},`,
+      ),
+      env: () => ({ PUBLIC_URL: 'https://cloudops.example.com' }),
+      startOptions: { verificationLinks: links.factory },
+    });
+    try {
+      const created = await submitRequest(verified, 'resize shop-prod 102 cores=6');
+      const ephemeral = await approveEphemeral(verified, created.id, USERS.lead);
+      expect(ephemeral.text).toContain(`Your approval of request ${created.id}`);
+      expect(ephemeral.text).toContain(ESCAPED);
+      expectEscaped(ephemeral.text, 'verify link');
+      expect(verified.slack.problems).toEqual([]);
+    } finally {
+      await verified.close();
+    }
   });
 });
