@@ -6,7 +6,12 @@ import type { CloudRequest, ReplyEvent } from '../requests/model/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { carries, findPosted, REPLY_EVENT_TYPE, REQUEST_EVENT_TYPE } from './posted-lookup.ts';
 import { cancelExecution, enqueueNotify, type NotifyJob, removeExpireJob, replyId } from './queues.ts';
-import { MessageNotPostedError, SlackRefusedError, SlackRetryLaterError } from './slack-errors.ts';
+import {
+  MessageNotPostedError,
+  SlackRefusedError,
+  SlackRetryLaterError,
+  surelyNotPosted,
+} from './slack-errors.ts';
 import { slackFailure } from './slack-failure.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
@@ -146,6 +151,8 @@ export class NotifyProcessor {
       );
     } catch (error) {
       if (error instanceof SlackRefusedError) return this.messageRefused(request, error.error);
+      // Slack answered without posting (a 429, a 503, an error): the retry posts without looking first.
+      if (surelyNotPosted(error)) await this.records.del(this.sendingKey(`message:${request.id}`));
       throw error;
     }
     if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');

@@ -1,5 +1,11 @@
 /** How a notify job's Slack call failed, as the job's retries read it. */
 import { UnrecoverableError } from 'bullmq';
+import {
+  SlackHttpError,
+  SlackPlatformError,
+  SlackRateLimitedError,
+  SlackRequestError,
+} from '../slack-api/errors.ts';
 
 /** Slack could not take the call now (rate limit, outage, network): the job retries later. */
 export class SlackRetryLaterError extends Error {
@@ -32,4 +38,15 @@ export class SlackRefusedError extends UnrecoverableError {
 export class MessageNotPostedError extends Error {
   override readonly name = 'MessageNotPostedError';
   readonly code = 'MESSAGE_NOT_POSTED';
+}
+
+/**
+ * Whether a failed post surely made no message: Slack answered it with an error, a rate limit or a 503 (a gateway's
+ * 500, 502 or 504 may come after Slack took it), or the request never left (connection refused, name not found).
+ */
+export function surelyNotPosted(error: unknown): boolean {
+  const cause = error instanceof SlackRetryLaterError ? error.cause : error;
+  if (cause instanceof SlackPlatformError || cause instanceof SlackRateLimitedError) return true;
+  if (cause instanceof SlackHttpError) return cause.status < 500 || cause.status === 503;
+  return cause instanceof SlackRequestError && !cause.mayHaveArrived;
 }

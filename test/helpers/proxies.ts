@@ -186,9 +186,20 @@ export interface ForwardProxy extends TestProxy {
  * so a test can prove which calls went through it (everything here is on 127.0.0.1, where nothing would stop a
  * client from going directly).
  */
-export async function startForwardProxy(): Promise<ForwardProxy> {
+export async function startForwardProxy(
+  options: {
+    /** The first `times` calls (forwarded or tunnelled) are answered `status` and passed on to nobody. */
+    refuseFirst?: { status: 407 | 502; times: number };
+  } = {},
+): Promise<ForwardProxy> {
   const calls: ProxiedCall[] = [];
   const sockets = new Set<Socket>();
+  let refusals = options.refuseFirst?.times ?? 0;
+  const refusal = (): number | undefined => {
+    if (refusals <= 0) return undefined;
+    refusals -= 1;
+    return options.refuseFirst?.status;
+  };
   const server = createHttpServer((req, res) => {
     const target = new URL(req.url ?? '/');
     calls.push({
@@ -197,6 +208,11 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
       target: target.href,
       proxyAuthorization: req.headers['proxy-authorization'],
     });
+    const refused = refusal();
+    if (refused !== undefined) {
+      req.resume();
+      return void res.writeHead(refused, { 'proxy-authenticate': 'Basic realm="corp"' }).end();
+    }
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
@@ -240,6 +256,9 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
       target: req.url ?? '',
       proxyAuthorization: req.headers['proxy-authorization'],
     });
+    const refused = refusal();
+    if (refused !== undefined)
+      return void client.end(`HTTP/1.1 ${refused} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     const [host, port] = (req.url ?? '').split(':');
     const upstream = connect(Number(port), host ?? '', () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
