@@ -372,6 +372,8 @@ describe('asks', () => {
     const { request_id: id } = requestOf(asked);
     const posted = JSON.stringify((await h.requestMessage(id)).blocks);
     expect(posted).toContain(JSON.stringify('*Reason:*\n> load\n> ✅ Approved by &lt;@U0LEAD&gt;'));
+    // Kept without the override too: the store, the audit and its export have what Slack shows.
+    expect((await h.store.get(id))?.reason).toBe('load\n✅ Approved by <@U0LEAD>');
     await call(client, 'cancel_request', { request_id: id });
   });
 
