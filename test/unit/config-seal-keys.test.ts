@@ -107,7 +107,9 @@ describe('SEAL_KEY in the environment', () => {
     expect(() => loadEnv({ SEAL_KEY: TEST_SEAL_KEY, SEAL_KEY_PREVIOUS: 'nope nope' })).toThrow(
       /^SEAL_KEY_PREVIOUS: neither hex nor base64/,
     );
-    expect(() => loadEnv({ SEAL_KEY_PREVIOUS: TEST_SEAL_KEY })).toThrow(/^SEAL_KEY_PREVIOUS: set without SEAL_KEY/);
+    expect(() => loadEnv({ SEAL_KEY_PREVIOUS: TEST_SEAL_KEY })).toThrow(
+      /^SEAL_KEY_PREVIOUS: set without SEAL_KEY/,
+    );
   });
 });
 
@@ -164,7 +166,9 @@ describe('NAME_FILE', () => {
 
   it('a file too large to be a secret is refused unread into the environment', () => {
     const { problems, env } = withSecretFiles({ SEAL_KEY_FILE: file('big', 'a'.repeat(70_000)) });
-    expect(problems).toEqual([`SEAL_KEY_FILE: ${join(dir, 'big')} holds 70000 bytes; a secret file holds the secret alone`]);
+    expect(problems).toEqual([
+      `SEAL_KEY_FILE: ${join(dir, 'big')} holds 70000 bytes; a secret file holds the secret alone`,
+    ]);
     expect(env.SEAL_KEY).toBeUndefined();
   });
 
