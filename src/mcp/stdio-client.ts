@@ -66,10 +66,14 @@ export function botEndpoint(value: string | undefined): URL {
       'CLOUDOPS_URL is not set: give the base URL of the bot’s MCP endpoint, e.g. https://cloudops.example.com or http://127.0.0.1:8808 (docs/agents.md)',
     );
   if (!URL.canParse(text))
-    throw new McpClientConfigError('CLOUDOPS_URL: expected an http(s) URL, e.g. https://cloudops.example.com');
+    throw new McpClientConfigError(
+      'CLOUDOPS_URL: expected an http(s) URL, e.g. https://cloudops.example.com',
+    );
   const url = new URL(text);
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw new McpClientConfigError('CLOUDOPS_URL: expected an http(s) URL, e.g. https://cloudops.example.com');
+    throw new McpClientConfigError(
+      'CLOUDOPS_URL: expected an http(s) URL, e.g. https://cloudops.example.com',
+    );
   if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '')
     throw new McpClientConfigError(
       'CLOUDOPS_URL: expected the base URL alone, without credentials, query or fragment (the token is CLOUDOPS_AGENT_TOKEN)',
@@ -82,7 +86,8 @@ export function botEndpoint(value: string | undefined): URL {
 }
 
 /** The bot's variables that `cloudops mcp` never uses: named once on stderr when set, so they can be removed. */
-const BOT_ONLY = /^(REDIS_.*|CLOUD_API_.*|SLACK_.*|SEAL_KEY.*|POLICY_FILE|OIDC_CLIENT_SECRET|AUDIT_WEBHOOK_.*)$/;
+const BOT_ONLY =
+  /^(REDIS_.*|CLOUD_API_.*|SLACK_.*|SEAL_KEY.*|POLICY_FILE|OIDC_CLIENT_SECRET|AUDIT_WEBHOOK_.*)$/;
 
 /** Which of the bot's own variables are set in `env` (names only, sorted). */
 export function botVariablesSet(env: Record<string, string | undefined>): string[] {
@@ -264,7 +269,10 @@ export class BotLink {
     }
     const cause = (error as { cause?: { code?: unknown } })?.cause?.code;
     const why = typeof cause === 'string' ? cause : this.scrub(String((error as Error)?.message ?? error));
-    return new BotCallError(ErrorCode.ConnectionClosed, `cannot reach the bot at ${where} (${why.slice(0, MAX_SAID)})`);
+    return new BotCallError(
+      ErrorCode.ConnectionClosed,
+      `cannot reach the bot at ${where} (${why.slice(0, MAX_SAID)})`,
+    );
   }
 
   /** The token, and anything shaped like an agent's token, out of what is passed on. */

@@ -9,9 +9,17 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import { freePort } from '../../sim/local-redis.ts';
-import { CHANNELS, type Harness, PROD_UUID, PROD_VMS, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
+import {
+  CHANNELS,
+  type Harness,
+  PROD_UUID,
+  PROD_VMS,
+  startHarness,
+  TEAM,
+  USERS,
+} from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
@@ -111,7 +119,10 @@ const requestOf = (result: CallToolResult) => result.structuredContent as unknow
 
 /** Runs `cloudops mcp` to its exit; its code and stderr. */
 async function exitOf(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  return run(process.execPath, [BIN, 'mcp'], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: dir }).then(
+  return run(process.execPath, [BIN, 'mcp'], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    cwd: dir,
+  }).then(
     ({ stderr }) => ({ code: 0, stderr }),
     (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
   );
@@ -124,7 +135,12 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
     expect(tools).toEqual(expect.arrayContaining(['plan_resize', 'request_resize', 'get_request']));
     expect(tools).toHaveLength(8);
     const asked = requestOf(
-      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 102, ram_gb: 16, reason: 'stdio flow' }),
+      await call(client, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 102,
+        ram_gb: 16,
+        reason: 'stdio flow',
+      }),
     );
     expect(asked).toMatchObject({ state: 'pending', agent: 'stdio-agent' });
     const message = await h.requestMessage(asked.request_id);
@@ -141,7 +157,9 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
     const { client } = await stdio({ CLOUDOPS_URL: base, CLOUDOPS_AGENT_TOKEN: OTHER });
     const refused = await client.listTools().catch((error: Error) => error);
     expect(refused).toBeInstanceOf(Error);
-    expect((refused as Error).message).toMatch(/answered 401: A bearer token of an agent in the policy is needed/);
+    expect((refused as Error).message).toMatch(
+      /answered 401: A bearer token of an agent in the policy is needed/,
+    );
     expect((refused as Error).message).not.toContain(OTHER);
     const again = await client
       .callTool({ name: 'list_vms', arguments: { project: 'shop-prod' } })
@@ -165,14 +183,21 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
       SLACK_BOT_TOKEN: 'xoxb-agent-machine-copy',
     });
     const asked = requestOf(
-      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 101, cores: 6, reason: 'bypass attempt' }),
+      await call(client, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 101,
+        cores: 6,
+        reason: 'bypass attempt',
+      }),
     );
     // The bot's policy decides: one approval from a person, none given.
     expect(asked.state).toBe('pending');
     expect(asked.approvals.needed).toBe(1);
     expect(asked.approvals.given).toEqual([]);
     // Long enough for a queued request to have reached the cloud API (the worker runs in this process).
-    const later = requestOf(await call(client, 'get_request', { request_id: asked.request_id, wait_seconds: 3 }));
+    const later = requestOf(
+      await call(client, 'get_request', { request_id: asked.request_id, wait_seconds: 3 }),
+    );
     expect(later.state).toBe('pending');
     const mutations = h.sim.calls.slice(callsBefore).filter((c) => c.method !== 'GET');
     expect(mutations).toEqual([]);
@@ -198,7 +223,11 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
   });
 
   it.each([
-    ['no CLOUDOPS_URL', {}, /^cloudops: CLOUDOPS_URL is not set: give the base URL of the bot’s MCP endpoint/],
+    [
+      'no CLOUDOPS_URL',
+      {},
+      /^cloudops: CLOUDOPS_URL is not set: give the base URL of the bot’s MCP endpoint/,
+    ],
     [
       'plain http to another machine',
       { CLOUDOPS_URL: 'http://cloudops.example.com:8808' },
@@ -214,7 +243,11 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
       { CLOUDOPS_URL: 'https://agent:secret@cloudops.example.com' },
       /^cloudops: CLOUDOPS_URL: expected the base URL alone, without credentials/,
     ],
-    ['another scheme', { CLOUDOPS_URL: 'file:///etc/passwd' }, /^cloudops: CLOUDOPS_URL: expected an http\(s\) URL/],
+    [
+      'another scheme',
+      { CLOUDOPS_URL: 'file:///etc/passwd' },
+      /^cloudops: CLOUDOPS_URL: expected an http\(s\) URL/,
+    ],
   ])('refuses to start with %s: one line, exit 1', async (_case, env: Record<string, string>, line) => {
     const exit = await exitOf({ ...env, CLOUDOPS_AGENT_TOKEN: TOKEN });
     expect(exit.code).toBe(1);
@@ -228,6 +261,8 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
   it('refuses to start without CLOUDOPS_AGENT_TOKEN: one line, exit 1', async () => {
     const exit = await exitOf({ CLOUDOPS_URL: 'https://cloudops.example.com' });
     expect(exit.code).toBe(1);
-    expect(exit.stderr.trim()).toBe('cloudops: CLOUDOPS_AGENT_TOKEN is not set: give the agent’s token (docs/agents.md)');
+    expect(exit.stderr.trim()).toBe(
+      'cloudops: CLOUDOPS_AGENT_TOKEN is not set: give the agent’s token (docs/agents.md)',
+    );
   });
 });

@@ -32,7 +32,12 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function json(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
 }
@@ -41,7 +46,8 @@ async function startFakeBot(elsewhere: string): Promise<FakeBot> {
   const bot: FakeBot = { url: '', mode: 'tools', seen: [], close: async () => undefined };
   const server = createServer(async (req, res) => {
     bot.seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers });
-    if (req.method !== 'POST') return json(res, 405, { jsonrpc: '2.0', error: { code: -32000, message: 'POST only' }, id: null });
+    if (req.method !== 'POST')
+      return json(res, 405, { jsonrpc: '2.0', error: { code: -32000, message: 'POST only' }, id: null });
     let text = '';
     for await (const chunk of req) text += String(chunk);
     const message = JSON.parse(text) as { id?: number; method: string };
@@ -70,7 +76,11 @@ async function startFakeBot(elsewhere: string): Promise<FakeBot> {
         return json(
           res,
           429,
-          { jsonrpc: '2.0', error: { code: -32000, message: 'Agent x has 32 calls open on this server; wait for one to end' }, id: null },
+          {
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'Agent x has 32 calls open on this server; wait for one to end' },
+            id: null,
+          },
           { 'retry-after': '1' },
         );
       case 'redirect':
@@ -89,7 +99,8 @@ async function startFakeBot(elsewhere: string): Promise<FakeBot> {
       case 'endless-sse': {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const line = `: ${'y'.repeat(64 * 1024)}\n`;
-        while (!res.destroyed) if (!res.write(line)) await new Promise((resolve) => res.once('drain', resolve));
+        while (!res.destroyed)
+          if (!res.write(line)) await new Promise((resolve) => res.once('drain', resolve));
         return;
       }
     }
@@ -187,7 +198,9 @@ describe('cloudops mcp against a bot that misbehaves', { timeout: 120_000 }, () 
       bot.mode = mode;
       const started = Date.now();
       const cut = await failure(client.listTools());
-      expect(cut.message).toBe(`MCP error -32603: the bot's answer was larger than ${MAX_ANSWER_BYTES} bytes; it was not read`);
+      expect(cut.message).toBe(
+        `MCP error -32603: the bot's answer was larger than ${MAX_ANSWER_BYTES} bytes; it was not read`,
+      );
       expect(Date.now() - started).toBeLessThan(30_000);
       bot.mode = 'tools';
       expect((await client.listTools()).tools).toHaveLength(1);
