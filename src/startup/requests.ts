@@ -53,6 +53,8 @@ export function openRequests(parts: {
     secrets: parts.secrets,
     ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
     agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
+    // A person's requests are counted as an agent's asks are, under a name no agent can have (`:` is not allowed).
+    takeRequest: (user, perHour) => new AgentControls(redis, prefix, now).takeAsk(`person:${user}`, perHour),
   };
   return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
 }
