@@ -239,6 +239,11 @@ describe('cloudops mcp: a thin client of the bot at CLOUDOPS_URL', { timeout: 12
       /^cloudops: CLOUDOPS_URL: plain http:\/\/ is accepted on loopback only/,
     ],
     [
+      'a loopback address as the user of another host',
+      { CLOUDOPS_URL: 'http://127.0.0.1:8808@cloudops.example.com' },
+      /^cloudops: CLOUDOPS_URL: expected the base URL alone, without credentials/,
+    ],
+    [
       'credentials in the URL',
       { CLOUDOPS_URL: 'https://agent:secret@cloudops.example.com' },
       /^cloudops: CLOUDOPS_URL: expected the base URL alone, without credentials/,

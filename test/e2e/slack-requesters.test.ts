@@ -84,7 +84,9 @@ describe('requesters: who may ask in a project', () => {
   });
 
   it('a project without requesters lets anyone in its channels ask, as before', async () => {
-    expect(await ask('resize shop-staging 201 cores=2', USERS.dev2, CHANNELS.staging)).toEqual({ made: true });
+    expect(await ask('resize shop-staging 201 cores=2', USERS.dev2, CHANNELS.staging)).toEqual({
+      made: true,
+    });
   });
 });
 

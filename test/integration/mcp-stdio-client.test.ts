@@ -17,7 +17,7 @@ const BIN = join(fileURLToPath(new URL('../../', import.meta.url)), 'bin/cloudop
 const TOKEN = newAgentToken();
 const CLOUD_KEY = 'cloud-key-on-the-agent-machine-5a1f';
 
-type Mode = 'tools' | 'rate' | 'redirect' | 'huge-json' | 'endless-sse';
+type Mode = 'tools' | 'rate' | 'echo' | 'redirect' | 'huge-json' | 'endless-sse';
 
 interface FakeBot {
   url: string;
@@ -83,6 +83,13 @@ async function startFakeBot(elsewhere: string): Promise<FakeBot> {
           },
           { 'retry-after': '1' },
         );
+      case 'echo':
+        // A server that repeats the credential it was sent, in an answer the agent's client shows.
+        return json(res, 403, {
+          jsonrpc: '2.0',
+          error: { code: -32000, message: `refused ${req.headers.authorization ?? ''}` },
+          id: null,
+        });
       case 'redirect':
         res.writeHead(307, { location: `${elsewhere}/mcp` }).end();
         return;
@@ -180,6 +187,14 @@ describe('cloudops mcp against a bot that misbehaves', { timeout: 120_000 }, () 
       expect(all).not.toContain(CLOUD_KEY);
       expect(all).not.toContain(TEST_SEAL_KEY);
     }
+  });
+
+  it('an answer that repeats the token does not carry it on to the agent’s client', async () => {
+    const client = await stdio();
+    bot.mode = 'echo';
+    const refused = await failure(client.listTools());
+    expect(refused.message).toMatch(/answered 403: refused Bearer \[redacted\]$/);
+    expect(refused.message).not.toContain(TOKEN);
   });
 
   it('a redirect is not followed: the token never reaches the other server', async () => {
