@@ -15,10 +15,13 @@ import {
   apiField,
   approvalsSchema,
   approverId,
+  type ChangeTicketPolicy,
+  changeTicketSchema,
   type FreezeWindow,
   freezeWindowSchema,
   limit,
   projectSchema,
+  type TicketSystemId,
 } from './policy-sections.ts';
 
 export {
@@ -29,6 +32,9 @@ export {
   type ApprovalsPolicy,
   CHANGE_NAMES,
   type ChangeName,
+  type ChangeTicketPolicy,
+  TICKET_SYSTEM_NAMES,
+  type TicketSystemId,
   type FreezeWindow,
   type Weekday,
 } from './policy-sections.ts';
@@ -44,6 +50,8 @@ const policySchema = z
     approvals: approvalsSchema.optional(),
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
+    /** The default change-ticket rule (docs/policy.md#change-tickets); a project's own replaces it. */
+    change_ticket: changeTicketSchema.optional(),
     approval_ttl_hours: z
       .number()
       .positive()
@@ -325,6 +333,19 @@ export function freezeOf(policy: Policy, project: ProjectPolicy): FreezeWindow[]
 /** Who may run frozen work now: the project's own list, else the top-level one. */
 export function breakGlassOf(policy: Policy, project: ProjectPolicy): string[] {
   return project.break_glass ?? policy.break_glass ?? [];
+}
+
+/** The change-ticket rule of a project: its own, else the top-level one; undefined: no ticket is asked for. */
+export function changeTicketOf(policy: Policy, project: ProjectPolicy): ChangeTicketPolicy | undefined {
+  return project.change_ticket ?? policy.change_ticket;
+}
+
+/** The ticket systems the policy names anywhere, for start-up and doctor to check they are configured. */
+export function ticketSystemsOf(policy: Policy): TicketSystemId[] {
+  const named = [policy.change_ticket, ...policy.projects.map((p) => p.change_ticket)].flatMap((t) =>
+    t ? [t.system] : [],
+  );
+  return [...new Set(named)];
 }
 
 /** Every user group (S…) the policy names, for start-up and `cloudops policy check` to resolve. */
