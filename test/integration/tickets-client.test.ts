@@ -3,7 +3,12 @@ import { type JiraStandIn, startJiraStandIn } from '../../sim/jira/server.ts';
 import { type ServiceNowStandIn, startServiceNowStandIn } from '../../sim/servicenow/server.ts';
 import type { ChangeTicketPolicy } from '../../src/config/policy.ts';
 import { TicketDesk } from '../../src/tickets/desk.ts';
-import { TicketKeyError, TicketNotFoundError, TicketUnauthorisedError, TicketUnreachableError } from '../../src/tickets/errors.ts';
+import {
+  TicketKeyError,
+  TicketNotFoundError,
+  TicketUnauthorisedError,
+  TicketUnreachableError,
+} from '../../src/tickets/errors.ts';
 import type { TicketTimeouts } from '../../src/tickets/http.ts';
 import { JiraClient } from '../../src/tickets/jira.ts';
 import { ServiceNowClient } from '../../src/tickets/servicenow.ts';
@@ -28,7 +33,11 @@ afterAll(async () => {
 });
 
 const cloudClient = (token = jira.apiToken) =>
-  new JiraClient({ baseUrl: jira.url, auth: { kind: 'cloud', email: jira.email, apiToken: token }, timeouts: FAST });
+  new JiraClient({
+    baseUrl: jira.url,
+    auth: { kind: 'cloud', email: jira.email, apiToken: token },
+    timeouts: FAST,
+  });
 const snClient = (password = sn.password, maxAnswerBytes?: number) =>
   new ServiceNowClient({ baseUrl: sn.url, user: sn.user, password, timeouts: FAST, maxAnswerBytes });
 
@@ -37,15 +46,27 @@ describe('Jira Cloud (REST v3, Basic email:token)', () => {
     jira.addIssue('OPS-101', 'Approved');
     const client = cloudClient();
     const facts = await client.read('ops-101');
-    expect(facts).toEqual({ system: 'jira', key: 'OPS-101', url: `${jira.url}/browse/OPS-101`, state: 'Approved' });
+    expect(facts).toEqual({
+      system: 'jira',
+      key: 'OPS-101',
+      url: `${jira.url}/browse/OPS-101`,
+      state: 'Approved',
+    });
     const call = jira.calls.at(-1);
-    expect(call).toMatchObject({ method: 'GET', url: '/rest/api/3/issue/OPS-101?fields=status', auth: `Basic ${jira.email}`, authorised: true });
+    expect(call).toMatchObject({
+      method: 'GET',
+      url: '/rest/api/3/issue/OPS-101?fields=status',
+      auth: `Basic ${jira.email}`,
+      authorised: true,
+    });
     await client.close();
   });
 
   it('a missing issue is TICKET_NOT_FOUND; a wrong token is TICKET_UNAUTHORISED without the token in the message', async () => {
     await expect(cloudClient().read('OPS-999')).rejects.toBeInstanceOf(TicketNotFoundError);
-    const refused = await cloudClient('wrong-token-value').read('OPS-101').catch((e: unknown) => e);
+    const refused = await cloudClient('wrong-token-value')
+      .read('OPS-101')
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(TicketUnauthorisedError);
     expect((refused as Error).message).not.toContain('wrong-token-value');
     expect((refused as TicketUnauthorisedError).code).toBe('TICKET_UNAUTHORISED');
@@ -53,7 +74,10 @@ describe('Jira Cloud (REST v3, Basic email:token)', () => {
 
   it('comments in Atlassian Document Format, the link as a link mark', async () => {
     const issue = jira.addIssue('OPS-102', 'Approved');
-    await cloudClient().note('OPS-102', { text: 'Resize succeeded.', link: { url: 'https://slack.example/thread', label: 'Slack thread' } });
+    await cloudClient().note('OPS-102', {
+      text: 'Resize succeeded.',
+      link: { url: 'https://slack.example/thread', label: 'Slack thread' },
+    });
     expect(issue.comments).toHaveLength(1);
     expect(issue.comments[0]?.body).toEqual({
       type: 'doc',
@@ -64,7 +88,11 @@ describe('Jira Cloud (REST v3, Basic email:token)', () => {
           content: [
             { type: 'text', text: 'Resize succeeded.' },
             { type: 'text', text: ' ' },
-            { type: 'text', text: 'Slack thread', marks: [{ type: 'link', attrs: { href: 'https://slack.example/thread' } }] },
+            {
+              type: 'text',
+              text: 'Slack thread',
+              marks: [{ type: 'link', attrs: { href: 'https://slack.example/thread' } }],
+            },
           ],
         },
       ],
@@ -74,7 +102,9 @@ describe('Jira Cloud (REST v3, Basic email:token)', () => {
   it('a moved issue (Jira answers under its new key) is refused, naming the new key', async () => {
     jira.addIssue('NEW-7', 'Approved');
     jira.move('OLD-7', 'NEW-7');
-    const error = await cloudClient().read('OLD-7').catch((e: unknown) => e);
+    const error = await cloudClient()
+      .read('OLD-7')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TicketKeyError);
     expect((error as Error).message).toContain('NEW-7');
   });
@@ -95,9 +125,17 @@ describe('Jira Cloud (REST v3, Basic email:token)', () => {
 describe('Jira Data Center (REST v2, Bearer personal access token)', () => {
   it('reads with Bearer on /rest/api/2 and comments in plain text', async () => {
     const issue = dc.addIssue('CHG-5', 'Approved');
-    const client = new JiraClient({ baseUrl: dc.url, auth: { kind: 'datacenter', token: dc.pat }, timeouts: FAST });
+    const client = new JiraClient({
+      baseUrl: dc.url,
+      auth: { kind: 'datacenter', token: dc.pat },
+      timeouts: FAST,
+    });
     expect((await client.read('CHG-5')).state).toBe('Approved');
-    expect(dc.calls.at(-1)).toMatchObject({ url: '/rest/api/2/issue/CHG-5?fields=status', auth: 'Bearer', authorised: true });
+    expect(dc.calls.at(-1)).toMatchObject({
+      url: '/rest/api/2/issue/CHG-5?fields=status',
+      auth: 'Bearer',
+      authorised: true,
+    });
     await client.note('CHG-5', { text: 'Done.', link: { url: 'https://t.example/x', label: 'thread' } });
     expect(issue.comments[0]?.body).toBe('Done. [thread|https://t.example/x]');
     await client.close();
@@ -106,7 +144,10 @@ describe('Jira Data Center (REST v2, Bearer personal access token)', () => {
 
 describe('ServiceNow (Table API on change_request, Basic user:password)', () => {
   it('reads the state’s display name and the window in UTC (not the user’s time zone)', async () => {
-    sn.addChange('CHG0030001', 'Implement', { start: new Date('2026-12-07T10:00:00Z'), end: new Date('2026-12-07T12:00:00Z') });
+    sn.addChange('CHG0030001', 'Implement', {
+      start: new Date('2026-12-07T10:00:00Z'),
+      end: new Date('2026-12-07T12:00:00Z'),
+    });
     const facts = await snClient().read('chg0030001');
     expect(facts).toMatchObject({
       system: 'servicenow',
@@ -129,9 +170,15 @@ describe('ServiceNow (Table API on change_request, Basic user:password)', () => 
 
   it('leaves a work note by PATCH on the sys_id', async () => {
     const change = sn.addChange('CHG0030002', 'Implement');
-    await snClient().note('CHG0030002', { text: 'Restore succeeded.', link: { url: 'https://slack.example/t', label: 'Slack thread' } });
+    await snClient().note('CHG0030002', {
+      text: 'Restore succeeded.',
+      link: { url: 'https://slack.example/t', label: 'Slack thread' },
+    });
     expect(change.workNotes).toEqual(['Restore succeeded. Slack thread: https://slack.example/t']);
-    expect(sn.calls.at(-1)).toMatchObject({ method: 'PATCH', url: `/api/now/table/change_request/${change.sys_id}?sysparm_fields=sys_id` });
+    expect(sn.calls.at(-1)).toMatchObject({
+      method: 'PATCH',
+      url: `/api/now/table/change_request/${change.sys_id}?sysparm_fields=sys_id`,
+    });
   });
 });
 
@@ -140,14 +187,28 @@ describe('attacks on the ticket key and on the answer', () => {
     sn.addChange('CHG0040001', 'Implement');
     sn.addChange('CHG0040002', 'Review');
     const before = sn.calls.length;
-    for (const typed of ['CHG0040002^ORnumber=CHG0040001', 'CHG0040002^NQnumber=CHG0040001', 'CHG0040002 ', 'number!=x'])
-      if (typed.trim() !== 'CHG0040002') await expect(snClient().read(typed)).rejects.toBeInstanceOf(TicketKeyError);
+    for (const typed of [
+      'CHG0040002^ORnumber=CHG0040001',
+      'CHG0040002^NQnumber=CHG0040001',
+      'CHG0040002 ',
+      'number!=x',
+    ])
+      if (typed.trim() !== 'CHG0040002')
+        await expect(snClient().read(typed)).rejects.toBeInstanceOf(TicketKeyError);
     expect(sn.calls.length).toBe(before);
   });
 
   it('a Jira key with path traversal or query characters is refused before any call', async () => {
     const before = jira.calls.length;
-    for (const typed of ['../../myself', 'OPS-1/../../myself', 'OPS-1?fields=*all', 'OPS-1%2F..', 'OPS-1#x', 'OPS-0', 'key = OPS-1 OR 1=1'])
+    for (const typed of [
+      '../../myself',
+      'OPS-1/../../myself',
+      'OPS-1?fields=*all',
+      'OPS-1%2F..',
+      'OPS-1#x',
+      'OPS-0',
+      'key = OPS-1 OR 1=1',
+    ])
       await expect(cloudClient().read(typed)).rejects.toBeInstanceOf(TicketKeyError);
     expect(jira.calls.length).toBe(before);
   });
@@ -155,7 +216,13 @@ describe('attacks on the ticket key and on the answer', () => {
   it('a key of another Jira project is refused when the policy names its projects', async () => {
     jira.addIssue('HR-1', 'Approved');
     const desk = new TicketDesk({ jira: cloudClient() });
-    const rule: ChangeTicketPolicy = { system: 'jira', required: true, for: ['resize_up'], states: ['Approved'], projects: ['OPS'] };
+    const rule: ChangeTicketPolicy = {
+      system: 'jira',
+      required: true,
+      for: ['resize_up'],
+      states: ['Approved'],
+      projects: ['OPS'],
+    };
     const checked = await desk.check(rule, 'HR-1', { stage: 'create', now: new Date() });
     expect(checked).toMatchObject({ ok: false, error: { code: 'TICKET_KEY' } });
     expect(checked && !checked.ok && checked.error.reason).toContain('HR-1 is not a ticket of OPS');
@@ -163,22 +230,30 @@ describe('attacks on the ticket key and on the answer', () => {
 
   it('200 with an HTML login page is unreachable, never a pass', async () => {
     jira.fail({ kind: 'html' }, 1);
-    const error = await cloudClient().read('OPS-101').catch((e: unknown) => e);
+    const error = await cloudClient()
+      .read('OPS-101')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TicketUnreachableError);
-    expect((error as Error).message).toBe('Jira answered HTTP 200 with an HTML page instead of JSON, so OPS-101 could not be checked.');
+    expect((error as Error).message).toBe(
+      'Jira answered HTTP 200 with an HTML page instead of JSON, so OPS-101 could not be checked.',
+    );
   });
 
   it('a ticket system that hangs is unreachable within the deadline', async () => {
     sn.fail({ kind: 'hang' }, 1);
     const started = Date.now();
-    const error = await snClient().read('CHG0030001').catch((e: unknown) => e);
+    const error = await snClient()
+      .read('CHG0030001')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TicketUnreachableError);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('a body far larger than a ticket is cut off and refused', async () => {
     sn.fail({ kind: 'huge', bytes: 4 * 1024 * 1024 }, 1);
-    const error = await snClient(sn.password, 64 * 1024).read('CHG0030001').catch((e: unknown) => e);
+    const error = await snClient(sn.password, 64 * 1024)
+      .read('CHG0030001')
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TicketUnreachableError);
     expect((error as Error).message).toContain('more than 64 KiB');
   });
@@ -188,8 +263,11 @@ describe('attacks on the ticket key and on the answer', () => {
     await expect(cloudClient().read('OPS-101')).rejects.toBeInstanceOf(TicketUnreachableError);
     jira.fail({ kind: 'reset' }, 1);
     await expect(cloudClient().read('OPS-101')).rejects.toBeInstanceOf(TicketUnreachableError);
-    const closed = new JiraClient({ baseUrl: 'http://127.0.0.1:9', auth: { kind: 'cloud', email: 'a', apiToken: 'b' }, timeouts: FAST });
+    const closed = new JiraClient({
+      baseUrl: 'http://127.0.0.1:9',
+      auth: { kind: 'cloud', email: 'a', apiToken: 'b' },
+      timeouts: FAST,
+    });
     await expect(closed.read('OPS-101')).rejects.toBeInstanceOf(TicketUnreachableError);
   });
-});
 });
