@@ -38,6 +38,10 @@ const browserUrl = (what: string) =>
     )
     .transform((v) => v.replace(/\/+$/, ''));
 
+/** A ticket system's base URL: https (http only on this machine, for trials: its credentials go with every call). */
+const ticketUrl = (what: string) =>
+  browserUrl(`${what} (https; http only on localhost, since the credentials go with every call)`);
+
 const port = z.coerce
   .number({ message: 'expected a port number' })
   .int({ message: 'expected a whole port number' })
@@ -148,6 +152,17 @@ const envSchema = z.object({
     .string()
     .min(16, { message: 'expected at least 16 characters, e.g. from openssl rand -hex 32' })
     .optional(),
+  /** Jira for change tickets (docs/configuration.md#change-tickets): the site, e.g. https://example.atlassian.net. */
+  JIRA_URL: ticketUrl('the Jira site, e.g. https://example.atlassian.net').optional(),
+  /** Jira Cloud: the account's email and an API token (Basic, REST API v3). */
+  JIRA_EMAIL: z.string().min(3).max(320).optional(),
+  JIRA_API_TOKEN: z.string().min(1, { message: 'expected a non-empty API token' }).optional(),
+  /** Jira Data Center: a personal access token (Bearer, REST API v2). */
+  JIRA_TOKEN: z.string().min(1, { message: 'expected a non-empty personal access token' }).optional(),
+  /** ServiceNow for change tickets: the instance, e.g. https://example.service-now.com. */
+  SERVICENOW_URL: ticketUrl('the instance, e.g. https://example.service-now.com').optional(),
+  SERVICENOW_USER: z.string().min(1).max(320).optional(),
+  SERVICENOW_PASSWORD: z.string().min(1, { message: 'expected a non-empty password' }).optional(),
   /**
    * Where approvers' browsers reach the web role for verified approvals (docs/policy.md#verified-approvals), without
    * a trailing slash; the SSO redirect URI is `${PUBLIC_URL}/auth/callback`.
@@ -325,8 +340,43 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     problems.push(
       'OIDC_ISSUER: set without PUBLIC_URL; the provider sends approvers back to PUBLIC_URL/auth/callback',
     );
+  problems.push(...ticketProblems(data));
   if (problems.length > 0) throw new ConfigError(problems);
   return data;
+}
+
+/** The change-ticket variables that make no whole configuration (docs/configuration.md#change-tickets). */
+function ticketProblems(data: Env): string[] {
+  const problems: string[] = [];
+  const cloud = data.JIRA_EMAIL !== undefined || data.JIRA_API_TOKEN !== undefined;
+  if (data.JIRA_EMAIL !== undefined && data.JIRA_API_TOKEN === undefined)
+    problems.push(
+      "JIRA_EMAIL: set without JIRA_API_TOKEN; Jira Cloud needs the account's email and an API token",
+    );
+  if (data.JIRA_API_TOKEN !== undefined && data.JIRA_EMAIL === undefined)
+    problems.push(
+      "JIRA_API_TOKEN: set without JIRA_EMAIL; Jira Cloud needs the account's email and an API token",
+    );
+  if (cloud && data.JIRA_TOKEN !== undefined)
+    problems.push(
+      'JIRA_TOKEN: set together with JIRA_API_TOKEN; give JIRA_EMAIL and JIRA_API_TOKEN for Jira Cloud, or JIRA_TOKEN for Data Center',
+    );
+  if ((cloud || data.JIRA_TOKEN !== undefined) && data.JIRA_URL === undefined)
+    problems.push(
+      'JIRA_URL: not set, but Jira credentials are; give the Jira site, e.g. https://example.atlassian.net',
+    );
+  if (data.JIRA_URL !== undefined && !cloud && data.JIRA_TOKEN === undefined)
+    problems.push(
+      'JIRA_URL: set without credentials; give JIRA_EMAIL and JIRA_API_TOKEN (Jira Cloud) or JIRA_TOKEN (Data Center)',
+    );
+  const sn = (['SERVICENOW_URL', 'SERVICENOW_USER', 'SERVICENOW_PASSWORD'] as const).filter(
+    (n) => data[n] !== undefined,
+  );
+  if (sn.length > 0 && sn.length < 3)
+    problems.push(
+      `${sn[0]}: set without ${(['SERVICENOW_URL', 'SERVICENOW_USER', 'SERVICENOW_PASSWORD'] as const).filter((n) => !sn.includes(n)).join(' and ')}; ServiceNow needs all three`,
+    );
+  return problems;
 }
 
 /**

@@ -113,7 +113,14 @@ export async function serveMcpStdio(
         ? 'CLOUDOPS_AGENT_TOKEN is not the token of an agent in the policy (docs/agents.md)'
         : 'CLOUDOPS_AGENT_TOKEN is not set: give the agent’s token (docs/agents.md)',
     );
-  const secrets = [env.SLACK_BOT_TOKEN, env.CLOUD_API_KEY, token].filter((s): s is string => s !== undefined);
+  const secrets = [
+    env.SLACK_BOT_TOKEN,
+    env.CLOUD_API_KEY,
+    env.JIRA_API_TOKEN,
+    env.JIRA_TOKEN,
+    env.SERVICENOW_PASSWORD,
+    token,
+  ].filter((s): s is string => s !== undefined);
   const logger = createLogger(
     { level: env.LOG_LEVEL === 'info' ? 'warn' : env.LOG_LEVEL, secrets },
     process.stderr,
