@@ -11,6 +11,7 @@ import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { urlCredentials } from './config/redis-connection.ts';
+import { unmetTicketLine } from './config/ticket-env.ts';
 import { unmetVerifyLine } from './config/verify-policy.ts';
 import { packageVersion } from './config/version.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
@@ -228,6 +229,8 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
         ? await unmetVerifyLine(env, policy, env.POLICY_FILE)
         : undefined;
     if (unmet) return fail(unmet);
+    const noTickets = await unmetTicketLine(env, policy, env.POLICY_FILE);
+    if (noTickets) return fail(noTickets);
   } catch (error) {
     if (error instanceof ConfigError || error instanceof PolicyError) return fail(error.message);
     throw error;

@@ -50,8 +50,6 @@ const policySchema = z
     approvals: approvalsSchema.optional(),
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
-    /** The default change-ticket rule (docs/policy.md#change-tickets); a project's own replaces it. */
-    change_ticket: changeTicketSchema.optional(),
     approval_ttl_hours: z
       .number()
       .positive()
@@ -94,6 +92,8 @@ const policySchema = z
     projects: z.array(projectSchema).default([]),
     /** AI agents that may ask through MCP (docs/agents.md). */
     agents: agentsSchema,
+    /** The default change-ticket rule (docs/policy.md#change-tickets); a project's own replaces it. */
+    change_ticket: changeTicketSchema.optional(),
   })
   .strict()
   // Run even when some values have the wrong type, so one `policy check` lists everything: the checks skip what is
