@@ -33,9 +33,9 @@ export {
   CHANGE_NAMES,
   type ChangeName,
   type ChangeTicketPolicy,
+  type FreezeWindow,
   TICKET_SYSTEM_NAMES,
   type TicketSystemId,
-  type FreezeWindow,
   type Weekday,
 } from './policy-sections.ts';
 
