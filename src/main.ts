@@ -11,6 +11,7 @@ import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { urlCredentials } from './config/redis-connection.ts';
+import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
 import { unmetTicketLine } from './config/ticket-env.ts';
 import { unmetVerifyLine } from './config/verify-policy.ts';
 import { packageVersion } from './config/version.ts';
@@ -44,6 +45,8 @@ export const STARTUP_CLOSE_MARGIN_MS = 2_500;
  */
 export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
+  // Before anything opens: without its key a role could neither seal a decision nor check one.
+  const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
   const secrets = [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,
@@ -53,6 +56,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.JIRA_API_TOKEN,
     env.JIRA_TOKEN,
     env.SERVICENOW_PASSWORD,
+    env.OIDC_CLIENT_SECRET,
+    env.SEAL_KEY,
+    env.SEAL_KEY_PREVIOUS,
     ...urlCredentials(env.REDIS_URL),
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
@@ -77,7 +83,14 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
 
   try {
     if (deadline.signal.aborted) throw deadline.signal.reason;
-    const core = await openCore(env, policy, options, { logger, metrics, secrets, stages, deadline });
+    const core = await openCore(env, policy, options, {
+      logger,
+      metrics,
+      secrets,
+      sealKeys,
+      stages,
+      deadline,
+    });
     if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
     const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
     let web: StartedWeb | undefined;
@@ -232,7 +245,8 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     const noTickets = await unmetTicketLine(env, policy, env.POLICY_FILE);
     if (noTickets) return fail(noTickets);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof PolicyError) return fail(error.message);
+    if (error instanceof ConfigError || error instanceof PolicyError || error instanceof SealKeyError)
+      return fail(error.message);
     throw error;
   }
   // The deadline counts from the process's start: loading the code is part of starting.

@@ -17,6 +17,7 @@ import {
   redisTarget,
   type watchReplicas,
 } from '../config/redis-connection.ts';
+import type { SealKeys } from '../config/seal-keys.ts';
 import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import type { Queues } from '../jobs/queues.ts';
@@ -60,6 +61,8 @@ export interface Core {
   prefix: string;
   /** The configuration's values that are secret: scrubbed from typed text and logs. */
   secrets: string[];
+  /** SEAL_KEY (and SEAL_KEY_PREVIOUS): seals the decisions that let a request run, and checks them. */
+  sealKeys: SealKeys;
   runs(role: Role): boolean;
   /** Where Redis is (one server, or through Sentinels), and with Sentinels which replicas a write waits for. */
   target: RedisTarget;
@@ -104,6 +107,7 @@ export async function openCore(
     logger: Logger;
     metrics: Metrics;
     secrets: string[];
+    sealKeys: SealKeys;
     stages: ShutdownStages;
     deadline: StartupDeadline;
   },
@@ -159,6 +163,7 @@ export async function openCore(
     logger,
     metrics,
     secrets: parts.secrets,
+    sealKeys: parts.sealKeys,
     userGroups,
   });
   // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
@@ -190,6 +195,7 @@ export async function openCore(
     metrics,
     prefix,
     secrets: parts.secrets,
+    sealKeys: parts.sealKeys,
     runs,
     target,
     replicas,

@@ -8,6 +8,7 @@ import { createPriceCache } from '../cloud/price-cache.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { RedisClient } from '../config/redis-connection.ts';
+import type { SealKeys } from '../config/seal-keys.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import type { Queues } from '../jobs/queues.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
@@ -29,6 +30,8 @@ export function openRequests(parts: {
   metrics: Metrics;
   /** Scrubbed from what people and agents type. */
   secrets: string[];
+  /** Seals and checks decisions; absent where nothing is decided (the stdio `cloudops mcp` until it is a client). */
+  sealKeys?: SealKeys;
   /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
   userGroups?: UserGroups;
 }) {
@@ -48,6 +51,7 @@ export function openRequests(parts: {
     metrics: parts.metrics,
     vmFacts,
     secrets: parts.secrets,
+    ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
     agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
   };
   return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };

@@ -1,5 +1,6 @@
 import type { PriceSource } from '../../cloud/price-cache.ts';
 import type { Policy, ProjectPolicy } from '../../config/policy.ts';
+import type { SealKeys } from '../../config/seal-keys.ts';
 import type { Logger } from '../../observability/logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { ResizeCheck } from '../../rules/resize.ts';
@@ -97,6 +98,8 @@ export interface LifecycleDeps {
   secrets?: readonly string[];
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
+  /** SEAL_KEY's keys: the decisions that let a request run are sealed and checked with them. */
+  sealKeys?: SealKeys;
 }
 
 /** The lifecycle's own acts that other acts call: called through it, so what wraps its acts (tracing) sees them. */
