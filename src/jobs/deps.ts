@@ -9,6 +9,7 @@ import type { RequestStore } from '../requests/store.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { SlackApi } from '../slack-api/client.ts';
+import type { TicketDesk } from '../tickets/desk.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
 import type { ReplicaAck } from './replica-ack.ts';
@@ -56,6 +57,8 @@ export interface ExecutionDeps {
    * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
    */
   replicaAck?: ReplicaAck;
+  /** The change-ticket systems: a request's ticket is read again before its POST and noted after its run. */
+  tickets?: TicketDesk;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
 }

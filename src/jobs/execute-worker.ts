@@ -13,7 +13,9 @@ import { NotReplicatedError } from './replica-ack.ts';
 import { resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
 import { lockAndStart } from './run-start.ts';
+import { stepsOf, truncateDetail } from './run-steps.ts';
 import type { SendMarkers } from './send-markers.ts';
+import { holdStartedRun, TicketHoldError, ticketVerdict } from './ticket-gate.ts';
 import { type ConfirmAndSet, type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
 
 /** How an execute job ended, for metrics.jobs and the job's return value. */
@@ -73,6 +75,13 @@ export class ExecuteProcessor {
     try {
       return await this.run(job, taken.request, vm, held, taken.recorded, taken.started);
     } catch (error) {
+      if (error instanceof TicketHoldError) {
+        await job.moveToDelayed(
+          Date.now() + Math.max(0, error.at.getTime() - this.deps.now().getTime()),
+          token,
+        );
+        throw new DelayedError();
+      }
       if (!(error instanceof LockLostError || error instanceof NotReplicatedError)) throw error;
       // Nothing was sent and no marker left: the next run continues from the same step.
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
@@ -112,7 +121,8 @@ export class ExecuteProcessor {
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (started) {
-      const refused = await recheckRequest(this.deps, request, known, 'run');
+      const refused =
+        (await recheckRequest(this.deps, request, known, 'run')) ?? (await this.ticketVerdict(request, true));
       const first = stepsOf(request)[request.nextStep];
       if (refused || (first && typeof this.bodyOf(first) === 'string')) {
         // Nothing is sent: the marker the script set goes, so it guards no step that never left.
@@ -126,6 +136,7 @@ export class ExecuteProcessor {
       const stillAllowed =
         (await this.leaseKeptMeanwhile(request)) ??
         (await recheckRequest(this.deps, request, known, 'run')) ??
+        (await this.ticketVerdict(request, false)) ??
         true;
       const first = stepsOf(request)[request.nextStep];
       const willSend =
@@ -395,9 +406,20 @@ export class ExecuteProcessor {
     return this.deps.vmFacts.knownFor(this.deps.policy, request);
   }
 
-  /** Message sync and thread reply, as one notify job (its reply is posted at most once). */
+  /** The change ticket's verdict right before the POST (ticket-gate.ts); a started run it holds goes back to queued. */
+  private async ticketVerdict(request: CloudRequest, started: boolean): Promise<string | undefined> {
+    return ticketVerdict(this.deps, request).catch(async (error: unknown) => {
+      if (error instanceof TicketHoldError && started)
+        await holdStartedRun(this.deps, this.markers, request, error);
+      throw error;
+    });
+  }
+
+  /** Message sync and thread reply, as one notify job (its reply is posted at most once); a final one's ticket note. */
   private async announce(request: CloudRequest, event: ReplyEvent, step?: number): Promise<void> {
     await enqueueNotify(this.deps.queues, { type: 'report', requestId: request.id, event, step });
+    if (request.ticket && ['succeeded', 'refused', 'unknown'].includes(event))
+      await enqueueNotify(this.deps.queues, { type: 'ticket-note', requestId: request.id });
   }
 
   private async reannounce(request: CloudRequest): Promise<void> {
@@ -424,14 +446,4 @@ export class ExecuteProcessor {
   private at(): string {
     return this.deps.now().toISOString();
   }
-}
-
-/** The calls a request makes: its resize steps, or one restore (no body). */
-function stepsOf(request: CloudRequest): (ResizeTarget | undefined)[] {
-  return request.params.kind === 'resize' ? request.params.steps : [undefined];
-}
-
-/** Audit details stay one short line. */
-function truncateDetail(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }

@@ -1,4 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Cluster } from '../cloud/types.ts';
+import type { AgentMay } from '../config/agents.ts';
 import type { Refusal } from '../requests/decision.ts';
 import type { CloudRequest, RequestState } from '../requests/types.ts';
 import { FINAL_STATES, refusedBeforeSending } from '../requests/types.ts';
@@ -137,4 +139,24 @@ export function cancelRefusalText(refusal: Refusal, request: CloudRequest): stri
     default:
       return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
   }
+}
+
+/** What an agent may ask for, in words. */
+export const WHAT: Record<AgentMay, string> = {
+  resize_up: 'increases (resize_up)',
+  resize_down: 'decreases (resize_down)',
+  restore: 'restores (restore)',
+  lease: 'temporary changes (lease)',
+};
+
+/** A cluster as the tools show it: its prices, known and others, in one object. */
+export function clusterView(cluster: Cluster) {
+  const { other, ...known } = cluster.prices;
+  return {
+    name: cluster.name,
+    location: cluster.location,
+    description: cluster.description,
+    ...(cluster.status ? { status: cluster.status } : {}),
+    prices: { ...known, ...other },
+  };
 }

@@ -17,6 +17,7 @@ import {
 } from '../requests/lifecycle/index.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
 import type { RequestStore } from '../requests/store.ts';
+import { resizeKinds } from '../requests/tickets.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/types.ts';
 import { knownVm, type VmFactsStore } from '../requests/vm-facts.ts';
 import { approvalKind, classifyChange, scopeRefusal } from '../rules/change-scope.ts';
@@ -24,8 +25,17 @@ import { checkLease } from '../rules/lease.ts';
 import { formatUtc } from '../rules/resize.ts';
 import { checkRestore } from '../rules/restore.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+import { TicketError } from '../tickets/errors.ts';
 import type { AgentControls, AskClaim } from './agent-state.ts';
-import { answer, cancelRefusalText, refusal, requestText, requestView } from './answers.ts';
+import {
+  answer,
+  cancelRefusalText,
+  clusterView,
+  refusal,
+  requestText,
+  requestView,
+  WHAT,
+} from './answers.ts';
 import type { INPUTS, ToolArgs } from './inputs.ts';
 import type { RequestChanges } from './request-changes.ts';
 
@@ -220,6 +230,7 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       await Promise.all([taken.release(), claim.dropped()]);
       if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
         return refusal(error.message);
+      if (error instanceof TicketError) return refusal(`Not requested: ${error.reason}`);
       throw error;
     }
     await claim.made(request.id);
@@ -353,9 +364,14 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       if ('refused' in checked) return refusal(checked.refused.join(' '));
       const { reason: _reason, idempotency_key: key, vm_stopped: _stopped, ...change } = args;
       const resize = checked.resize;
-      return askOnce({ tool: 'request_resize', ...change, project: project.uuid }, key, () =>
-        deps.requests.createResize(origin(project), { ...resize, reason: args.reason }),
-      );
+      return askOnce({ tool: 'request_resize', ...change, project: project.uuid }, key, async () => {
+        const ticket = await deps.requests.checkTicket(
+          project,
+          resizeKinds(resize.vm, resize.target),
+          args.ticket,
+        );
+        return deps.requests.createResize(origin(project), { ...resize, reason: args.reason, ticket });
+      });
     },
     async request_restore(args) {
       const project = projectFor(args.project);
@@ -379,16 +395,19 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
         vm_id: args.vm_id,
         backup: args.backup,
         autostart: args.autostart,
+        ticket: args.ticket,
       };
-      return askOnce(change, args.idempotency_key, () =>
-        deps.requests.createRestore(origin(project), {
+      return askOnce(change, args.idempotency_key, async () => {
+        const ticket = await deps.requests.checkTicket(project, ['restore'], args.ticket);
+        return deps.requests.createRestore(origin(project), {
           project,
           vm,
           backupSlug: args.backup,
           autostart: args.autostart,
           reason: args.reason,
-        }),
-      );
+          ticket,
+        });
+      });
     },
     async get_request(args, signal) {
       const found = await readable(args.request_id);
@@ -426,23 +445,5 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
         requestView(decided.request),
       );
     },
-  };
-}
-
-const WHAT: Record<AgentMay, string> = {
-  resize_up: 'increases (resize_up)',
-  resize_down: 'decreases (resize_down)',
-  restore: 'restores (restore)',
-  lease: 'temporary changes (lease)',
-};
-
-function clusterView(cluster: Cluster) {
-  const { other, ...known } = cluster.prices;
-  return {
-    name: cluster.name,
-    location: cluster.location,
-    description: cluster.description,
-    ...(cluster.status ? { status: cluster.status } : {}),
-    prices: { ...known, ...other },
   };
 }

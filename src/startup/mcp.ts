@@ -24,6 +24,7 @@ import type { McpDeps } from '../mcp/tools.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
+import { ticketDeskFrom } from '../tickets/from-env.ts';
 import { openCloudClient, openQueues, openSlackApi } from './clients.ts';
 import type { Core } from './core.ts';
 import { openRedisClients } from './redis-clients.ts';
@@ -131,6 +132,7 @@ export async function serveMcpStdio(
   const cloud = openCloudClient(env);
   const slack = openSlackApi(env, logger);
   const queues = openQueues(queueRedis, redisKeyPrefix(env));
+  const tickets = ticketDeskFrom(env);
   const changes = new RequestChanges(changesConnection(redis, logger), redisKeyPrefix(env), logger);
   try {
     await redis.connect().catch((error: NodeJS.ErrnoException) => {
@@ -149,6 +151,7 @@ export async function serveMcpStdio(
       metrics,
       secrets,
       userGroups: env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
+      tickets,
     });
     const deps: McpDeps = {
       policy,
@@ -177,7 +180,7 @@ export async function serveMcpStdio(
     await server.close();
   } finally {
     changes.close();
-    await Promise.allSettled([queues.close(), cloud.close(), slack.close()]);
+    await Promise.allSettled([queues.close(), cloud.close(), slack.close(), tickets.close()]);
     redis.disconnect();
     queueRedis.disconnect();
   }

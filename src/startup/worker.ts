@@ -61,6 +61,7 @@ export function startWorker(core: Core): void {
     logger,
     metrics: core.metrics,
     slack: core.slack,
+    tickets: core.tickets,
     renderer: createRequestRenderer(),
     // A change reaches the App Homes of those it concerns and completes the workflow step that asked for it.
     followUps: {

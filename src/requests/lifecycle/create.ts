@@ -1,4 +1,4 @@
-import type { ProjectPolicy } from '../../config/policy.ts';
+import type { ApprovalKind, ProjectPolicy } from '../../config/policy.ts';
 import { scrubSecrets } from '../../observability/logger.ts';
 import { classifyChange } from '../../rules/change-scope.ts';
 import type { VmKnown } from '../../rules/types.ts';
@@ -13,6 +13,7 @@ import {
 } from '../approval-rules.ts';
 import type { RequestApproval } from '../approvers.ts';
 import { costPreview } from '../cost-preview.ts';
+import { requireTicket, resizeKinds, type TicketFacts } from '../tickets.ts';
 import {
   agentActor,
   type CloudRequest,
@@ -86,6 +87,8 @@ export async function createResize(acts: Acts, origin: Origin, resize: CheckedRe
     notes,
     cost: cost?.preview,
     runAt: resize.runAt,
+    kinds: resizeKinds(resize.vm, resize.target),
+    ticket: resize.ticket,
   });
   if (resize.returnOf) await acts.leases.returnRequested(resize.returnOf, created);
   return created;
@@ -115,6 +118,8 @@ export async function createRestore(
     facts: restoreFacts(),
     reason: restore.reason,
     notes,
+    kinds: ['restore'],
+    ticket: restore.ticket,
   });
 }
 
@@ -162,9 +167,13 @@ async function create(
     notes: string[];
     cost?: CostPreview;
     runAt?: Date;
+    /** The kinds of change it counts as, for the change-ticket rule. */
+    kinds: ApprovalKind[];
+    ticket?: TicketFacts;
   },
 ): Promise<CloudRequest> {
   const { deps } = acts;
+  requireTicket(deps, project, fields.kinds, fields.ticket);
   const plan = approvalFor(deps, origin, project, fields.mode, fields.facts);
   const unreachable = await deps.approvals.unreachable(project, origin.user, plan.count);
   if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
@@ -199,9 +208,10 @@ async function create(
       cost: fields.cost,
       workflowStep: origin.workflowStep,
       agent: origin.agent ? { name: origin.agent.name } : undefined,
+      ...(fields.ticket ? { ticket: fields.ticket } : {}),
     },
     origin.agent ? agentActor(origin.agent.name) : origin.user,
-    `${plan.rule}: ${approvalsText(plan.count)}${plan.verify ? `, verified (${verifyText(plan.verify)})` : ''}${origin.agent ? ` (for ${origin.user})` : ''}`,
+    `${plan.rule}: ${approvalsText(plan.count)}${plan.verify ? `, verified (${verifyText(plan.verify)})` : ''}${origin.agent ? ` (for ${origin.user})` : ''}${fields.ticket ? `; ticket ${fields.ticket.key} (${fields.ticket.state})` : ''}`,
   );
   deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
   if (needsApproval) {

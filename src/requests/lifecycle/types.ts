@@ -5,11 +5,13 @@ import type { Logger } from '../../observability/logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { ResizeCheck } from '../../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import type { TicketDesk } from '../../tickets/desk.ts';
 import type { ApprovalPolicy } from '../approvers.ts';
 import type { Decision } from '../decision.ts';
 import type { Leases } from '../leases.ts';
 import type { Outbox } from '../outbox.ts';
 import type { RequestStore } from '../store.ts';
+import type { TicketFacts } from '../tickets.ts';
 import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../types.ts';
 import type { VerifiedBy, VerifyMethod } from '../verification.ts';
 import type { VmFactsStore } from '../vm-facts.ts';
@@ -52,6 +54,8 @@ export interface CheckedResize {
   leaseNotes?: string[];
   /** This resize returns the lease of that request. */
   returnOf?: string;
+  /** The change ticket, as `checkTicket` found it. */
+  ticket?: TicketFacts;
 }
 
 /** A restore that passed the rules. */
@@ -61,6 +65,8 @@ export interface CheckedRestore {
   backupSlug: string;
   autostart: boolean;
   reason?: string;
+  /** The change ticket, as `checkTicket` found it. */
+  ticket?: TicketFacts;
 }
 
 /** A request refused when it is made: its approvals could never come together. Nothing was stored. */
@@ -96,6 +102,8 @@ export interface LifecycleDeps {
    * posted to the channel without them or any Slack token or bearer credential pasted into it.
    */
   secrets?: readonly string[];
+  /** The change-ticket systems (docs/policy.md#change-tickets); absent: none configured. */
+  tickets?: TicketDesk;
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
   /** SEAL_KEY's keys: the decisions that let a request run are sealed and checked with them. */

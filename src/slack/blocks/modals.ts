@@ -32,7 +32,31 @@ export const FIELDS = {
   breakGlassReason: 'break_glass_reason',
   leaseFor: 'lease_for',
   leaseUntil: 'lease_until',
+  ticket: 'ticket',
 } as const;
+
+/** The Ticket field, shown when the policy asks for change tickets (docs/policy.md#change-tickets). */
+export interface TicketField {
+  /** `ticket=` on the command line. */
+  initial?: string;
+  /** What to give, e.g. "A Jira issue key such as OPS-123, in Approved". */
+  hint: string;
+}
+
+/** The longest ticket key the field takes: a Jira key or a ServiceNow number is far shorter. */
+export const TICKET_MAX_LENGTH = 64;
+
+function ticketInput(field: TicketField | undefined): KnownBlock[] {
+  if (!field) return [];
+  return [
+    textInput(FIELDS.ticket, 'Change ticket', {
+      initial: field.initial,
+      placeholder: 'e.g. OPS-123 or CHG0030001',
+      hint: field.hint,
+      max: TICKET_MAX_LENGTH,
+    }),
+  ];
+}
 
 /** The lease durations the resize modal offers (docs/policy.md#temporary-changes-leases: 1 d, 2 d, 7 d, or a date). */
 export const LEASE_CHOICES = [24, 48, 168] as const;
@@ -120,6 +144,7 @@ export interface ResizeModalInput {
   privateNetworkConfigured: boolean;
   /** Opened from a lease's "Return to the previous size": no lease fields, and a line on what it returns. */
   returning?: { requestId: string; to: LeaseReturn; changed?: LeaseReturn };
+  ticket?: TicketField;
 }
 
 /** What a return form says above its fields. */
@@ -278,6 +303,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
       },
     },
     ...(input.returning ? [] : leaseInputs(input.typed.lease)),
+    ...ticketInput(input.ticket),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,
       placeholder: 'Why, for the approver and the audit log',
@@ -304,6 +330,7 @@ export interface RestoreModalInput {
   vmid?: number;
   backupSlug?: string;
   vm?: VmKnown;
+  ticket?: TicketField;
 }
 
 /** The restore modal: a typed VM id and a stopped confirmation guard an overwrite of the disk. */
@@ -354,6 +381,7 @@ export function restoreModal(input: RestoreModalInput): ModalView {
       placeholder: 'the same VM id, to confirm the overwrite',
       max: INPUT_MAX_LENGTH.vmid,
     }),
+    ...ticketInput(input.ticket),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,
       placeholder: 'Why, for the approver and the audit log',

@@ -4,6 +4,7 @@ import type { ProjectPolicy } from '../../config/policy.ts';
 import { ApprovalUnreachableError } from '../../requests/lifecycle/index.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
+import { TicketError } from '../../tickets/errors.ts';
 import { FIELDS } from '../blocks/modals.ts';
 import { ackBudget, projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { Draft } from '../drafts.ts';
@@ -112,7 +113,7 @@ export async function storeFromDraft(
   try {
     await store();
   } catch (error) {
-    if (error instanceof ApprovalUnreachableError) {
+    if (error instanceof ApprovalUnreachableError || error instanceof TicketError) {
       // Refused when made (its approvals could never come together): the form is done, the requester told why.
       await deps.drafts.take(draft.id).catch(() => undefined);
       await deps.slack.chat
