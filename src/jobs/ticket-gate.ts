@@ -54,7 +54,7 @@ export async function holdStartedRun(
       from: ['sending'],
       to: 'queued',
       actor: 'cloudops',
-      detail: detail.length > 200 ? `${detail.slice(0, 199)}…` : detail,
+      detail: truncateDetail(detail),
     },
     request,
   );

@@ -3,6 +3,9 @@ import { INPUT_MAX_LENGTH, MAX_SLUG_LENGTH } from '../../rules/inputs.ts';
 import { type LeaseReturn, type LeaseTerm, leaseTermText, sizeText } from '../../rules/lease.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { escapeMrkdwn, mrkdwn, plain, slackDate, truncate } from './text.ts';
+import { TICKET_BLOCK, type TicketField, ticketInput } from './ticket.ts';
+
+export type { TicketField } from './ticket.ts';
 
 /** Callback ids of the bot's modals. */
 export const VIEWS = {
@@ -32,31 +35,8 @@ export const FIELDS = {
   breakGlassReason: 'break_glass_reason',
   leaseFor: 'lease_for',
   leaseUntil: 'lease_until',
-  ticket: 'ticket',
+  ticket: TICKET_BLOCK,
 } as const;
-
-/** The Ticket field, shown when the policy asks for change tickets (docs/policy.md#change-tickets). */
-export interface TicketField {
-  /** `ticket=` on the command line. */
-  initial?: string;
-  /** What to give, e.g. "A Jira issue key such as OPS-123, in Approved". */
-  hint: string;
-}
-
-/** The longest ticket key the field takes: a Jira key or a ServiceNow number is far shorter. */
-export const TICKET_MAX_LENGTH = 64;
-
-function ticketInput(field: TicketField | undefined): KnownBlock[] {
-  if (!field) return [];
-  return [
-    textInput(FIELDS.ticket, 'Change ticket', {
-      initial: field.initial,
-      placeholder: 'e.g. OPS-123 or CHG0030001',
-      hint: field.hint,
-      max: TICKET_MAX_LENGTH,
-    }),
-  ];
-}
 
 /** The lease durations the resize modal offers (docs/policy.md#temporary-changes-leases: 1 d, 2 d, 7 d, or a date). */
 export const LEASE_CHOICES = [24, 48, 168] as const;
