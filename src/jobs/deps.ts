@@ -59,6 +59,8 @@ export interface ExecutionDeps {
   replicaAck?: ReplicaAck;
   /** The change-ticket systems: a request's ticket is read again before its POST and noted after its run. */
   tickets?: TicketDesk;
+  /** How long a run its change ticket holds waits before it looks again; default TICKET_RETRY_MS (60 s). */
+  ticketRetryMs?: number;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
 }

@@ -37,6 +37,8 @@ export interface TicketDeps {
   /** The configured ticket systems; absent: none (a rule that asks for one refuses every change it covers). */
   tickets?: TicketDesk;
   now: () => Date;
+  /** How long a held run waits before it looks again; default {@link TICKET_RETRY_MS}. */
+  ticketRetryMs?: number;
 }
 
 /** The kinds a resize may count as: one that raises and lowers, or whose direction is unknown, counts as both. */
@@ -141,7 +143,7 @@ export async function recheckTicket(
     (error instanceof TicketWindowError && error.opensAt !== undefined);
   if (!waits) return { next: 'refuse', reason: `Not sent: ${error.reason}` };
   const until = validUntil(deps.policy, request);
-  const retryAt = new Date(now.getTime() + TICKET_RETRY_MS);
+  const retryAt = new Date(now.getTime() + (deps.ticketRetryMs ?? TICKET_RETRY_MS));
   const at =
     error instanceof TicketWindowError && error.opensAt && error.opensAt < retryAt ? error.opensAt : retryAt;
   if (at.getTime() > until.getTime())

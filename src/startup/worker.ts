@@ -70,6 +70,7 @@ export function startWorker(core: Core): void {
     stalledIntervalMs: options.stalledIntervalMs,
     concurrency: options.concurrency,
     vmLock: options.vmLock,
+    ticketRetryMs: options.ticketRetryMs,
     // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
     replicaAck: new ReplicaAck(records, core.replicas?.current),
   });
