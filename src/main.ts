@@ -13,7 +13,7 @@ import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { urlCredentials } from './config/redis-connection.ts';
 import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
 import { unmetTicketLine } from './config/ticket-env.ts';
-import { unmetVerifyLine } from './config/verify-policy.ts';
+import { unmetVerifyLine } from './config/verification-uses.ts';
 import { packageVersion } from './config/version.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';

@@ -4,7 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { scrubSecrets } from '../observability/logger.ts';
-import type { AuditEntry } from '../requests/types.ts';
+import type { AuditEntry } from '../requests/model/types.ts';
 
 /** The header carrying a batch's signature: `sha256=` and the hex HMAC-SHA256 of the body with AUDIT_WEBHOOK_SECRET. */
 export const SIGNATURE_HEADER = 'x-cloudops-signature';

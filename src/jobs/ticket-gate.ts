@@ -1,64 +1,12 @@
 /**
- * The change ticket's part of a run (docs/policy.md#change-tickets): read again right before the POST, and a note on
- * it after the run. Kept apart from the execute worker's other checks, each a call of its own.
+ * The note a run leaves on its change ticket (docs/policy.md#change-tickets): the outcome and the thread's link, from
+ * the notify worker, once the run ended. The ticket's re-check before the POST is requests/tickets.ts's.
  */
 import { UnrecoverableError } from 'bullmq';
-import { recheckTicket, resizeKinds, ticketNoteText } from '../requests/tickets.ts';
-import type { CloudRequest } from '../requests/types.ts';
+import type { CloudRequest } from '../requests/model/types.ts';
+import { ticketNoteText } from '../requests/tickets.ts';
 import { TicketError, TicketUnreachableError } from '../tickets/errors.ts';
 import type { ExecutionDeps } from './deps.ts';
-import { truncateDetail } from './run-steps.ts';
-import type { SendMarkers } from './send-markers.ts';
-
-/** A run its ticket holds (the system did not answer, or its window opens later): the job looks again at `at`. */
-export class TicketHoldError extends Error {
-  override readonly name = 'TicketHoldError';
-  readonly code = 'TICKET_HOLD';
-  constructor(
-    readonly at: Date,
-    reason: string,
-  ) {
-    super(reason);
-  }
-}
-
-/**
- * The ticket's verdict right before the POST: undefined to send, the reason to refuse (nothing sent), or a
- * {@link TicketHoldError} thrown to wait. A run with no ticket and no rule asking for one reads nothing.
- */
-export async function ticketVerdict(deps: ExecutionDeps, request: CloudRequest): Promise<string | undefined> {
-  const anyRule =
-    deps.policy.change_ticket !== undefined || deps.policy.projects.some((p) => p.change_ticket);
-  if (!request.ticket && !anyRule) return undefined;
-  const { params } = request;
-  const kinds =
-    params.kind === 'restore' ? (['restore'] as const) : resizeKinds(params.before, params.target);
-  const decided = await recheckTicket(deps, request, [...kinds]);
-  if (decided.next === 'send') return undefined;
-  if (decided.next === 'refuse') return decided.reason;
-  throw new TicketHoldError(decided.at, decided.reason);
-}
-
-/** A run the lock's script had already moved to sending goes back to queued, its first marker cleared: nothing left. */
-export async function holdStartedRun(
-  deps: ExecutionDeps,
-  markers: SendMarkers,
-  request: CloudRequest,
-  hold: TicketHoldError,
-): Promise<void> {
-  await markers.clear(request.id, request.nextStep);
-  const detail = `held by the change ticket: ${hold.message} Looks again at ${hold.at.toISOString()}.`;
-  await deps.store.transition(
-    request.id,
-    {
-      from: ['sending'],
-      to: 'queued',
-      actor: 'cloudops',
-      detail: truncateDetail(detail),
-    },
-    request,
-  );
-}
 
 /**
  * Leaves the run's outcome on the request's ticket, with a link to its Slack thread, at most once: the record is set

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { LuaScript } from '../requests/lua.ts';
-import { requestKeys } from '../requests/store.ts';
+import { requestKeys } from '../requests/store/keys.ts';
+import { LuaScript } from '../requests/store/lua.ts';
 
 const HOUR_MS = 3_600_000;
 const MINUTE_MS = 60_000;

@@ -21,7 +21,7 @@ import {
   TicketWindowError,
 } from '../tickets/errors.ts';
 import type { TicketFacts } from '../tickets/types.ts';
-import type { CloudRequest } from './types.ts';
+import type { CloudRequest } from './model/types.ts';
 
 export type { TicketFacts } from '../tickets/types.ts';
 
@@ -101,6 +101,35 @@ export function requireTicket(
     '',
     `This change needs a ${rule.system === 'jira' ? 'Jira' : 'ServiceNow'} change ticket in ${rule.states.join(' or ')}, and none was given.`,
   );
+}
+
+/** A run its ticket holds (the system did not answer, or its window opens later): its job looks again at `at`. */
+export class TicketHoldError extends Error {
+  override readonly name = 'TicketHoldError';
+  readonly code = 'TICKET_HOLD';
+  constructor(
+    readonly at: Date,
+    reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/**
+ * The ticket's part of the checks right before the POST: undefined to send, the sentence why nothing is sent, or a
+ * {@link TicketHoldError} thrown to wait. A run with no ticket and no rule asking for one reads nothing.
+ */
+export async function ticketBeforeSend(deps: TicketDeps, request: CloudRequest): Promise<string | undefined> {
+  const anyRule =
+    deps.policy.change_ticket !== undefined || deps.policy.projects.some((p) => p.change_ticket);
+  if (!request.ticket && !anyRule) return undefined;
+  const { params } = request;
+  const kinds: ApprovalKind[] =
+    params.kind === 'restore' ? ['restore'] : resizeKinds(params.before, params.target);
+  const decided = await recheckTicket(deps, request, kinds);
+  if (decided.next === 'send') return undefined;
+  if (decided.next === 'refuse') return decided.reason;
+  throw new TicketHoldError(decided.at, decided.reason);
 }
 
 /** What the re-check before the POST decided. */

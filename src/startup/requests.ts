@@ -14,9 +14,10 @@ import type { Queues } from '../jobs/queues.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { createApprovalPolicy, type UserGroups } from '../requests/approvers.ts';
-import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle/index.ts';
-import { RequestStore } from '../requests/store.ts';
+import { createApprovalPolicy, type UserGroups } from '../requests/approval/approvers.ts';
+import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
+import type { LifecycleDeps } from '../requests/lifecycle/types.ts';
+import { RequestStore } from '../requests/store/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
 import type { TicketDesk } from '../tickets/desk.ts';
 

@@ -9,7 +9,7 @@ import {
 } from '@simplewebauthn/server';
 import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
-import { requestKeys } from '../requests/store.ts';
+import { requestKeys } from '../requests/store/keys.ts';
 
 /*
  * Passkeys (WebAuthn) of Slack users, per workspace: the public key and the signature counter of each credential,

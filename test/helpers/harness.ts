@@ -14,9 +14,9 @@ import {
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { type Running, type StartOptions, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { exportAudit } from '../../src/requests/audit.ts';
-import { RequestStore } from '../../src/requests/store.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import { exportAudit } from '../../src/requests/audit/audit.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from './redis.ts';
 import { TEST_SEAL_KEY } from './seal.ts';
 import {

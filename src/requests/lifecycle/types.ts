@@ -1,19 +1,20 @@
 import type { PriceSource } from '../../cloud/price-cache.ts';
 import type { Policy, ProjectPolicy } from '../../config/policy.ts';
 import type { SealKeys } from '../../config/seal-keys.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
 import type { Logger } from '../../observability/logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { ResizeCheck } from '../../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
 import type { TicketDesk } from '../../tickets/desk.ts';
-import type { ApprovalPolicy } from '../approvers.ts';
-import type { Decision } from '../decision.ts';
+import type { ApprovalPolicy } from '../approval/approvers.ts';
 import type { Leases } from '../leases.ts';
+import type { Decision } from '../model/decision.ts';
+import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../model/types.ts';
+import type { VerifiedBy } from '../model/verification.ts';
 import type { Outbox } from '../outbox.ts';
-import type { RequestStore } from '../store.ts';
+import type { RequestStore } from '../store/store.ts';
 import type { TicketFacts } from '../tickets.ts';
-import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../types.ts';
-import type { VerifiedBy, VerifyMethod } from '../verification.ts';
 import type { VmFactsStore } from '../vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */

@@ -1,7 +1,7 @@
 import { findProject } from '../../config/policy.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
 import { resizeKinds } from '../../requests/tickets.ts';
-import type { CloudRequest } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';

@@ -1,29 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import {
-  inStorageOrder,
-  leaseIndex,
-  peopleOf,
-  revised,
-  stripProtected,
-  verifiedDetail,
-} from './store-changes.ts';
-import {
-  CHANNEL_INDEX_KEEP,
-  newRequestId,
-  REQUESTER_INDEX_KEEP,
-  type RequestKeys,
-  requestKeys,
-} from './store-keys.ts';
-import {
-  DAY_MS,
-  DEFAULT_RETENTION_DAYS,
-  type RetentionScope,
-  removeExpired,
-  type UnshippedAudit,
-} from './store-retention.ts';
-import { CAS, CREATE } from './store-scripts.ts';
-import {
   ALLOWED_TRANSITIONS,
   type AuditNote,
   type CloudRequest,
@@ -31,14 +8,25 @@ import {
   type NewRequest,
   type RequestState,
   revisionOf,
-} from './types.ts';
-import type { VerifiedBy } from './verification.ts';
-import type { VmFactsWrite } from './vm-facts.ts';
-
-// What the rest imports from the store, wherever it now lives: the key names and ids (store-keys.ts) and what
-// retention reports (store-retention.ts).
-export { newRequestId, REQUESTER_INDEX_KEEP, requestKeys } from './store-keys.ts';
-export { DEFAULT_RETENTION_DAYS, type UnshippedAudit } from './store-retention.ts';
+} from '../model/types.ts';
+import type { VerifiedBy } from '../model/verification.ts';
+import type { VmFactsWrite } from '../vm-facts.ts';
+import { inStorageOrder, leaseIndex, peopleOf, revised, stripProtected, verifiedDetail } from './changes.ts';
+import {
+  CHANNEL_INDEX_KEEP,
+  newRequestId,
+  REQUESTER_INDEX_KEEP,
+  type RequestKeys,
+  requestKeys,
+} from './keys.ts';
+import {
+  DAY_MS,
+  DEFAULT_RETENTION_DAYS,
+  type RetentionScope,
+  removeExpired,
+  type UnshippedAudit,
+} from './retention.ts';
+import { CAS, CREATE } from './scripts.ts';
 
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
@@ -345,7 +333,7 @@ export class RequestStore {
   /**
    * Removes up to `limit` requests whose retention (`retention_days` after they ended, never while a lease is open)
    * has passed, then their audit entries; `onUnshipped` hears what happened to entries the audit export has not
-   * shipped. Returns how many requests were removed. How: see store-retention.ts.
+   * shipped. Returns how many requests were removed. How: see retention.ts.
    */
   async removeExpired(limit = 500, onUnshipped?: (note: UnshippedAudit) => void): Promise<number> {
     return removeExpired(this.retention, limit, onUnshipped);

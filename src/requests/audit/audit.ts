@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { requestKeys } from './store-keys.ts';
-import type { AuditEntry, CloudRequest } from './types.ts';
+import type { AuditEntry, CloudRequest } from '../model/types.ts';
+import { requestKeys } from '../store/keys.ts';
 
 /** Entries fetched per XRANGE round trip. */
 const PAGE = 500;

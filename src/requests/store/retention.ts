@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
-import { compareStreamIds, countAudit, oldestUnshipped } from './audit.ts';
-import type { RequestKeys } from './store-keys.ts';
-import { REMOVE_EXPIRED } from './store-scripts.ts';
+import { compareStreamIds, countAudit, oldestUnshipped } from '../audit/audit.ts';
+import type { RequestKeys } from './keys.ts';
+import { REMOVE_EXPIRED } from './scripts.ts';
 
 /** Audit entries read per round trip when retention looks for entries of requests no longer stored. */
 const AUDIT_SWEEP_PAGE = 500;
