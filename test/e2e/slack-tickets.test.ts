@@ -1,6 +1,11 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type JiraStandIn, startJiraStandIn } from '../../sim/jira/server.ts';
 import { type ServiceNowStandIn, startServiceNowStandIn } from '../../sim/servicenow/server.ts';
+import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // Change tickets through the whole bot (ROLE=all): signed Slack requests, the cloud sim, the Slack stand-in, and the
@@ -9,6 +14,7 @@ import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '
 const JIRA_TOKEN = 'jira-e2e-token-4c1d9e';
 const SN_PASSWORD = 'sn-e2e-password-77b0';
 const HOUR = 3_600_000;
+const AGENT_TOKEN = newAgentToken();
 
 let h: Harness;
 let jira: JiraStandIn;
@@ -24,7 +30,14 @@ function ticketPolicy(start: Date): string {
     .replace(
       `    channels: [${CHANNELS.staging}]\n`,
       `    channels: [${CHANNELS.staging}]\n    change_ticket: { system: servicenow, states: [Scheduled, Implement] }\n`,
-    );
+    )
+    .concat(`agents:
+  - name: deploy-agent
+    token_sha256: ${tokenHash(AGENT_TOKEN)}
+    on_behalf_of: ${USERS.dev}
+    projects: [shop-prod, shop-staging]
+    may: [resize_up, resize_down, restore]
+`);
 }
 
 beforeAll(async () => {
@@ -37,6 +50,7 @@ beforeAll(async () => {
     policyYaml: ticketPolicy,
     startOptions: { ticketRetryMs: 300 },
     env: () => ({
+      MCP_PORT: '0',
       JIRA_URL: jira.url,
       JIRA_EMAIL: jira.email,
       JIRA_API_TOKEN: JIRA_TOKEN,
@@ -286,5 +300,95 @@ describe('ServiceNow: the planned window', () => {
     );
     expect(allText(ack.json)).toContain('is not a ServiceNow change number');
     expect(sn.calls.length).toBe(calls);
+  });
+});
+
+describe('MCP: the request tools take `ticket`', () => {
+  let client: Client;
+  beforeAll(async () => {
+    client = new Client({ name: 'ticket-agent', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${h.bot.mcpPort}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${AGENT_TOKEN}` } },
+    });
+    await client.connect(transport as Transport);
+  });
+  afterAll(async () => {
+    await client?.close();
+  });
+  const call = async (name: string, args: Record<string, unknown>) =>
+    (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const textOf = (result: CallToolResult) =>
+    result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+
+  it('request_resize with an Approved ticket makes the request with it; without one, or in another state, it is refused', async () => {
+    jira.addIssue('OPS-30', 'Approved');
+    jira.addIssue('OPS-31', 'Open');
+    const resize = { project: 'shop-prod', vm_id: 102, cores: 8, reason: 'agent load test' };
+    const missing = await call('request_resize', resize);
+    expect(missing.isError).toBe(true);
+    expect(textOf(missing)).toBe(
+      'Not requested: This change needs a Jira change ticket in Approved: give its key.',
+    );
+    const wrong = await call('request_resize', { ...resize, ticket: 'OPS-31' });
+    expect(textOf(wrong)).toBe(
+      'Not requested: OPS-31 is in state “Open”; this change needs it in “Approved”.',
+    );
+    const made = await call('request_resize', { ...resize, ticket: 'OPS-30' });
+    expect(made.isError).toBeFalsy();
+    const id = (made.structuredContent as { request_id: string }).request_id;
+    expect((await h.store.get(id))?.ticket).toMatchObject({ key: 'OPS-30', state: 'Approved' });
+  });
+
+  it('request_restore refuses a ServiceNow change whose window has ended', async () => {
+    const now = h.clock.now().getTime();
+    sn.addChange('CHG0060001', 'Scheduled', {
+      start: new Date(now - 3 * HOUR),
+      end: new Date(now - 2 * HOUR),
+    });
+    const result = await call('request_restore', {
+      project: 'shop-staging',
+      vm_id: 201,
+      backup: 'nightly_2025-01-01',
+      vm_stopped: true,
+      reason: 'agent restore',
+      ticket: 'CHG0060001',
+    });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^Not requested: CHG0060001's window \(.+ UTC to .+ UTC\) has ended\.$/);
+  });
+});
+
+describe('Jira Data Center: a personal access token as Bearer, REST API v2', () => {
+  let dc: JiraStandIn;
+  let web: Harness;
+  beforeAll(async () => {
+    dc = await startJiraStandIn({ flavour: 'datacenter', pat: 'jira-dc-pat-e2e-51aa' });
+    web = await startHarness({
+      policyYaml: ticketPolicy,
+      env: () => ({ JIRA_URL: dc.url, JIRA_TOKEN: 'jira-dc-pat-e2e-51aa' }),
+    });
+  });
+  afterAll(async () => {
+    await web?.close();
+    await dc?.close();
+  });
+
+  it('the form’s ticket is read with Bearer on /rest/api/2 and stored', async () => {
+    dc.addIssue('OPS-40', 'Approved');
+    const ack = await web.fillAndSubmit('resize shop-prod 102 cores=6', { ticket: 'OPS-40' });
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const request = await web.nextRequest();
+    expect(request.ticket).toEqual({
+      system: 'jira',
+      key: 'OPS-40',
+      url: `${dc.url}/browse/OPS-40`,
+      state: 'Approved',
+    });
+    expect(dc.calls.at(-1)).toMatchObject({
+      url: '/rest/api/2/issue/OPS-40?fields=status',
+      auth: 'Bearer',
+      authorised: true,
+    });
+    expect(web.logs.join('\n')).not.toContain('jira-dc-pat-e2e-51aa');
   });
 });
