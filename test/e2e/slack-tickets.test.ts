@@ -134,7 +134,7 @@ describe('Jira Cloud: the ticket is checked when the request is made', () => {
     );
     expect(await errorOf('OPS-404')).toBe('Jira has no issue OPS-404 (or cloudops may not see it).');
     expect(await errorOf('HR-7')).toBe(
-      'HR-7 is not a ticket of OPS, the Jira projects this change’s tickets come from.'.replace('’', "'"),
+      "HR-7 is not a ticket of OPS, the Jira projects this change's tickets come from.",
     );
     const calls = jira.calls.length;
     expect(await errorOf('OPS-1/../../myself')).toMatch(/is not a Jira issue key/);

@@ -271,3 +271,56 @@ describe('attacks on the ticket key and on the answer', () => {
     await expect(closed.read('OPS-101')).rejects.toBeInstanceOf(TicketUnreachableError);
   });
 });
+
+describe('a ticket system that lies in JSON', () => {
+  it('a ServiceNow answering more records than the one asked for (a query it ignored) is refused, not read as the first', async () => {
+    const { createServer } = await import('node:http');
+    const record = (number: string, sysId: string) => ({
+      sys_id: { value: sysId, display_value: sysId },
+      number: { value: number, display_value: number },
+      state: { value: '-1', display_value: 'Implement' },
+      start_date: { value: '2026-12-07 10:00:00', display_value: '' },
+      end_date: { value: '2026-12-07 12:00:00', display_value: '' },
+    });
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          result: [record('CHG0070001', 'a'.repeat(32)), record('CHG0070002', 'b'.repeat(32))],
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const client = new ServiceNowClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      user: 'u',
+      password: 'p',
+      timeouts: FAST,
+    });
+    const error = await client.read('CHG0070001').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TicketUnreachableError);
+    expect((error as Error).message).toBe(
+      'ServiceNow answered more than the one change request CHG0070001, so it could not be checked.',
+    );
+    await client.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('a Jira that answers one check with a login page refuses that check, and passes the next once it answers JSON', async () => {
+    jira.addIssue('OPS-501', 'Approved');
+    const desk = new TicketDesk({ jira: cloudClient() });
+    const rule: ChangeTicketPolicy = {
+      system: 'jira',
+      required: true,
+      for: ['restore'],
+      states: ['Approved'],
+    };
+    jira.fail({ kind: 'html' }, 1);
+    const lied = await desk.check(rule, 'OPS-501', { stage: 'run', now: new Date() });
+    expect(lied).toMatchObject({ ok: false, error: { code: 'TICKET_UNREACHABLE' } });
+    const passed = await desk.check(rule, 'OPS-501', { stage: 'run', now: new Date() });
+    expect(passed).toMatchObject({ ok: true, key: 'OPS-501', state: 'Approved' });
+  });
+});
