@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sealKeyProblem } from './seal-keys.ts';
 import { withSecretFiles } from './secret-files.ts';
+import { ticketProblems } from './ticket-variables.ts';
 import { TRACING_ENV_SHAPE, TracingConfigError, tracingConfig } from './tracing-env.ts';
 
 /** A whole cloud API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
@@ -374,40 +375,6 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
     );
   if (problems.length > 0) throw new ConfigError(problems);
   return data;
-}
-
-/** The change-ticket variables that make no whole configuration (docs/configuration.md#change-tickets). */
-function ticketProblems(data: Env): string[] {
-  const problems: string[] = [];
-  const cloud = data.JIRA_EMAIL !== undefined || data.JIRA_API_TOKEN !== undefined;
-  if (data.JIRA_EMAIL !== undefined && data.JIRA_API_TOKEN === undefined)
-    problems.push(
-      "JIRA_EMAIL: set without JIRA_API_TOKEN; Jira Cloud needs the account's email and an API token",
-    );
-  if (data.JIRA_API_TOKEN !== undefined && data.JIRA_EMAIL === undefined)
-    problems.push(
-      "JIRA_API_TOKEN: set without JIRA_EMAIL; Jira Cloud needs the account's email and an API token",
-    );
-  if (cloud && data.JIRA_TOKEN !== undefined)
-    problems.push(
-      'JIRA_TOKEN: set together with JIRA_API_TOKEN; give JIRA_EMAIL and JIRA_API_TOKEN for Jira Cloud, or JIRA_TOKEN for Data Center',
-    );
-  if ((cloud || data.JIRA_TOKEN !== undefined) && data.JIRA_URL === undefined)
-    problems.push(
-      'JIRA_URL: not set, but Jira credentials are; give the Jira site, e.g. https://example.atlassian.net',
-    );
-  if (data.JIRA_URL !== undefined && !cloud && data.JIRA_TOKEN === undefined)
-    problems.push(
-      'JIRA_URL: set without credentials; give JIRA_EMAIL and JIRA_API_TOKEN (Jira Cloud) or JIRA_TOKEN (Data Center)',
-    );
-  const sn = (['SERVICENOW_URL', 'SERVICENOW_USER', 'SERVICENOW_PASSWORD'] as const).filter(
-    (n) => data[n] !== undefined,
-  );
-  if (sn.length > 0 && sn.length < 3)
-    problems.push(
-      `${sn[0]}: set without ${(['SERVICENOW_URL', 'SERVICENOW_USER', 'SERVICENOW_PASSWORD'] as const).filter((n) => !sn.includes(n)).join(' and ')}; ServiceNow needs all three`,
-    );
-  return problems;
 }
 
 /**
