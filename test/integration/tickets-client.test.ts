@@ -324,3 +324,63 @@ describe('a ticket system that lies in JSON', () => {
     expect(passed).toMatchObject({ ok: true, key: 'OPS-501', state: 'Approved' });
   });
 });
+
+describe('the desk’s judgement of a ServiceNow window', () => {
+  const rule: ChangeTicketPolicy = {
+    system: 'servicenow',
+    required: true,
+    for: ['restore'],
+    states: ['Scheduled', 'Implement'],
+  };
+  const at = (iso: string) => new Date(iso);
+
+  it('as the request is made: a window to come is accepted for an immediate run, refused for a scheduled run outside it', async () => {
+    sn.addChange('CHG0080001', 'Scheduled', {
+      start: at('2026-12-07T20:00:00Z'),
+      end: at('2026-12-07T22:00:00Z'),
+    });
+    const desk = new TicketDesk({ servicenow: snClient() });
+    const now = at('2026-12-07T12:00:00Z');
+    expect(await desk.check(rule, 'CHG0080001', { stage: 'create', now })).toMatchObject({
+      ok: true,
+      state: 'Scheduled',
+    });
+    const scheduled = await desk.check(rule, 'CHG0080001', {
+      stage: 'create',
+      now,
+      runAt: at('2026-12-08T01:00:00Z'),
+    });
+    expect(scheduled).toMatchObject({
+      ok: false,
+      error: {
+        code: 'TICKET_WINDOW',
+        reason:
+          "CHG0080001's window (2026-12-07 20:00 UTC to 2026-12-07 22:00 UTC) ends before the run at 2026-12-08 01:00 UTC.",
+      },
+    });
+  });
+
+  it('right before the POST: before the window it says when it opens (a run may wait); without planned dates it refuses', async () => {
+    sn.addChange('CHG0080002', 'Implement', {
+      start: at('2026-12-07T20:00:00Z'),
+      end: at('2026-12-07T22:00:00Z'),
+    });
+    sn.addChange('CHG0080003', 'Implement');
+    const desk = new TicketDesk({ servicenow: snClient() });
+    const early = await desk.check(rule, 'CHG0080002', { stage: 'run', now: at('2026-12-07T19:00:00Z') });
+    expect(early).toMatchObject({
+      ok: false,
+      error: { code: 'TICKET_WINDOW', opensAt: at('2026-12-07T20:00:00Z') },
+    });
+    expect(
+      await desk.check(rule, 'CHG0080002', { stage: 'run', now: at('2026-12-07T21:00:00Z') }),
+    ).toMatchObject({ ok: true });
+    const none = await desk.check(rule, 'CHG0080003', { stage: 'run', now: at('2026-12-07T21:00:00Z') });
+    expect(none).toMatchObject({
+      ok: false,
+      error: {
+        reason: 'CHG0080003 has no planned window (its planned start and end dates are not both set).',
+      },
+    });
+  });
+});
