@@ -1,6 +1,4 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Cluster } from '../cloud/types.ts';
-import type { AgentMay } from '../config/agents.ts';
 import type { Refusal } from '../requests/model/decision.ts';
 import type { CloudRequest, RequestState } from '../requests/model/types.ts';
 import { FINAL_STATES, refusedBeforeSending } from '../requests/model/types.ts';
@@ -13,6 +11,13 @@ export function answer(text: string, structured: Record<string, unknown>): CallT
 /** A refusal: a tool error carrying the one sentence a person would read in Slack. Nothing was done. */
 export function refusal(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** What every tool of a disabled agent answers (`cloudops agents disable`), a wait the moment it is disabled. */
+export function disabledRefusal(agent: string): CallToolResult {
+  return refusal(
+    `Agent ${agent} is disabled: an admin stopped it (cloudops agents disable). Nothing was done.`,
+  );
 }
 
 /** Each state in words, as the request message says it (without Slack's emoji). */
@@ -135,28 +140,8 @@ export function cancelRefusalText(refusal: Refusal, request: CloudRequest): stri
     case 'gone':
       return `Nothing changed: request ${request.id} is gone.`;
     case 'agent_disabled':
-      return `Nothing changed: agent ${refusal.agent} is disabled.`;
+      return `Nothing changed: agent ${refusal.agent} is ${refusal.removed ? 'no longer in the policy' : 'disabled'}.`;
     default:
       return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
   }
-}
-
-/** What an agent may ask for, in words. */
-export const WHAT: Record<AgentMay, string> = {
-  resize_up: 'increases (resize_up)',
-  resize_down: 'decreases (resize_down)',
-  restore: 'restores (restore)',
-  lease: 'temporary changes (lease)',
-};
-
-/** A cluster as the tools show it: its prices, known and others, in one object. */
-export function clusterView(cluster: Cluster) {
-  const { other, ...known } = cluster.prices;
-  return {
-    name: cluster.name,
-    location: cluster.location,
-    description: cluster.description,
-    ...(cluster.status ? { status: cluster.status } : {}),
-    prices: { ...known, ...other },
-  };
 }
