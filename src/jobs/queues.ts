@@ -69,7 +69,9 @@ export type NotifyJob =
   | { type: 'thread-reply'; requestId: string; event: ReplyEvent; step?: number }
   | { type: 'report'; requestId: string; event: ReplyEvent; step?: number }
   /** The run's outcome on the request's change ticket (jobs/ticket-gate.ts). */
-  | { type: 'ticket-note'; requestId: string };
+  | { type: 'ticket-note'; requestId: string }
+  /** A direct message to a person that is about no request (a passkey registered for them); `id` makes it once. */
+  | { type: 'dm'; user: string; text: string; id: string };
 
 /** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
 export function createQueues(connection: Redis | Cluster, prefix: string): Queues {
@@ -150,6 +152,8 @@ export function notifyJobId(job: NotifyJob): string | undefined {
       return replyId(job);
     case 'sync-message':
       return undefined;
+    case 'dm':
+      return ['dm', job.id].join(ID_SEPARATOR);
   }
 }
 
