@@ -78,7 +78,8 @@ describe('npm run release', { timeout: 600_000 }, () => {
     } finally {
       await rm(join(repo, untracked), { force: true });
     }
-  });
+    // Two whole releases (build, SBOM, pack): about 95 s on an idle 2-core machine, several minutes beside a busy one.
+  }, 600_000);
   afterAll(async () => {
     if (scratch) await rm(scratch, { recursive: true, force: true });
   });
