@@ -78,7 +78,8 @@ describe('npm run release', { timeout: 600_000 }, () => {
     } finally {
       await rm(join(repo, untracked), { force: true });
     }
-  });
+    // Two releases each build the whole tree: on a loaded machine that is past the default hook timeout.
+  }, 600_000);
   afterAll(async () => {
     if (scratch) await rm(scratch, { recursive: true, force: true });
   });
@@ -204,5 +205,33 @@ describe('npm run release', { timeout: 600_000 }, () => {
     const names = new Set(sbom.components.map(fullName));
     for (const dev of ['vitest', 'typescript', '@biomejs/biome', 'tsx', '@cyclonedx/cyclonedx-npm'])
       expect(names.has(dev), dev).toBe(false);
+  });
+});
+
+describe('npm run release --out', () => {
+  it('refuses a folder holding files no release wrote, and deletes none of them (a typo such as --out .)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cloudops-release-out-'));
+    try {
+      await writeFile(join(dir, 'notes.txt'), 'mine\n');
+      // An earlier release's own file beside it changes nothing: the folder is still refused whole.
+      await writeFile(join(dir, 'SHA256SUMS'), 'old\n');
+      const run = spawnSync('npm', ['run', 'release', '--', '--out', dir], { cwd: repo, encoding: 'utf8' });
+      expect(await readFile(join(dir, 'notes.txt'), 'utf8')).toBe('mine\n');
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain(`release: ${dir} holds 1 file no release wrote (notes.txt)`);
+      expect(run.stderr).toContain('Nothing was deleted.');
+      expect((await readdir(dir)).sort()).toEqual(['SHA256SUMS', 'notes.txt']);
+      // A file given as --out is not replaced either.
+      const file = join(dir, 'notes.txt');
+      const onFile = spawnSync('npm', ['run', 'release', '--', '--out', file], {
+        cwd: repo,
+        encoding: 'utf8',
+      });
+      expect(onFile.status).toBe(1);
+      expect(onFile.stderr).toContain(`release: ${file} is not a folder`);
+      expect(await readFile(file, 'utf8')).toBe('mine\n');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
