@@ -404,6 +404,52 @@ describe('HTTP', () => {
     await call(client, 'cancel_request', { request_id: asked.request_id });
   });
 
+  it('waits whose client hangs up as soon as its body is sent give their places back', async () => {
+    const client = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 102, cores: 6, reason: 'hang up' }),
+    );
+    const body = JSON.stringify(
+      toolCall(1, 'get_request', { request_id: asked.request_id, wait_seconds: 60 }),
+    );
+    const head = [
+      'POST /mcp HTTP/1.1',
+      `Host: 127.0.0.1:${h.bot.mcpPort}`,
+      `Authorization: Bearer ${TOKENS.crowd}`,
+      'Content-Type: application/json',
+      'Accept: application/json, text/event-stream',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      '',
+      '',
+    ].join('\r\n');
+    // Many more than MAX_OPEN_PER_AGENT, each reset right after its last byte.
+    for (let round = 0; round < 4; round++)
+      await Promise.all(
+        Array.from(
+          { length: MAX_OPEN_PER_AGENT },
+          () =>
+            new Promise<void>((resolve) => {
+              const socket = connectTcp(Number(h.bot.mcpPort), '127.0.0.1', () => {
+                socket.write(head + body, () => {
+                  socket.resetAndDestroy();
+                  resolve();
+                });
+              });
+              socket.on('error', () => resolve());
+            }),
+        ),
+      );
+    await expect
+      .poll(
+        async () =>
+          (await raw('POST', { authorization: `Bearer ${TOKENS.crowd}` }, toolCall(2, 'list_clusters', {})))
+            .status,
+        { timeout: 10_000 },
+      )
+      .toBe(200);
+    await call(client, 'cancel_request', { request_id: asked.request_id });
+  });
+
   it('a JSON-RPC batch is refused under the protocol versions that dropped batching (2025-06-18 and later)', async () => {
     for (const version of ['2025-06-18', LATEST_PROTOCOL_VERSION]) {
       const got = await raw(
