@@ -104,9 +104,12 @@ function reproducibleTarball(dir, files, commitTime) {
       '--mode=u=rwX,go=rX',
       '--no-recursion',
       '--transform=s,^,package/,',
+      // One name per NUL, each a name and never an option: a tracked file may start with '-' or hold a newline.
+      '--null',
+      '--verbatim-files-from',
       '--files-from=-',
     ],
-    { cwd: dir, input: files.join('\n'), maxBuffer: 512 * 1024 * 1024 },
+    { cwd: dir, input: files.join('\0'), maxBuffer: 512 * 1024 * 1024 },
   );
   if (tar.status !== 0) {
     process.stderr.write(`release: tar failed\n${tar.stderr}`);

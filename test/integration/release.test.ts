@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -232,6 +232,43 @@ describe('npm run release --out', () => {
       expect(await readFile(file, 'utf8')).toBe('mine\n');
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm run release on odd file names', () => {
+  it('packs tracked files whose names start with a dash or hold a newline, as they are', async () => {
+    // A clone of this commit with the odd names committed: the release packs its HEAD.
+    const scratch = await mkdtemp(join(tmpdir(), 'cloudops-release-odd-'));
+    const clone = join(scratch, 'repo');
+    const git = (...args: string[]) => {
+      const run = spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], {
+        cwd: clone,
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr).toBe(0);
+    };
+    try {
+      expect(spawnSync('git', ['clone', '-q', repo, clone]).status).toBe(0);
+      await symlink(join(repo, 'node_modules'), join(clone, 'node_modules'), 'dir');
+      await writeFile(join(clone, '-dash.md'), 'dash\n');
+      await writeFile(join(clone, 'docs', 'new\nline.md'), 'newline\n');
+      git('add', '--', '-dash.md', 'docs/new\nline.md');
+      git('commit', '-q', '-m', 'odd names');
+      const out = join(scratch, 'out');
+      const run = spawnSync(process.execPath, [join(clone, 'scripts', 'release.mjs'), '--out', out], {
+        cwd: clone,
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr).toBe(0);
+      const list = spawnSync('tar', ['tzf', join(out, tarball), '--quoting-style=escape'], {
+        encoding: 'utf8',
+      });
+      const files = list.stdout.trimEnd().split('\n');
+      expect(files).toContain('package/-dash.md');
+      expect(files).toContain('package/docs/new\\nline.md');
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
     }
   });
 });
