@@ -174,7 +174,11 @@ export class BotLink {
     private readonly version: string,
     private readonly limit = MAX_ANSWER_BYTES,
   ) {
-    this.dispatcher = outboundDispatcher(proxy, { connectTimeout: CONNECT_TIMEOUT_MS });
+    // Plain http is loopback only (botEndpoint): through a proxy the bearer would cross the network in clear, and
+    // the proxy would call its own loopback, not this machine's bot. So it goes direct; https follows the proxy.
+    this.dispatcher = outboundDispatcher(endpoint.protocol === 'http:' ? {} : proxy, {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+    });
   }
 
   async listTools(params: ListToolsRequest['params']): Promise<ListToolsResult> {
