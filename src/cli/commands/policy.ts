@@ -44,6 +44,7 @@ export async function policyCheckCommand(
     ...groupWarnings,
     ...(unmet ? [`${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : []),
     ...unmetTickets(io, policy),
+    ...jiraRulesOfAnyProject(policy),
   ];
   const summary = {
     ok: true,
@@ -117,6 +118,24 @@ function ticketLine(policy: Policy, project: ProjectPolicy): string {
 function unmetTickets(io: CliIo, policy: Policy): string[] {
   const unmet = unmetTicketSystem(io.env, policy);
   return unmet ? [`${fieldOf(unmet.path)}: ${unmet.words}`] : [];
+}
+
+/**
+ * A Jira rule without `projects`: a ticket of any project passes, and each project's workflow names its own statuses
+ * (in Jira Cloud whoever may create a team-managed project may call one of them Approved), so the rule holds little.
+ */
+function jiraRulesOfAnyProject(policy: Policy): string[] {
+  const rules = [
+    { path: 'change_ticket', rule: policy.change_ticket },
+    ...policy.projects.map((p, i) => ({ path: `projects[${i}].change_ticket`, rule: p.change_ticket })),
+  ];
+  return rules.flatMap(({ path, rule }) =>
+    rule?.system === 'jira' && rule.projects === undefined
+      ? [
+          `${path}.projects: not set, so a Jira ticket of any project passes; whoever may create a Jira project may give it a status named like one of states (${rule.states.join(', ')}): name the projects (projects: [OPS])`,
+        ]
+      : [],
+  );
 }
 
 /** Which approvals of a project must be verified: by default (the block's `verify`) and per rule. */
