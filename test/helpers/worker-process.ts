@@ -76,6 +76,8 @@ async function runChild(): Promise<void> {
   const { createExecution } = await import('../../src/jobs/execution.ts');
   const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { workerLifecycle } = await import('./lifecycle.ts');
+  const { TEST_SEAL_KEYS } = await import('./seal.ts');
+  const { createApprovalPolicy } = await import('../../src/requests/approval/approvers.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
   const { createLogger } = await import('../../src/observability/logger.ts');
@@ -109,6 +111,8 @@ async function runChild(): Promise<void> {
     cloud,
     prices: createPriceCache(cloud),
     policy,
+    approvals: createApprovalPolicy(policy),
+    sealKeys: TEST_SEAL_KEYS,
     queues,
     now,
     logger,

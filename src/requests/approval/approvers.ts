@@ -51,6 +51,11 @@ export interface ApprovalPolicy {
   planFor(project: ProjectPolicy, mode: 'required' | 'none', facts: RuleFacts): RequestApproval;
   /** Why `count` approvals can never come together for a request by `requester`, or undefined when they can. */
   unreachable(project: ProjectPolicy, requester: string, count: number): Promise<string | undefined>;
+  /**
+   * Whether the policy names `user` (directly or through a user group) as an approver of `project`, or among those
+   * escalated to: what the worker asks of every recorded approval, never the list stored with the request.
+   */
+  mayApprove(project: ProjectPolicy, user: string): Promise<boolean>;
   /** Undefined when `user` may do `act` to `request` (its state is checked by the lifecycle, not here). */
   may(request: CloudRequest, user: string, act: Act): Promise<NotAllowed | undefined>;
   /** What an approval leads to at `at`: the queue, or a wait for the end of a freeze. */
@@ -98,6 +103,8 @@ export function createApprovalPolicy(policy: Policy, groups?: UserGroups): Appro
         remindAfterHours: approvals.remind_after_hours,
       };
     },
+    mayApprove: (project, user) =>
+      among([...approversOf(policy, project), ...approvalsOf(policy, project).escalate_to], user),
     async unreachable(project, requester, count) {
       if (count === 0) return undefined;
       const ids = [...approversOf(policy, project), ...approvalsOf(policy, project).escalate_to];

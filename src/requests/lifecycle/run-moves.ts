@@ -1,5 +1,9 @@
+import { findProject } from '../../config/policy.ts';
+import type { SealKeys } from '../../config/seal-keys.ts';
 import type { VmKnown } from '../../rules/types.ts';
-import { type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
+import type { ApprovalPolicy } from '../approval/approvers.ts';
+import { checkDecisions } from '../approval/decision-check.ts';
+import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
 import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
@@ -20,6 +24,10 @@ export interface Durability {
 /** What a run's moves read and write; the execute worker's deps satisfy it. */
 export interface RunDeps extends RecheckDeps {
   store: RequestStore;
+  /** The worker's own approvers (with user groups): who may approve, under the policy this process runs with. */
+  approvals: ApprovalPolicy;
+  /** SEAL_KEY (and SEAL_KEY_PREVIOUS): every decision that lets the request run is checked with them. */
+  sealKeys: SealKeys;
   /** With Sentinels: a run's end state is made to outlive a failover ({@link settleDurably}). */
   replicaAck?: Durability;
 }
@@ -34,7 +42,42 @@ export async function beforeSend(
   request: CloudRequest,
   known: VmKnown,
 ): Promise<string | undefined> {
-  return (await leaseKeptMeanwhile(deps, request)) ?? (await recheckRequest(deps, request, known, 'run'));
+  const seen: { monthlyDelta?: string; costed?: boolean } = {};
+  return (
+    (await leaseKeptMeanwhile(deps, request)) ??
+    (await recheckRequest(deps, request, known, 'run', seen)) ??
+    (await decisionsRefusal(deps, request, known, seen))
+  );
+}
+
+/**
+ * The worker's own judgement ({@link checkDecisions}): the approvals its policy asks for, and every decision's seal.
+ * A seal that does not hold is audited `seal_invalid` before the run ends refused, nothing sent.
+ */
+async function decisionsRefusal(
+  deps: RunDeps,
+  request: CloudRequest,
+  known: VmKnown,
+  seen: { monthlyDelta?: string; costed?: boolean },
+): Promise<string | undefined> {
+  const { params } = request;
+  const project = findProject(deps.policy, request.projectUuid);
+  // A resize the rules' re-check did not cost (past its first step) is costed here: the count may depend on it.
+  const delta =
+    params.kind === 'resize' && !seen.costed && project
+      ? await monthlyDeltaNow(deps, project, params, known)
+      : seen.monthlyDelta;
+  const refusal = await checkDecisions(deps, request, known, delta);
+  if (!refusal) return undefined;
+  if (refusal.code === 'seal_invalid') {
+    deps.logger.warn({ requestId: request.id }, 'a decision seal does not hold: not sent');
+    await deps.store.note(
+      request.id,
+      { note: 'seal_invalid', actor: 'cloudops', detail: truncateDetail(refusal.reason) },
+      () => ({}),
+    );
+  }
+  return refusal.reason;
 }
 
 /**
