@@ -56,15 +56,34 @@ const HOUR_MS = 3_600_000;
 /** The rule an agent's request names when the policy's own would let it run without a person. */
 const AGENT_NEEDS_PERSON = 'asked by an agent: a person approves';
 
+/** When each sealed decision was made, once every seal on the request holds ({@link checkSeals}). */
+export interface SealedTimes {
+  approvals: string[];
+  goAhead?: string;
+  breakGlass?: string;
+}
+
 /**
- * Whether `request` may be sent now, judged from the worker's own policy and the seals; `vm`: what is known of the VM
- * now, `monthlyDelta`: its cost difference now (resizes; undefined when unknown). Undefined when it may go.
+ * Every seal on `request` checked against the request as it is now (first, before anything else is judged): each
+ * approval recorded, its go-ahead and its break glass. A `seal_invalid` refusal naming the first that is missing or
+ * does not hold (forged, moved from another request or change, or altered), else when each was made.
  */
-export async function checkDecisions(
+export function checkSeals(keys: SealKeys, request: CloudRequest): SealedTimes | DecisionRefusal {
+  const sealed = sealedTimes(keys, request, requestFacts(request));
+  return typeof sealed === 'string' ? { code: 'seal_invalid', reason: sealed } : sealed;
+}
+
+/**
+ * Whether `request`, whose seals hold (`sealed`), may be sent now under the worker's own policy: the approvals it
+ * needs, planned as for a new request, and the decisions' validity. `vm`: what is known of the VM now,
+ * `monthlyDelta`: its cost difference now (resizes; undefined when unknown). Undefined when it may go.
+ */
+export async function checkApprovals(
   deps: DecisionCheckDeps,
   request: CloudRequest,
-  vm: VmKnown,
+  sealed: SealedTimes,
   monthlyDelta: string | undefined,
+  vm: VmKnown,
 ): Promise<DecisionRefusal | undefined> {
   const { policy } = deps;
   const project = findProject(policy, request.projectUuid);
@@ -72,15 +91,10 @@ export async function checkDecisions(
     return short(`Not sent: project ${request.projectName} is not in the policy the worker runs with.`);
   const plan = planUnder(policy, project, request, vm, monthlyDelta);
   if (typeof plan === 'string') return short(plan);
-
-  const facts = requestFacts(request);
-  const sealed = sealedTimes(deps.sealKeys, request, facts);
-  if (typeof sealed === 'string') return { code: 'seal_invalid', reason: sealed };
-
   const counted = await qualifying(deps, project, request, plan);
   if (counted.users.length < plan.count) {
     const methods = plan.verify ? `, verified by ${verifyText(plan.verify)}` : '';
-    const not = counted.not.length > 0 ? ` (not counted: ${counted.not.join(', ')})` : '';
+    const not = counted.not.length > 0 ? ` (not counted: ${counted.not.join('; ')})` : '';
     return short(
       `Not sent: under the policy the worker runs with it needs ${approvalsText(plan.count)}${methods} (${plan.rule}), and ${counted.users.length} of the approvals recorded qualify${not}.`,
     );
@@ -136,7 +150,7 @@ function sealedTimes(
   keys: SealKeys,
   request: CloudRequest,
   facts: string,
-): { approvals: string[]; goAhead?: string; breakGlass?: string } | string {
+): SealedTimes | string {
   const current = revisionOf(request);
   const invalid = (what: string) =>
     `Not sent: ${what} carries no valid seal; it was not recorded by the bot for this request as it is now.`;
@@ -151,7 +165,7 @@ function sealedTimes(
       return invalid(`the approval recorded for ${String(approval.user)}`);
     approvals.push(approval.at);
   }
-  const times: { approvals: string[]; goAhead?: string; breakGlass?: string } = { approvals };
+  const times: SealedTimes = { approvals };
   const { goAhead, breakGlass } = request;
   if (goAhead) {
     const decision = goAheadDecision(request, goAhead.at, goAhead.revision);

@@ -2,7 +2,7 @@ import { findProject } from '../../config/policy.ts';
 import type { SealKeys } from '../../config/seal-keys.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import type { ApprovalPolicy } from '../approval/approvers.ts';
-import { checkDecisions } from '../approval/decision-check.ts';
+import { checkApprovals, checkSeals } from '../approval/decision-check.ts';
 import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
 import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
@@ -42,24 +42,14 @@ export async function beforeSend(
   request: CloudRequest,
   known: VmKnown,
 ): Promise<string | undefined> {
+  const kept = await leaseKeptMeanwhile(deps, request);
+  if (kept) return kept;
+  // The seals first: nothing else is judged on a request a Redis writer made or altered.
+  const sealed = checkSeals(deps.sealKeys, request);
+  if ('code' in sealed) return sealInvalid(deps, request, sealed.reason);
   const seen: { monthlyDelta?: string; costed?: boolean } = {};
-  return (
-    (await leaseKeptMeanwhile(deps, request)) ??
-    (await recheckRequest(deps, request, known, 'run', seen)) ??
-    (await decisionsRefusal(deps, request, known, seen))
-  );
-}
-
-/**
- * The worker's own judgement ({@link checkDecisions}): the approvals its policy asks for, and every decision's seal.
- * A seal that does not hold is audited `seal_invalid` before the run ends refused, nothing sent.
- */
-async function decisionsRefusal(
-  deps: RunDeps,
-  request: CloudRequest,
-  known: VmKnown,
-  seen: { monthlyDelta?: string; costed?: boolean },
-): Promise<string | undefined> {
+  const rules = await recheckRequest(deps, request, known, 'run', seen);
+  if (rules) return rules;
   const { params } = request;
   const project = findProject(deps.policy, request.projectUuid);
   // A resize the rules' re-check did not cost (past its first step) is costed here: the count may depend on it.
@@ -67,17 +57,20 @@ async function decisionsRefusal(
     params.kind === 'resize' && !seen.costed && project
       ? await monthlyDeltaNow(deps, project, params, known)
       : seen.monthlyDelta;
-  const refusal = await checkDecisions(deps, request, known, delta);
+  const refusal = await checkApprovals(deps, request, sealed, delta, known);
   if (!refusal) return undefined;
-  if (refusal.code === 'seal_invalid') {
-    deps.logger.warn({ requestId: request.id }, 'a decision seal does not hold: not sent');
-    await deps.store.note(
-      request.id,
-      { note: 'seal_invalid', actor: 'cloudops', detail: truncateDetail(refusal.reason) },
-      () => ({}),
-    );
-  }
-  return refusal.reason;
+  return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
+}
+
+/** A seal that does not hold is audited `seal_invalid` before the run ends refused, nothing sent. */
+async function sealInvalid(deps: RunDeps, request: CloudRequest, reason: string): Promise<string> {
+  deps.logger.warn({ requestId: request.id }, 'a decision seal does not hold: not sent');
+  await deps.store.note(
+    request.id,
+    { note: 'seal_invalid', actor: 'cloudops', detail: truncateDetail(reason) },
+    () => ({}),
+  );
+  return reason;
 }
 
 /**
