@@ -145,9 +145,13 @@ describe('a Redis writer without SEAL_KEY', () => {
         r.params.steps = [{ cores: 16 }];
       }
     });
-    await alter('another change of the request: a later scheduled time', 'resize shop-prod 102 ram=12', (r) => {
-      r.runAt = new Date(h.clock.now().getTime() + HOUR_MS).toISOString();
-    });
+    await alter(
+      'another change of the request: a later scheduled time',
+      'resize shop-prod 102 ram=12',
+      (r) => {
+        r.runAt = new Date(h.clock.now().getTime() + HOUR_MS).toISOString();
+      },
+    );
     await alter('approver swapped', 'resize shop-prod 102 cores=6', (r) => {
       const first = r.approvals?.[0];
       if (first) first.user = USERS.lead2;

@@ -10,8 +10,8 @@ import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { FAST_RETRY, FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.ts';
-import type { CloudRequest, NewRequest, RequestState } from '../../src/requests/model/types.ts';
 import { createApprovalPolicy } from '../../src/requests/approval/approvers.ts';
+import type { CloudRequest, NewRequest, RequestState } from '../../src/requests/model/types.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import type { ResizeTarget, WanMode } from '../../src/rules/types.ts';
@@ -19,8 +19,8 @@ import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts
 import { SlackApi } from '../../src/slack-api/client.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { workerLifecycle } from '../helpers/lifecycle.ts';
-import { approveSealed, TEST_SEAL_KEYS } from '../helpers/seal.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { approveSealed, TEST_SEAL_KEYS } from '../helpers/seal.ts';
 import { WAIT_MS } from '../helpers/startup.ts';
 
 /** The policy the jobs tests run with: the sim's default project, CPU class and private network mapped as the sim names them. */

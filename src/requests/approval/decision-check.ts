@@ -128,7 +128,12 @@ function planUnder(
   if (params.kind === 'resize') {
     // Planned on the sizes it was made and sealed with (the rules' re-check refused it if the VM moved since).
     const planFor = (kind: 'resize_up' | 'resize_down') =>
-      planApproval(approvals, project.approval[kind], resizeFacts(params, kind, monthlyDelta), policy.currency);
+      planApproval(
+        approvals,
+        project.approval[kind],
+        resizeFacts(params, kind, monthlyDelta),
+        policy.currency,
+      );
     const direction = classifyChange({ ...vm, ...params.before }, params.target).direction;
     plan = planFor(resizeKindFor(direction, (k) => planFor(k).count));
   } else {
@@ -146,11 +151,7 @@ function planUnder(
  * recorded, the go-ahead and the break glass where present. A sentence naming the first one whose seal is missing or
  * does not hold (a forged, moved or altered decision), or that claims a revision the request has not passed.
  */
-function sealedTimes(
-  keys: SealKeys,
-  request: CloudRequest,
-  facts: string,
-): SealedTimes | string {
+function sealedTimes(keys: SealKeys, request: CloudRequest, facts: string): SealedTimes | string {
   const current = revisionOf(request);
   const invalid = (what: string) =>
     `Not sent: ${what} carries no valid seal; it was not recorded by the bot for this request as it is now.`;
