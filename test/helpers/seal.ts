@@ -17,17 +17,18 @@ export const TEST_SEAL_KEYS: SealKeys = sealKeysFrom(TEST_SEAL_KEY);
 
 /**
  * Counts `user`'s approval of the pending request `request` the way the web role does (the store's compare-and-set,
- * sealed under `keys`), queueing it when that reaches its count: what a test that stores requests itself needs for
+ * sealed under `keys`), queueing it when that reaches its count (unless `queue` is false): what a test that stores requests itself needs for
  * the worker to run them.
  */
 export async function approveSealed(
   store: RequestStore,
   request: CloudRequest,
   user: string,
-  keys: SealKeys = TEST_SEAL_KEYS,
+  options: { keys?: SealKeys; queue?: boolean } = {},
 ): Promise<CloudRequest> {
+  const keys = options.keys ?? TEST_SEAL_KEYS;
   const counted = await store.approve(request.id, user, request, {
-    queue: true,
+    queue: options.queue ?? true,
     seal: (current, approval) => sealDecision(keys, current, approvalDecision(approval)),
   });
   if (!counted.ok) throw new Error(`approval of ${request.id} by ${user} not counted: ${counted.reason}`);

@@ -164,7 +164,14 @@ describe('a worker killed mid-call', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
     const audit = await new AuditLog(current.redis, current.prefix).read({ requestId: request.id });
-    expect(audit.map((e) => e.state)).toEqual(['created', 'queued', 'sending', 'unknown']);
+    expect(audit.map((e) => e.state)).toEqual([
+      'created',
+      'pending',
+      'approved',
+      'queued',
+      'sending',
+      'unknown',
+    ]);
   });
 
   it('SIGTERM while a call runs: the call finishes, the request succeeds, the process exits 0', async () => {
