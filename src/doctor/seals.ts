@@ -20,7 +20,7 @@ function kidsOf(request: CloudRequest): (string | undefined)[] {
 
 /**
  * During a rotation (SEAL_KEY_PREVIOUS set): how many requests not yet ended carry a seal of the previous key. Until
- * none does, removing SEAL_KEY_PREVIOUS would end them refused (docs/operations.md#rotating-seal_key). Undefined
+ * none does, removing SEAL_KEY_PREVIOUS would end them refused (docs/operations.md#rotating-the-seal-key). Undefined
  * when no rotation is under way or a key is unusable (the environment check names it).
  */
 export async function checkPreviousKeyWork(env: Env, timeoutMs: number): Promise<CheckResult | undefined> {

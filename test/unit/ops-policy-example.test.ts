@@ -31,6 +31,7 @@ describe('policy.example.yml', () => {
       [
         'agents',
         'approval_ttl_hours',
+        'approval_valid_hours',
         'approvals',
         'approvers',
         'break_glass',
@@ -58,6 +59,7 @@ describe('policy.example.yml', () => {
       'approvals',
       'freeze',
       'break_glass',
+      'approval_valid_hours',
       'vms',
     ])
       expect(projectKeys).toContain(key);
