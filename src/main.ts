@@ -55,6 +55,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     env.OIDC_CLIENT_SECRET,
     env.SEAL_KEY,
     env.SEAL_KEY_PREVIOUS,
+    env.REDIS_SENTINEL_PASSWORD,
     ...urlCredentials(env.REDIS_URL),
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
