@@ -60,18 +60,78 @@ describe('a decision seal', () => {
     expect(decisionHolds(keys, requestFacts(request()), approvalDecision(approval), seal)).toBe(true);
 
     const onRequest: [string, (r: CloudRequest) => void][] = [
-      ['id', (r) => void (r.id = 'R7K2M9QY')],
-      ['team', (r) => void (r.teamId = 'T0OTHER')],
-      ['project uuid', (r) => void (r.projectUuid = 'a3c1e2d4-5b6f-4a7b-8c9d-0e1f2a3b4c5d')],
-      ['project name', (r) => void (r.projectName = 'shop-staging')],
-      ['VM', (r) => void (r.vmid = 102)],
-      ['a field after', (r) => r.params.kind === 'resize' && void (r.params.target = { cores: 8 })],
-      ['the steps', (r) => r.params.kind === 'resize' && void (r.params.steps = [{ cores: 8 }])],
-      ['a field before', (r) => r.params.kind === 'resize' && void (r.params.before.cores = 3)],
-      ['the requester', (r) => void (r.requester = 'U0OTHER')],
-      ['the agent', (r) => void (r.agent = { name: 'ci-bot' })],
-      ['the ticket', (r) => void Object.assign(r, { ticket: 'OPS-1' })],
-      ['the scheduled time', (r) => void (r.runAt = '2026-12-08T00:00:00.000Z')],
+      [
+        'id',
+        (r) => {
+          r.id = 'R7K2M9QY';
+        },
+      ],
+      [
+        'team',
+        (r) => {
+          r.teamId = 'T0OTHER';
+        },
+      ],
+      [
+        'project uuid',
+        (r) => {
+          r.projectUuid = 'a3c1e2d4-5b6f-4a7b-8c9d-0e1f2a3b4c5d';
+        },
+      ],
+      [
+        'project name',
+        (r) => {
+          r.projectName = 'shop-staging';
+        },
+      ],
+      [
+        'VM',
+        (r) => {
+          r.vmid = 102;
+        },
+      ],
+      [
+        'a field after',
+        (r) => {
+          if (r.params.kind === 'resize') r.params.target = { cores: 8 };
+        },
+      ],
+      [
+        'the steps',
+        (r) => {
+          if (r.params.kind === 'resize') r.params.steps = [{ cores: 8 }];
+        },
+      ],
+      [
+        'a field before',
+        (r) => {
+          if (r.params.kind === 'resize') r.params.before.cores = 3;
+        },
+      ],
+      [
+        'the requester',
+        (r) => {
+          r.requester = 'U0OTHER';
+        },
+      ],
+      [
+        'the agent',
+        (r) => {
+          r.agent = { name: 'ci-bot' };
+        },
+      ],
+      [
+        'the ticket',
+        (r) => {
+          Object.assign(r, { ticket: 'OPS-1' });
+        },
+      ],
+      [
+        'the scheduled time',
+        (r) => {
+          r.runAt = '2026-12-08T00:00:00.000Z';
+        },
+      ],
     ];
     for (const [what, edit] of onRequest) {
       const changed = request();
