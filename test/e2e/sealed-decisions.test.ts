@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueExecution } from '../../src/jobs/queues.ts';
+import { goAheadDecision, sealDecision } from '../../src/requests/approval/decision-seal.ts';
 import type { CloudRequest, RequestState } from '../../src/requests/model/types.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
-import { TEST_SEAL_KEY, TEST_SEAL_KEY_PREVIOUS } from '../helpers/seal.ts';
+import { TEST_SEAL_KEY, TEST_SEAL_KEY_PREVIOUS, TEST_SEAL_KEYS } from '../helpers/seal.ts';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.ts';
 
 // The worker is the last judge (docs/approvals.md#sealed-decisions): the web role of a real bot takes the clicks and
@@ -121,6 +122,25 @@ describe('a Redis writer without SEAL_KEY', () => {
     });
     await enqueueExecution(h.queues, uncountedNow, new Date());
 
+    // The reviewer's bypass: a process holding SEAL_KEY but a permissive policy of its own ("no approval needed")
+    // seals a go-ahead the bot's policy would never give. Its seal holds; the worker's own plan still needs 1.
+    const permissive = await pending('resize shop-prod 102 ram=24');
+    const permissiveNow = await tamper(permissive.id, (r) => {
+      const decision = goAheadDecision(r, h.clock.now().toISOString());
+      r.goAhead = {
+        kind: 'no_approval',
+        at: decision.at,
+        revision: decision.revision,
+        seal: sealDecision(TEST_SEAL_KEYS, r, decision),
+      };
+      r.requiredApprovals = 0;
+      r.needsApproval = false;
+      r.state = 'queued';
+      r.version += 1;
+      r.revision = (r.revision ?? 1) + 1;
+    });
+    await enqueueExecution(h.queues, permissiveNow, new Date());
+
     // (b) A real sealed approval (the control's) moved onto another pending request.
     const moved = await pending('resize shop-prod 102 cores=10');
     const movedNow = await tamper(moved.id, (r) => {
@@ -191,6 +211,8 @@ describe('a Redis writer without SEAL_KEY', () => {
     const short = await expectRefused(uncounted.id, false);
     expect(short.outcomes.at(-1)?.reason).toContain('it needs 1 approval');
     await expectRefused(moved.id, true);
+    const bypass = await expectRefused(permissive.id, false);
+    expect(bypass.outcomes.at(-1)?.reason).toContain('it needs 1 approval');
     for (const [what, request] of attacks) {
       const done = await ended(request.id);
       expect(`${what}: ${done.state}`).toBe(`${what}: refused`);

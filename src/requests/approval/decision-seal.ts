@@ -30,19 +30,19 @@ export interface SealedDecision {
 /**
  * JSON with every object's keys sorted, so the same structure always gives the same text whatever order its fields
  * were written in (the stored request is JSON edited by Lua and by hand). `undefined` members are left out, as
- * JSON.stringify does.
+ * JSON.stringify does. (Keys that read as array indexes would come first, in numeric order, as JavaScript orders
+ * them; deterministic all the same, and no sealed structure has such keys.)
  */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
+  return JSON.stringify(value, sortedKeys) ?? 'null';
+}
+
+function sortedKeys(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
   const record = value as Record<string, unknown>;
-  const parts: string[] = [];
-  for (const key of Object.keys(record).sort()) {
-    const member = record[key];
-    if (member === undefined) continue;
-    parts.push(`${JSON.stringify(key)}:${canonicalJson(member)}`);
-  }
-  return `{${parts.join(',')}}`;
+  const sorted: Record<string, unknown> = {};
+  for (const key of Object.keys(record).sort()) sorted[key] = record[key];
+  return sorted;
 }
 
 /**
