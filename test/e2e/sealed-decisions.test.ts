@@ -100,6 +100,12 @@ describe('a Redis writer without SEAL_KEY', () => {
     expect(free.state).toBe('queued');
     expect(free.goAhead?.seal).toMatch(/^[0-9a-f]{12}\./);
 
+    // Its go-ahead deleted from a "no approval needed" request: nothing else lets it run.
+    const stripped = await pending('resize shop-staging 201 ram=4', CHANNELS.staging);
+    await tamper(stripped.id, (r) => {
+      delete r.goAhead;
+    });
+
     // (a) An approval forged the way the bot writes one: state, approvals, approvedBy, the BullMQ job.
     const forged = await pending('resize shop-prod 102 cores=6');
     const forgedNow = await tamper(forged.id, (r) => {
@@ -111,7 +117,7 @@ describe('a Redis writer without SEAL_KEY', () => {
     });
     await enqueueExecution(h.queues, forgedNow, new Date());
 
-    // A stored count of 0 with no approval at all: the worker plans its own (1 for shop-prod).
+    // A stored count of 0 with no approval at all: no sealed decision lets it run (the count stored is not read).
     const uncounted = await pending('resize shop-prod 102 cores=8');
     const uncountedNow = await tamper(uncounted.id, (r) => {
       r.requiredApprovals = 0;
@@ -208,9 +214,10 @@ describe('a Redis writer without SEAL_KEY', () => {
     expect(posts(201)).toBe(1);
 
     await expectRefused(forged.id, true);
-    const short = await expectRefused(uncounted.id, false);
-    expect(short.outcomes.at(-1)?.reason).toContain('it needs 1 approval');
+    const none = await expectRefused(uncounted.id, true);
+    expect(none.outcomes.at(-1)?.reason).toContain('no sealed decision lets it run');
     await expectRefused(moved.id, true);
+    await expectRefused(stripped.id, true);
     const bypass = await expectRefused(permissive.id, false);
     expect(bypass.outcomes.at(-1)?.reason).toContain('it needs 1 approval');
     for (const [what, request] of attacks) {

@@ -70,7 +70,14 @@ export interface SealedTimes {
  */
 export function checkSeals(keys: SealKeys, request: CloudRequest): SealedTimes | DecisionRefusal {
   const sealed = sealedTimes(keys, request, requestFacts(request));
-  return typeof sealed === 'string' ? { code: 'seal_invalid', reason: sealed } : sealed;
+  if (typeof sealed === 'string') return { code: 'seal_invalid', reason: sealed };
+  // Work runs on an approval or on a sealed go-ahead (break glass only ever follows one of them).
+  if (sealed.approvals.length === 0 && sealed.goAhead === undefined)
+    return {
+      code: 'seal_invalid',
+      reason: 'Not sent: no sealed decision lets it run (no approval, and no sealed "no approval needed").',
+    };
+  return sealed;
 }
 
 /**
@@ -99,11 +106,6 @@ export async function checkApprovals(
       `Not sent: under the policy the worker runs with it needs ${approvalsText(plan.count)}${methods} (${plan.rule}), and ${counted.users.length} of the approvals recorded qualify${not}.`,
     );
   }
-  if (plan.count === 0 && sealed.approvals.length === 0 && sealed.goAhead === undefined)
-    return {
-      code: 'seal_invalid',
-      reason: 'Not sent: no sealed decision lets it run (no approval, and no sealed "no approval needed").',
-    };
   return expired(deps, project, request, [...sealed.approvals, sealed.goAhead, sealed.breakGlass]);
 }
 

@@ -34,8 +34,10 @@ export interface RunDeps extends RecheckDeps {
 
 /**
  * The checks a run passes right before its first POST leaves, on what is known of the VM now: a lease's return whose
- * lease was kept meanwhile is not sent, and the rules are checked again ({@link recheckRequest}). The sentence why
- * nothing is sent, or undefined when it may go.
+ * lease was kept meanwhile is not sent; every decision's seal must hold ({@link checkSeals}); the rules are checked
+ * again ({@link recheckRequest}); and the approvals are planned and counted under the worker's own policy, within
+ * `approval_valid_hours` ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is
+ * sent, or undefined when it may go. No Redis round trip unless it refuses.
  */
 export async function beforeSend(
   deps: RunDeps,
