@@ -28,24 +28,27 @@ export interface RunDeps extends RecheckDeps {
   approvals: ApprovalPolicy;
   /** SEAL_KEY (and SEAL_KEY_PREVIOUS): every decision that lets the request run is checked with them. */
   sealKeys: SealKeys;
+  /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
+  agentDisabled?: (name: string) => Promise<boolean>;
   /** With Sentinels: a run's end state is made to outlive a failover ({@link settleDurably}). */
   replicaAck?: Durability;
 }
 
 /**
- * The checks a run passes right before its first POST leaves, on what is known of the VM now: a lease's return whose
- * lease was kept meanwhile is not sent; every decision's seal must hold ({@link checkSeals}); the rules are checked
- * again ({@link recheckRequest}); and the approvals are planned and counted under the worker's own policy, within
- * `approval_valid_hours` ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is
- * sent, or undefined when it may go. No Redis round trip unless it refuses.
+ * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
+ * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile; every
+ * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); and the
+ * approvals are planned and counted under the worker's own policy, within `approval_valid_hours`
+ * ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is sent, or undefined when it
+ * may go. No Redis round trip of its own unless it refuses.
  */
 export async function beforeSend(
   deps: RunDeps,
   request: CloudRequest,
   known: VmKnown,
 ): Promise<string | undefined> {
-  const kept = await leaseKeptMeanwhile(deps, request);
-  if (kept) return kept;
+  const stopped = (await agentStopped(deps, request)) ?? (await leaseKeptMeanwhile(deps, request));
+  if (stopped) return stopped;
   // The seals first: nothing else is judged on a request a Redis writer made or altered.
   const sealed = checkSeals(deps.sealKeys, request);
   if ('code' in sealed) return sealInvalid(deps, request, sealed.reason);
@@ -73,6 +76,20 @@ async function sealInvalid(deps: RunDeps, request: CloudRequest, reason: string)
     () => ({}),
   );
   return reason;
+}
+
+/**
+ * An agent's request whose agent an admin disabled (or removed from the policy) after its approval: it waited for a
+ * freeze's end, its scheduled time, or a worker, and does not run now. Read at the run, not at the approval.
+ */
+async function agentStopped(deps: RunDeps, request: CloudRequest): Promise<string | undefined> {
+  const name = request.agent?.name;
+  if (name === undefined) return undefined;
+  if (!deps.policy.agents.some((a) => a.name.toLowerCase() === name.toLowerCase()))
+    return `Not sent: agent ${name} is no longer in the policy, so the work it asked for does not run. Ask again if the change is still needed.`;
+  if (await deps.agentDisabled?.(name))
+    return `Not sent: agent ${name} is disabled (cloudops agents disable), so the work it asked for does not run. Enable it and ask again if the change is still needed.`;
+  return undefined;
 }
 
 /**
