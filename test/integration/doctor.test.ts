@@ -15,6 +15,7 @@ import {
   type DoctorWorld,
   MANIFEST_SCOPES,
   one,
+  REDIS_PASSWORD,
   startDoctorWorld,
 } from '../helpers/doctor.ts';
 import { startForwardProxy } from '../helpers/proxies.ts';
@@ -246,7 +247,7 @@ describe('cloudops doctor', () => {
   });
 
   it('during a SEAL_KEY rotation: counts the pending work sealed with SEAL_KEY_PREVIOUS, and says when it may go', async () => {
-    const client = new Redis(redis.url);
+    const client = new Redis(redis.url, { password: REDIS_PASSWORD });
     const prefix = 'doctor-seals';
     try {
       const store = new RequestStore(client, { prefix });
