@@ -16,10 +16,15 @@ import {
   approvalsSchema,
   approvalValidHours,
   approverId,
+  type ChangeTicketPolicy,
+  changeTicketSchema,
+  DEFAULT_PERSON_REQUESTS_PER_HOUR,
   type FreezeWindow,
   freezeWindowSchema,
   limit,
+  personRate,
   projectSchema,
+  type TicketSystemId,
 } from './policy-sections.ts';
 
 export {
@@ -30,7 +35,10 @@ export {
   type ApprovalsPolicy,
   CHANGE_NAMES,
   type ChangeName,
+  type ChangeTicketPolicy,
   type FreezeWindow,
+  TICKET_SYSTEM_NAMES,
+  type TicketSystemId,
   type Weekday,
 } from './policy-sections.ts';
 
@@ -45,6 +53,8 @@ const policySchema = z
     approvals: approvalsSchema.optional(),
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
+    /** How many requests one person may make in an hour, all projects together (agents have their own limit). */
+    requests_per_hour: personRate.default(DEFAULT_PERSON_REQUESTS_PER_HOUR),
     approval_ttl_hours: z
       .number()
       .positive()
@@ -92,6 +102,8 @@ const policySchema = z
     projects: z.array(projectSchema).default([]),
     /** AI agents that may ask through MCP (docs/agents.md). */
     agents: agentsSchema,
+    /** The default change-ticket rule (docs/policy.md#change-tickets); a project's own replaces it. */
+    change_ticket: changeTicketSchema.optional(),
   })
   .strict()
   // Run even when some values have the wrong type, so one `policy check` lists everything: the checks skip what is
@@ -338,6 +350,24 @@ export function breakGlassOf(policy: Policy, project: ProjectPolicy): string[] {
   return project.break_glass ?? policy.break_glass ?? [];
 }
 
+/** Who may ask for changes in a project: its `requesters`; undefined when unset (anyone in its channels). */
+export function requestersOf(project: ProjectPolicy): string[] | undefined {
+  return project.requesters;
+}
+
+/** The change-ticket rule of a project: its own, else the top-level one; undefined: no ticket is asked for. */
+export function changeTicketOf(policy: Policy, project: ProjectPolicy): ChangeTicketPolicy | undefined {
+  return project.change_ticket ?? policy.change_ticket;
+}
+
+/** The ticket systems the policy names anywhere, for start-up and doctor to check they are configured. */
+export function ticketSystemsOf(policy: Policy): TicketSystemId[] {
+  const named = [policy.change_ticket, ...policy.projects.map((p) => p.change_ticket)].flatMap((t) =>
+    t ? [t.system] : [],
+  );
+  return [...new Set(named)];
+}
+
 /** Every user group (S…) the policy names, for start-up and `cloudops policy check` to resolve. */
 export function userGroupsOf(policy: Policy): string[] {
   const ids = [
@@ -348,6 +378,7 @@ export function userGroupsOf(policy: Policy): string[] {
       ...(p.approvers ?? []),
       ...(p.approvals?.escalate_to ?? []),
       ...(p.break_glass ?? []),
+      ...(p.requesters ?? []),
     ]),
   ];
   return [...new Set(ids.filter((id) => id.startsWith('S')))];

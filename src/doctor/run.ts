@@ -4,7 +4,7 @@
  */
 import { type CloudProbe, probeCloudApi } from '../cloud/probe.ts';
 import { type Env, missingForRole, missingLine } from '../config/env.ts';
-import { proxyConfigured, proxyFor } from '../config/outbound.ts';
+import { proxyConfigured, proxyFor, proxyRefusalAdvice } from '../config/outbound.ts';
 import { loadPolicy, type Policy, PolicyError, userGroupsOf } from '../config/policy.ts';
 import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
@@ -14,6 +14,7 @@ import { checkRedis, REDIS_CHECK_MS } from './redis.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 import { checkPreviousKeyWork } from './seals.ts';
 import { checkAppToken, checkBotToken, checkChannels, checkUserGroups, SLACK_CHECK_MS } from './slack.ts';
+import { checkTickets } from './tickets.ts';
 import {
   checkApproverEmail,
   checkOidcDiscovery,
@@ -60,11 +61,12 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     );
   }
 
-  const [redis, slack, cloud, verify, seals] = await Promise.all([
+  const [redis, slack, cloud, verify, tickets, seals] = await Promise.all([
     checkRedis(redisTarget(env)),
     checkSlack(env, policy),
     checkCloud(env),
     checkVerify(env, policy),
+    checkTickets(env, policy),
     checkPreviousKeyWork(env, REDIS_CHECK_MS),
   ]);
   results.push(
@@ -73,6 +75,7 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     ...slack.results.map(through(env, env.SLACK_API_URL)),
     ...cloud.results.map(through(env, env.CLOUD_API_URL)),
     ...verify,
+    ...tickets.map(({ check, url }) => through(env, url)(check)),
   );
   results.push(
     checkClock([
@@ -177,7 +180,9 @@ export function cloudResults(probe: CloudProbe, url: string): CheckResult[] {
       fail(
         'cloud.reachable',
         `cloud API: ${probe.why}`,
-        `check CLOUD_API_URL (the service's base URL, without /cloud/…) and the network to it`,
+        probe.proxyStatus !== undefined
+          ? proxyRefusalAdvice(probe.proxyStatus)
+          : `check CLOUD_API_URL (the service's base URL, without /cloud/…) and the network to it`,
       ),
     ];
   const reachable = ok(

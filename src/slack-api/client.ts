@@ -141,6 +141,8 @@ export class SlackApi {
     update: (args: MessageArgs & { ts: string }) => this.call('chat.update', args),
     postEphemeral: (args: { channel: string; user: string; text: string; blocks?: KnownBlock[] }) =>
       this.call('chat.postEphemeral', args),
+    getPermalink: (args: { channel: string; message_ts: string }) =>
+      this.call<SlackAnswer & { permalink: string }>('chat.getPermalink', args),
   };
 
   readonly conversations = {
@@ -158,6 +160,21 @@ export class SlackApi {
           response_metadata?: { next_cursor?: string };
         }
       >('conversations.replies', args),
+    /** A channel's top-level messages, newest first; `oldest` / `latest` are message timestamps (seconds). */
+    history: (args: {
+      channel: string;
+      oldest?: string;
+      limit?: number;
+      cursor?: string;
+      include_all_metadata?: boolean;
+    }) =>
+      this.call<
+        SlackAnswer & {
+          messages?: ThreadMessage[];
+          has_more?: boolean;
+          response_metadata?: { next_cursor?: string };
+        }
+      >('conversations.history', args),
   };
 
   /** Workflow Builder steps: completed with the token Slack gave that run (sent as the bearer, never in the body). */

@@ -42,6 +42,7 @@ describe('policy.example.yml', () => {
         'reference_vm',
         'resize_fields',
         'retention_days',
+        'requests_per_hour',
         'workspace',
       ].sort(),
     );
@@ -60,6 +61,7 @@ describe('policy.example.yml', () => {
       'freeze',
       'break_glass',
       'approval_valid_hours',
+      'requesters',
       'vms',
     ])
       expect(projectKeys).toContain(key);

@@ -1,11 +1,13 @@
 import {
   approvalsOf,
+  changeTicketOf,
   type Policy,
   PolicyError,
   type ProjectPolicy,
   userGroupsOf,
 } from '../../config/policy.ts';
 import { fieldOf } from '../../config/policy-problems.ts';
+import { unmetTicketSystem } from '../../config/ticket-env.ts';
 import type { VerifyMethod } from '../../config/verification-policy.ts';
 import { unmetVerify, unmetWords } from '../../config/verification-uses.ts';
 import { createLogger } from '../../observability/logger.ts';
@@ -38,7 +40,11 @@ export async function policyCheckCommand(
   const vms = policy.projects.reduce((n, p) => n + p.vms.length, 0);
   const groupWarnings = await unresolvedGroups(io, userGroupsOf(policy));
   const unmet = unmetVerify(io.env, policy);
-  const warnings = unmet ? [...groupWarnings, `${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : groupWarnings;
+  const warnings = [
+    ...groupWarnings,
+    ...(unmet ? [`${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : []),
+    ...unmetTickets(io, policy),
+  ];
   const summary = {
     ok: true,
     file: path,
@@ -48,12 +54,15 @@ export async function policyCheckCommand(
       cluster: p.cluster ?? null,
       channels: p.channels,
       approvers: p.approvers ?? policy.approvers,
+      requesters: p.requesters ?? null,
       approval: p.approval,
       verify: verifiedApprovals(policy, p),
       vms: p.vms.length,
+      changeTicket: changeTicketOf(policy, p) ?? null,
     })),
     agents: policy.agents.map((a) => ({ name: a.name, verify: a.verify ?? null })),
     currency: policy.currency,
+    requestsPerHour: policy.requests_per_hour,
     limits: policy.limits,
     resizeFields: {
       cpuClass: policy.resize_fields.cpu_class?.field ?? null,
@@ -69,7 +78,7 @@ export async function policyCheckCommand(
     `${path}: OK, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
     ...policy.projects.map(
       (p) =>
-        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}${verifiedLine(policy, p)}`,
+        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}; ${requestersLine(p)}${verifiedLine(policy, p)}${ticketLine(policy, p)}`,
     ),
     ...policy.agents
       .filter((a) => a.verify)
@@ -82,9 +91,32 @@ export async function policyCheckCommand(
   if (!policy.resize_fields.private_network) {
     lines.push('  Private network is not configured (resize_fields.private_network): it is never sent.');
   }
+  lines.push(`  Each person may make ${policy.requests_per_hour} requests an hour (requests_per_hour).`);
   lines.push(...warnings.map((w) => `  warning: ${w}`));
   await write(io.stdout, `${lines.join('\n')}\n`);
   return 0;
+}
+
+/** Who may ask in a project: its `requesters`, or (unset) anyone in its channels, as the bot has always let them. */
+function requestersLine(project: { requesters?: string[] }): string {
+  return project.requesters === undefined
+    ? "requesters not set: anyone in the project's channels may ask"
+    : `requesters ${project.requesters.join(', ') || 'none'}`;
+}
+
+/** "; change ticket: Jira, in Approved, for resize_up, restore (projects OPS)", or nothing without one. */
+function ticketLine(policy: Policy, project: ProjectPolicy): string {
+  const rule = changeTicketOf(policy, project);
+  if (!rule) return '';
+  const system = rule.system === 'jira' ? 'Jira' : 'ServiceNow';
+  const projects = rule.projects ? ` (projects ${rule.projects.join(', ')})` : '';
+  return `; change ticket: ${system}${rule.required ? '' : ' (optional)'}, in ${rule.states.join(' or ')}, for ${rule.for.join(', ')}${projects}`;
+}
+
+/** A `change_ticket` whose system the environment does not configure: start-up would stop on it. */
+function unmetTickets(io: CliIo, policy: Policy): string[] {
+  const unmet = unmetTicketSystem(io.env, policy);
+  return unmet ? [`${fieldOf(unmet.path)}: ${unmet.words}`] : [];
 }
 
 /** Which approvals of a project must be verified: by default (the block's `verify`) and per rule. */

@@ -6,6 +6,7 @@ import { checkApprovals, checkSeals } from '../approval/decision-check.ts';
 import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
 import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
+import { type TicketDeps, type TicketHoldError, ticketBeforeSend } from '../tickets.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
 
 /*
@@ -22,7 +23,7 @@ export interface Durability {
 }
 
 /** What a run's moves read and write; the execute worker's deps satisfy it. */
-export interface RunDeps extends RecheckDeps {
+export interface RunDeps extends RecheckDeps, TicketDeps {
   store: RequestStore;
   /** The worker's own approvers (with user groups): who may approve, under the policy this process runs with. */
   approvals: ApprovalPolicy;
@@ -37,10 +38,10 @@ export interface RunDeps extends RecheckDeps {
 /**
  * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
  * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile; every
- * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); and the
- * approvals are planned and counted under the worker's own policy, within `approval_valid_hours`
- * ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is sent, or undefined when it
- * may go. No Redis round trip of its own unless it refuses.
+ * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); the approvals
+ * are planned and counted under the worker's own policy, within `approval_valid_hours` ({@link checkApprovals},
+ * docs/approvals.md#the-worker-judges); and the change ticket is read again ({@link ticketBeforeSend}, which throws a
+ * TicketHoldError when the run must wait). The sentence why nothing is sent, or undefined when it may go.
  */
 export async function beforeSend(
   deps: RunDeps,
@@ -63,8 +64,10 @@ export async function beforeSend(
       ? await monthlyDeltaNow(deps, project, params, known)
       : seen.monthlyDelta;
   const refusal = await checkApprovals(deps, request, sealed, delta, known);
-  if (!refusal) return undefined;
-  return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
+  if (refusal)
+    return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
+  // Last: the only check that may call out (the ticket system), once everything of the bot's own holds.
+  return ticketBeforeSend(deps, request);
 }
 
 /** A seal that does not hold is audited `seal_invalid` before the run ends refused, nothing sent. */
@@ -76,6 +79,26 @@ async function sealInvalid(deps: RunDeps, request: CloudRequest, reason: string)
     () => ({}),
   );
   return reason;
+}
+
+/** sending → queued: its change ticket holds the run ({@link ticketBeforeSend}); nothing was sent, the job waits. */
+export function holdForTicket(
+  deps: RunDeps,
+  request: CloudRequest,
+  hold: TicketHoldError,
+): Promise<TransitionResult> {
+  return deps.store.transition(
+    request.id,
+    {
+      from: ['sending'],
+      to: 'queued',
+      actor: 'cloudops',
+      detail: truncateDetail(
+        `held by the change ticket: ${hold.message} Looks again at ${hold.at.toISOString()}.`,
+      ),
+    },
+    request,
+  );
 }
 
 /**

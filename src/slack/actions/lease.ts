@@ -1,4 +1,5 @@
 import { findProject } from '../../config/policy.ts';
+import { cleanReason, reasonProblem } from '../../rules/inputs.ts';
 import { vmLabel } from '../blocks/describe.ts';
 import { keepModal, LEASE_ACTIONS, LEASE_FIELDS_BLOCKS, LEASE_VIEWS } from '../blocks/lease.ts';
 import { resizeModal } from '../blocks/modals.ts';
@@ -6,6 +7,7 @@ import { refusalText } from '../blocks/refusals.ts';
 import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readForm, text } from '../views/form-values.ts';
+import { ticketField } from '../views/ticket-field.ts';
 import { onButton, requestForView } from './common.ts';
 
 /** States in which a return request is still under way: a second one is not offered meanwhile. */
@@ -48,6 +50,7 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
       cpuClassConfigured: fields.cpu_class !== undefined,
       privateNetworkConfigured: fields.private_network !== undefined,
       returning: { requestId: request.id, to: asked.returnTo, changed: lease.changedSince },
+      ticket: ticketField(deps.policy, project, ['resize_down'], undefined),
     });
     await button.client.views
       .open({ trigger_id: button.body.trigger_id, view })
@@ -67,8 +70,9 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
   router.view(LEASE_VIEWS.keep, async ({ ack, body, view }) => {
     const errors = (message: string) =>
       ack({ response_action: 'errors', errors: { [LEASE_FIELDS_BLOCKS.keepReason]: message } });
-    const reason = text(readForm(view), LEASE_FIELDS_BLOCKS.keepReason)?.trim();
-    if (!reason) return void (await errors('Say why the temporary size stays.'));
+    const typed = text(readForm(view), LEASE_FIELDS_BLOCKS.keepReason) ?? '';
+    const reason = cleanReason(typed);
+    if (!reason) return void (await errors(reasonProblem(typed) ?? 'Say why the temporary size stays.'));
     const request = await requestForView(deps, view.private_metadata);
     if (request === 'unavailable') return void (await errors(TRY_AGAIN));
     if (!request) return void (await errors('This request is gone.'));

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { ViewOutput } from '@slack/bolt';
 import type { ProjectPolicy } from '../../config/policy.ts';
-import { ApprovalUnreachableError } from '../../requests/lifecycle/types.ts';
+import { ApprovalUnreachableError, RequesterRefusedError } from '../../requests/lifecycle/types.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
+import { TicketError } from '../../tickets/errors.ts';
 import { FIELDS } from '../blocks/modals.ts';
 import { ackBudget, projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { Draft } from '../drafts.ts';
@@ -112,8 +113,13 @@ export async function storeFromDraft(
   try {
     await store();
   } catch (error) {
-    if (error instanceof ApprovalUnreachableError) {
-      // Refused when made (its approvals could never come together): the form is done, the requester told why.
+    if (
+      error instanceof ApprovalUnreachableError ||
+      error instanceof RequesterRefusedError ||
+      error instanceof TicketError
+    ) {
+      // Refused when made (its approvals could never come together, or the policy does not let this person ask
+      // now): the form is done, the requester told why.
       await deps.drafts.take(draft.id).catch(() => undefined);
       await deps.slack.chat
         .postEphemeral({ channel: draft.channel, user, text: `:no_entry: ${error.message}` })

@@ -1,8 +1,9 @@
 import { findProject } from '../../config/policy.ts';
 import type { CloudRequest } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
+import { resizeKinds } from '../../requests/tickets.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
-import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
+import { cleanReason, parseVmid, parseWholeNumber, reasonProblem } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
 import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
 import { leaseClosedText } from '../blocks/lease.ts';
@@ -17,6 +18,7 @@ import {
   submissionErrors,
 } from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
+import { formTicket } from './ticket-field.ts';
 
 /**
  * A scheduled downsize runs this long after the exact end of the 24-hour wait, on a whole minute: the API's clock
@@ -149,7 +151,11 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         acceptWanTwoStep,
         now: deps.now(),
       });
-      const reason = text(form, FIELDS.reason);
+      const typedReason = text(form, FIELDS.reason);
+      const reasonError = reasonProblem(typedReason);
+      if (reasonError)
+        return void (await ack({ response_action: 'errors', errors: { [FIELDS.reason]: reasonError } }));
+      const reason = typedReason === undefined ? undefined : cleanReason(typedReason);
       const asked = leaseOf(form);
       if ('errors' in asked) return void (await ack({ response_action: 'errors', errors: asked.errors }));
       const { term } = asked;
@@ -174,6 +180,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           acceptWanTwoStep,
           reason,
           runAt: runAt.toISOString(),
+          ticket: text(form, FIELDS.ticket),
         };
         try {
           await submission.within(deps.drafts.save({ ...draft, scheduled }));
@@ -196,6 +203,15 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         }));
       }
 
+      const ticketed = await formTicket(
+        deps,
+        project,
+        resizeKinds(vm, target),
+        text(form, FIELDS.ticket),
+        blocks,
+      );
+      if ('errors' in ticketed)
+        return void (await ack({ response_action: 'errors', errors: ticketed.errors }));
       await ack({ response_action: 'clear' });
       storing = true;
       const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
@@ -209,6 +225,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           reason,
           ...(term && lease ? { lease: { term, returnTo: lease.returnTo }, leaseNotes: lease.notes } : {}),
           ...(draft.leaseReturn ? { returnOf: draft.leaseReturn } : {}),
+          ...ticketed,
         }),
       );
     } finally {

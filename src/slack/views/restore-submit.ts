@@ -1,12 +1,13 @@
 import { findProject } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
-import { parseVmid } from '../../rules/inputs.ts';
+import { cleanReason, parseVmid, reasonProblem } from '../../rules/inputs.ts';
 import { checkRestore } from '../../rules/restore.ts';
 import { CONFIRM, FIELDS, VIEWS } from '../blocks/modals.ts';
 import type { SlackDeps } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readSubmission, releaseClaim, storeFromDraft, submissionErrors } from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
+import { formTicket } from './ticket-field.ts';
 
 /** Handles the restore modal: typed VM id, stopped confirmation, slug shape and HA autostart as field errors. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
@@ -39,18 +40,26 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         autostart,
         confirmedStopped: ticked(form, FIELDS.confirm, CONFIRM.stopped),
       });
+      const typedReason = text(form, FIELDS.reason);
+      const reasonError = reasonProblem(typedReason);
+      if (reasonError)
+        return void (await ack({ response_action: 'errors', errors: { [FIELDS.reason]: reasonError } }));
+      const reason = typedReason === undefined ? undefined : cleanReason(typedReason);
       if (violations.length > 0) {
         return void (await ack({
           response_action: 'errors',
           errors: fieldErrors(violations, blocks, FIELDS.typedVmid),
         }));
       }
+      const ticketed = await formTicket(deps, project, ['restore'], text(form, FIELDS.ticket), blocks);
+      if ('errors' in ticketed)
+        return void (await ack({ response_action: 'errors', errors: ticketed.errors }));
       await ack({ response_action: 'clear' });
       storing = true;
       await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'restore request', () =>
         deps.requests.createRestore(
           { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
-          { project, vm, backupSlug, autostart, reason: text(form, FIELDS.reason) },
+          { project, vm, backupSlug, autostart, reason, ...ticketed },
         ),
       );
     } finally {
