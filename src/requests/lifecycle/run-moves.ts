@@ -38,10 +38,11 @@ export interface RunDeps extends RecheckDeps, TicketDeps {
 /**
  * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
  * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile; every
- * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); the approvals
- * are planned and counted under the worker's own policy, within `approval_valid_hours` ({@link checkApprovals},
- * docs/approvals.md#the-worker-judges); and the change ticket is read again ({@link ticketBeforeSend}, which throws a
- * TicketHoldError when the run must wait). The sentence why nothing is sent, or undefined when it may go.
+ * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); the change
+ * ticket is read again ({@link ticketBeforeSend}, which throws a TicketHoldError when the run must wait); and the
+ * approvals are planned and counted under the worker's own policy, within `approval_valid_hours`
+ * ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is sent, or undefined when
+ * it may go.
  */
 export async function beforeSend(
   deps: RunDeps,
@@ -56,6 +57,9 @@ export async function beforeSend(
   const seen: { monthlyDelta?: string; costed?: boolean } = {};
   const rules = await recheckRequest(deps, request, known, 'run', seen);
   if (rules) return rules;
+  // The ticket before the plan: a ticket system down until the approval's validity ends says so itself.
+  const ticket = await ticketBeforeSend(deps, request);
+  if (ticket) return ticket;
   const { params } = request;
   const project = findProject(deps.policy, request.projectUuid);
   // A resize the rules' re-check did not cost (past its first step) is costed here: the count may depend on it.
@@ -64,10 +68,8 @@ export async function beforeSend(
       ? await monthlyDeltaNow(deps, project, params, known)
       : seen.monthlyDelta;
   const refusal = await checkApprovals(deps, request, sealed, delta, known);
-  if (refusal)
-    return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
-  // Last: the only check that may call out (the ticket system), once everything of the bot's own holds.
-  return ticketBeforeSend(deps, request);
+  if (!refusal) return undefined;
+  return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
 }
 
 /** A seal that does not hold is audited `seal_invalid` before the run ends refused, nothing sent. */
