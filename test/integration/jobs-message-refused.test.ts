@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { enqueueExecution, enqueueNotify } from '../../src/jobs/queues.ts';
+import { approveSealed } from '../helpers/seal.ts';
 import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 
 let env: JobsEnv;
@@ -19,12 +20,14 @@ afterEach(async () => {
   await env.close();
 });
 
-describe('a request whose message Slack refuses while it already runs (no approval needed)', () => {
+describe('a request whose message Slack refuses while it already runs', () => {
   it('is not cancelled; the requester hears why, and its outcome comes to them directly, once', async () => {
     env.slack.leaveChannel('C0PROD');
     env.sim.fault('resize', { kind: 'latency', ms: 800 });
     env.startWorkers();
-    const request = await env.store.create({ ...resizeOf(env, 102, { cores: 6 }), state: 'queued' }, 'U0DEV');
+    // Approved (sealed) before its message was posted: it runs while the post is refused.
+    const made = await env.store.create(resizeOf(env, 102, { cores: 6 }), 'U0DEV');
+    const request = await approveSealed(env.store, made, 'U0LEAD');
     await enqueueExecution(env.queues, request, new Date());
     await env.waitForState(request.id, ['sending']);
     await enqueueNotify(env.queues, { type: 'post-request', requestId: request.id });
