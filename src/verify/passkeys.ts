@@ -61,8 +61,8 @@ export interface NewPasskey {
   detail: string;
 }
 
-// KEYS[1] the person's passkeys, KEYS[2] the owners of credential ids, KEYS[3] the link, KEYS[4] the audit.
-// ARGV[1] credential id, ARGV[2] the stored entry, ARGV[3] owner (team:user), ARGV[4] now (ms), ARGV[5] proof kind,
+// KEYS[1] the person's passkeys, KEYS[2] the owners of credential ids, KEYS[3] the link, KEYS[4] the audit, KEYS[5]
+// the person's open registration links (the used one gives its place back). ARGV[1] credential id, ARGV[2] the stored entry, ARGV[3] owner (team:user), ARGV[4] now (ms), ARGV[5] proof kind,
 // ARGV[6] the proved credential id, ARGV[7] audit detail, ARGV[8] the person.
 const ADD = `${LINK_STATE_LUA}
 local state = link_state(KEYS[3], ARGV[4])
@@ -73,6 +73,7 @@ if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[1]
   return 'taken'
 end
 redis.call('HSET', KEYS[3], 'used', '1')
+redis.call('ZREM', KEYS[5], KEYS[3])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('XADD', KEYS[4], '*', 'requestId', '', 'state', 'passkey', 'actor', ARGV[8], 'detail', ARGV[7])
@@ -178,11 +179,12 @@ export class PasskeyStore {
     };
     const result = await this.redis.eval(
       ADD,
-      4,
+      5,
       this.key(teamId, user),
       this.owners,
       passkey.link,
       this.audit,
+      registrationLinksKey(this.prefix, teamId, user),
       credential.id,
       JSON.stringify(stored),
       `${teamId}:${user}`,

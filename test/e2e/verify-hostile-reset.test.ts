@@ -249,6 +249,13 @@ describe('passkeys and their resets under attack', () => {
     expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
   });
 
+  it('a registration link used up gives its place back: after registering, the person may again hold the cap of open links', async () => {
+    await registerFirst(USERS.lead2, new SoftPasskey(publicUrl));
+    // The used link no longer counts: the full cap of fresh links is sent.
+    for (let i = 0; i < OPEN_REGISTRATION_LINKS; i++)
+      expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
+  });
+
   it('a request whose headers never finish is answered 408 and closed, well before Node’s default minute', async () => {
     const socket = connect(h.bot.port ?? 0, '127.0.0.1');
     const ended = new Promise<string>((resolve) => {
