@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sealKeyProblem } from './seal-keys.ts';
 import { TRACING_ENV_SHAPE, TracingConfigError, tracingConfig } from './tracing-env.ts';
 
 /** A whole cloud API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
@@ -53,6 +54,12 @@ const proxyUrl = z.string().refine((v) => /^https?:\/\//.test(v) && URL.canParse
 });
 
 const STARTUP_SECONDS = 'expected whole seconds from 5 to 600, such as 30';
+
+/** A sealing key: at least 32 random bytes as hex or base64 (src/config/seal-keys.ts); the message never shows it. */
+const sealKey = z.string().superRefine((value, ctx) => {
+  const problem = sealKeyProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem.message });
+});
 
 const envSchema = z.object({
   SLACK_BOT_TOKEN: z
@@ -168,7 +175,16 @@ const envSchema = z.object({
       message: 'expected acr values separated by single spaces, e.g. "phr phrh"',
     })
     .optional(),
+  /**
+   * Seals every decision that lets a request run, and the keys of the audit chain and the page's sessions are
+   * derived from it (docs/configuration.md#seal-key). Required by every role; the bot never makes one up.
+   */
+  SEAL_KEY: sealKey.optional(),
+  /** The key before the current one, during a rotation: accepted for checking seals, never for sealing. */
+  SEAL_KEY_PREVIOUS: sealKey.optional(),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
+  /** `1`: read POLICY_FILE again when it changes (its folder is watched: a ConfigMap swaps a symlink). */
+  POLICY_WATCH: z.enum(['0', '1'], { message: 'expected 1 (watch the policy file) or 0' }).default('0'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

@@ -45,7 +45,13 @@ export class ExecuteProcessor {
 
   /** What the lock's script needs ({@link lockAndStart}). */
   private get parts() {
-    return { lock: this.lock, markers: this.markers, vmFacts: this.deps.vmFacts, prefix: this.deps.prefix };
+    return {
+      lock: this.lock,
+      markers: this.markers,
+      vmFacts: this.deps.vmFacts,
+      prefix: this.deps.prefix,
+      store: this.deps.store,
+    };
   }
 
   /** The BullMQ processor. */

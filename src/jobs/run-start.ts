@@ -1,6 +1,7 @@
 import { LuaScript } from '../requests/lua.ts';
+import type { RequestStore } from '../requests/store.ts';
 import { requestKeys } from '../requests/store-keys.ts';
-import { AUDIT_APPEND_LUA, AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../requests/store-scripts.ts';
+import { AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../requests/store-scripts.ts';
 import type { CloudRequest } from '../requests/types.ts';
 import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../requests/vm-facts.ts';
 import { MARKER_TTL_S, type SendMarkers } from './send-markers.ts';
@@ -17,11 +18,14 @@ import { type HeldLock, pairsToRecord, type VmLock } from './vm-lock.ts';
  * the worker decides in TypeScript as before. The re-check before the POST comes after, on the facts returned: a
  * refusal ends the request "not sent" from sending, as a scheduled run's refusal does.
  *
- * KEYS: lock, request, the VM's facts, step 0's marker, audit, awaiting-run. ARGV: token, lock ttl ms, project uuid
+ * The audit entry of the move is chained right after, by the store ({@link RequestStore.record}): its hash needs the
+ * whole entry, which the script cannot make.
+ *
+ * KEYS: lock, request, the VM's facts, step 0's marker, audit (unused), awaiting-run. ARGV: token, lock ttl ms, project uuid
  * (lower case), vmid, now ms, at (ISO), marker ttl s, request id. Answers {0} (lock held elsewhere), {1, json, facts}
  * (read only) or {2, moved json, facts}.
  */
-const START_RUN = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${MOVE_STATE_LUA}
+const START_RUN = new LuaScript(`${AWAITING_RUN_LUA}${MOVE_STATE_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
 local json = redis.call('GET', KEYS[2])
 local facts = redis.call('HGETALL', KEYS[3])
@@ -39,8 +43,6 @@ if not moved then return {1, json, facts} end
 redis.call('SET', KEYS[2], moved)
 redis.call('SET', KEYS[4], ARGV[6], 'EX', ARGV[7])
 index_awaiting_run(KEYS[6], 'sending', ARGV[5], ARGV[8])
-audit_append(KEYS[5], ARGV[5],
-  {'requestId', ARGV[8], 'state', 'sending', 'actor', 'cloudops', 'at', ARGV[6], 'detail', 'sending step 1'})
 return {2, moved, facts}
 `);
 
@@ -57,7 +59,7 @@ export interface RunStart {
 
 /** Takes the VM's lock for a request's run ({@link START_RUN}); undefined when another job holds it. */
 export async function lockAndStart(
-  parts: { lock: VmLock; markers: SendMarkers; vmFacts: VmFactsStore; prefix: string },
+  parts: { lock: VmLock; markers: SendMarkers; vmFacts: VmFactsStore; prefix: string; store: RequestStore },
   vm: { projectUuid: string; vmid: number },
   requestId: string,
   at: Date,
@@ -78,11 +80,18 @@ export async function lockAndStart(
   );
   if (!taken) return undefined;
   const [answer, json, facts] = taken.reply as [number, string | null, string[]?];
+  const started = Number(answer) === 2;
+  if (started && typeof json === 'string')
+    await parts.store.record(JSON.parse(json) as CloudRequest, {
+      state: 'sending',
+      actor: 'cloudops',
+      detail: 'sending step 1',
+    });
   return {
     lock: taken.lock,
     // Parsed from the text stored, so the next compare-and-set's SHA-1 of this copy is the stored one's.
     request: typeof json === 'string' ? (JSON.parse(json) as CloudRequest) : undefined,
     recorded: recordedFacts(pairsToRecord(facts ?? [])),
-    started: Number(answer) === 2,
+    started,
   };
 }

@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import {
+  AuditAppender,
+  type AuditContext,
+  chainKeys,
+  entryArgs,
+  MAX_CHAIN_ROUNDS,
+  NO_AUDIT_CONTEXT,
+} from './audit/append.ts';
+import { requestEntry } from './audit/entry.ts';
+import {
   inStorageOrder,
   leaseIndex,
   peopleOf,
@@ -17,6 +26,7 @@ import {
 } from './store-keys.ts';
 import {
   DAY_MS,
+  DEFAULT_AUDIT_RETENTION_DAYS,
   DEFAULT_RETENTION_DAYS,
   type RetentionScope,
   removeExpired,
@@ -83,6 +93,10 @@ export class RequestStore {
   private readonly keys: RequestKeys;
   private readonly now: () => Date;
   private readonly retention: RetentionScope;
+  private readonly audit: AuditContext;
+  private readonly headKey: string;
+  /** Chains this store's entries; it keeps the head as last seen, so a write chains after it and learns a newer one. */
+  private readonly chain: AuditAppender;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -90,35 +104,43 @@ export class RequestStore {
       prefix: string;
       now?: () => Date;
       retentionDays?: number;
+      /** `audit_retention_days`, read at each sweep (default 400). */
+      auditRetentionDays?: number | (() => number);
       /** The audit export is on (AUDIT_WEBHOOK_URL): retention keeps every audit entry it has not shipped. */
       exportsAudit?: boolean;
+      /** Seals the audit entries and names the policy version in them. */
+      audit?: AuditContext;
     },
   ) {
     this.keys = requestKeys(options.prefix);
+    this.audit = options.audit ?? NO_AUDIT_CONTEXT;
+    this.headKey = chainKeys(options.prefix).head;
     this.now = options.now ?? (() => new Date());
+    this.chain = new AuditAppender(redis, options.prefix, this.audit, this.now);
     this.retention = {
       redis,
       keys: this.keys,
       now: this.now,
       retentionMs: (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS,
       exportsAudit: options.exportsAudit ?? false,
+      auditRetentionMs: () => {
+        const days = options.auditRetentionDays;
+        return (typeof days === 'function' ? days() : (days ?? DEFAULT_AUDIT_RETENTION_DAYS)) * DAY_MS;
+      },
+      sealer: this.audit.sealer,
     };
   }
 
   /** Stores a new request with a fresh id; audits 'created' (with `createdDetail`, e.g. the rule applied) and its initial state. */
   async create(input: NewRequest, actor: string, createdDetail?: string): Promise<CloudRequest> {
     const at = this.now();
-    for (;;) {
-      const request: CloudRequest = inStorageOrder({
-        ...input,
-        id: newRequestId(),
-        version: 1,
-        revision: 1,
-        createdAt: at.toISOString(),
-        updatedAt: at.toISOString(),
-        nextStep: 0,
-        outcomes: [],
-      });
+    let request = this.newRequest(input, at);
+    for (let round = 0; round < MAX_CHAIN_ROUNDS; round++) {
+      const version = this.audit.policyVersion();
+      const reservation = await this.chain.reserve([
+        requestEntry(request, { act: 'created', actor, details: createdDetail }, request.createdAt, version),
+        requestEntry(request, { act: request.state, actor }, request.createdAt, version),
+      ]);
       const created = await CREATE.run(
         this.redis,
         [
@@ -128,6 +150,7 @@ export class RequestStore {
           this.keys.awaitingRun,
           this.keys.created,
           this.keys.requestedBy(request.requester),
+          this.headKey,
           ...peopleOf(request).map(this.keys.involving),
         ],
         [
@@ -135,17 +158,55 @@ export class RequestStore {
           at.getTime(),
           request.id,
           request.state,
-          actor,
-          request.createdAt,
+          reservation.prev,
+          '',
           at.getTime(),
           CHANNEL_INDEX_KEEP,
           REQUESTER_INDEX_KEEP,
-          createdDetail ?? '',
+          ...entryArgs(reservation.entries),
         ],
-      );
-      // A collision of two random ids is astronomically rare; draw again rather than overwrite.
+      ).catch((error: unknown) => {
+        this.chain.settle(reservation, { written: false });
+        throw error;
+      });
       if (created === 1) return request;
+      if (Array.isArray(created)) {
+        this.chain.settle(reservation, { written: false, head: String(created[1] ?? '') });
+        continue;
+      }
+      this.chain.settle(reservation, { written: false });
+      // A collision of two random ids is astronomically rare; draw again rather than overwrite.
+      request = this.newRequest(input, at);
     }
+    throw new Error('the audit chain kept moving: too many concurrent writes');
+  }
+
+  private newRequest(input: NewRequest, at: Date): CloudRequest {
+    return inStorageOrder({
+      ...input,
+      id: newRequestId(),
+      version: 1,
+      revision: 1,
+      createdAt: at.toISOString(),
+      updatedAt: at.toISOString(),
+      nextStep: 0,
+      outcomes: [],
+    });
+  }
+
+  /**
+   * Records `act` on `request` in the audit chain without writing the request: for a move another script made (the
+   * worker's lock script moves a plain run to sending in the same round trip as the lock).
+   */
+  async record(request: CloudRequest, act: { state: string; actor: string; detail?: string }): Promise<void> {
+    await this.chain.append([
+      requestEntry(
+        request,
+        { act: act.state, actor: act.actor, details: act.detail },
+        request.updatedAt,
+        this.audit.policyVersion(),
+      ),
+    ]);
   }
 
   /** The request, or undefined when there is none with this id. */
@@ -389,6 +450,21 @@ export class RequestStore {
         revision: revisionOf(current) + (revised(current, planned.next) ? 1 : 0),
         updatedAt: at.toISOString(),
       });
+      const version = this.audit.policyVersion();
+      const reservation = await this.chain.reserve(
+        [planned.audit, planned.alsoAudit]
+          .filter((write): write is AuditWrite => write !== undefined)
+          .map((write) =>
+            requestEntry(
+              next,
+              { act: write.state, actor: write.actor, details: write.detail },
+              next.updatedAt,
+              version,
+            ),
+          ),
+      );
+      const { entries, prev } = reservation;
+      const [first, second] = entries;
       const reply = (await CAS.run(
         this.redis,
         [
@@ -397,6 +473,7 @@ export class RequestStore {
           this.keys.awaitingRun,
           this.keys.retention,
           this.keys.leases,
+          this.headKey,
           ...(vmFacts ? [vmFacts.key] : []),
           ...peopleOf(next, current).map(this.keys.involving),
         ],
@@ -405,23 +482,32 @@ export class RequestStore {
           JSON.stringify(next),
           at.getTime(),
           id,
-          planned.audit?.state ?? '',
-          planned.audit?.actor ?? '',
-          next.updatedAt,
-          planned.audit?.detail ?? '',
+          first?.json ?? '',
+          first?.hash ?? '',
+          prev,
+          first?.seal ?? '',
           FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
           FINAL_STATES.includes(next.state) ? '1' : '',
           next.state !== current.state ? next.state : '',
           leaseIndex(current, next),
           vmFacts ? '1' : '',
-          planned.alsoAudit?.state ?? '',
-          planned.alsoAudit?.actor ?? '',
-          planned.alsoAudit?.detail ?? '',
+          second?.json ?? '',
+          second?.hash ?? '',
+          second?.seal ?? '',
           ...(vmFacts?.args ?? []),
         ],
-      )) as [string, string?];
+      ).catch((error: unknown) => {
+        this.chain.settle(reservation, { written: false });
+        throw error;
+      })) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };
+      this.chain.settle(reservation, {
+        written: false,
+        head: reply[0] === 'chain' ? (reply[1] ?? '') : undefined,
+      });
       if (reply[0] === 'not_found') return { ok: false, reason: 'not_found' };
+      // Another writer appended first: the same change, chained after what it wrote.
+      if (reply[0] === 'chain') continue;
       // Someone else wrote first (or the caller's copy was behind): decide again on what the store holds.
       json = reply[1] ?? null;
       fromStore = true;

@@ -1,5 +1,6 @@
 import type { LeaseReturn, LeaseTerm } from '../rules/lease.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
+import type { AuditRecord } from './audit/chain.ts';
 import type { VerifiedBy, VerifyMethod } from './verification.ts';
 
 export type RequestKind = 'resize' | 'restore';
@@ -270,7 +271,9 @@ export type AuditNote =
   /** An agent disabled or enabled (`cloudops agents`): an entry of no request. */
   | 'agent'
   /** A passkey registered or reset (src/verify/, `cloudops passkeys reset`): an entry of no request. */
-  | 'passkey';
+  | 'passkey'
+  /** The policy file was reloaded with a new version: an entry of no request. */
+  | 'policy_changed';
 
 /** One line of the audit log. */
 export interface AuditEntry {
@@ -281,6 +284,8 @@ export interface AuditEntry {
   actor: string;
   at: string;
   detail?: string;
+  /** The whole entry as chained (absent on entries written before the chain): what the export and verify read. */
+  record?: AuditRecord;
 }
 
 /** The arrows of the state machine documented on {@link RequestState}; `RequestStore.transition` refuses any other. */

@@ -9,7 +9,9 @@ import {
 } from '@simplewebauthn/server';
 import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
-import { requestKeys } from '../requests/store.ts';
+import { AuditAppender, type AuditContext, NO_AUDIT_CONTEXT } from '../requests/audit/append.ts';
+import type { AuditRequester } from '../requests/audit/chain.ts';
+import { standaloneEntry } from '../requests/audit/entry.ts';
 
 /*
  * Passkeys (WebAuthn) of Slack users, per workspace: the public key and the signature counter of each credential,
@@ -39,14 +41,26 @@ export function relyingParty(publicUrl: string): RelyingParty {
 
 /** The passkeys of every Slack user, on Redis under the cluster's prefix. */
 export class PasskeyStore {
-  private readonly audit: string;
+  private readonly audit: AuditAppender;
 
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly prefix: string,
     private readonly now: () => Date,
+    audit: AuditContext = NO_AUDIT_CONTEXT,
   ) {
-    this.audit = requestKeys(prefix).audit;
+    this.audit = new AuditAppender(redis, prefix, audit, now);
+  }
+
+  /** Records a passkey act of no request in the audit chain. */
+  private async record(actor: string, details: string, requester?: AuditRequester): Promise<void> {
+    await this.audit.append([
+      standaloneEntry(
+        { act: 'passkey', actor, details, ...(requester ? { requester } : {}) },
+        this.now().toISOString(),
+        this.audit.policyVersion(),
+      ),
+    ]);
   }
 
   private key(teamId: string, user: string): string {
@@ -84,10 +98,8 @@ export class PasskeyStore {
       ...(credential.transports ? { transports: credential.transports } : {}),
       createdAt: this.now().toISOString(),
     };
-    const multi = this.redis.multi().hset(this.key(teamId, user), credential.id, JSON.stringify(stored));
-    if (detail)
-      multi.xadd(this.audit, '*', 'requestId', '', 'state', 'passkey', 'actor', user, 'detail', detail);
-    await multi.exec();
+    await this.redis.hset(this.key(teamId, user), credential.id, JSON.stringify(stored));
+    if (detail) await this.record(user, detail);
   }
 
   /** Updates the signature counter after an assertion, keeping the rest. */
@@ -99,26 +111,14 @@ export class PasskeyStore {
   }
 
   /** Removes every passkey of `user` (`cloudops passkeys reset`), audited as `actor`; how many there were. */
-  async reset(teamId: string, user: string, actor: string): Promise<number> {
+  async reset(teamId: string, user: string, actor: string, requester?: AuditRequester): Promise<number> {
     const key = this.key(teamId, user);
-    const count = await this.redis.hlen(key);
-    await this.redis
-      .multi()
-      .del(key)
-      .xadd(
-        this.audit,
-        '*',
-        'requestId',
-        '',
-        'state',
-        'passkey',
-        'actor',
-        actor,
-        'detail',
-        `reset the passkeys of ${user} (${count} removed)`,
-      )
-      .exec();
-    return count;
+    const [[, count] = [null, 0]] = ((await this.redis.multi().hlen(key).del(key).exec()) ?? []) as [
+      unknown,
+      number,
+    ][];
+    await this.record(actor, `reset the passkeys of ${user} (${Number(count)} removed)`, requester);
+    return Number(count);
   }
 }
 

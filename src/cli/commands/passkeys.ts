@@ -1,27 +1,23 @@
-import { userInfo } from 'node:os';
 import { redisKeyPrefix } from '../../config/redis-connection.ts';
 import { PasskeyStore } from '../../verify/passkeys.ts';
+import { cliAuditContext, cliOperator } from '../audit-context.ts';
 import { policyOf } from '../cloud.ts';
 import { CliError, type CliIo, UsageError, write } from '../io.ts';
 import { withCliRedis } from '../redis.ts';
 
 export const PASSKEYS_USAGE = 'cloudops passkeys reset <slack-user-id>';
 
-/** Who ran the command, for the audit: the operating-system user. */
-function operator(): string {
-  try {
-    return `cli:${userInfo().username}`;
-  } catch {
-    return 'cli';
-  }
-}
-
 /**
  * `cloudops passkeys reset <user>`: removes every passkey of a Slack user of the policy's workspace, audited. Their
  * next registration is then a first one again (docs/policy.md#verified-approvals): for someone who lost their
  * passkey, or whose Slack session registered one that was not theirs.
  */
-export async function passkeysCommand(io: CliIo, args: string[], json: boolean): Promise<number> {
+export async function passkeysCommand(
+  io: CliIo,
+  args: string[],
+  json: boolean,
+  as?: string,
+): Promise<number> {
   const [sub, user, ...extra] = args;
   if (sub !== 'reset' || user === undefined || extra.length > 0)
     throw new UsageError(`usage: ${PASSKEYS_USAGE}`);
@@ -30,8 +26,14 @@ export async function passkeysCommand(io: CliIo, args: string[], json: boolean):
   const policy = await policyOf(io);
   const team = policy.workspace;
   if (!team) throw new CliError(`${io.env.POLICY_FILE} names no workspace; passkeys are kept per workspace`);
+  const operator = cliOperator(as);
   const removed = await withCliRedis(io.env, (redis) =>
-    new PasskeyStore(redis, redisKeyPrefix(io.env), io.now).reset(team, user, operator()),
+    new PasskeyStore(redis, redisKeyPrefix(io.env), io.now, cliAuditContext(io)).reset(
+      team,
+      user,
+      operator.actor,
+      operator.requester,
+    ),
   );
   if (json) await write(io.stdout, `${JSON.stringify({ user, removed })}\n`);
   else

@@ -1,0 +1,156 @@
+/**
+ * Appending to the audit chain from outside a request's write (a policy change, an agent disabled, a passkey
+ * registered or reset, a run started by the worker's lock script): the same chaining as the store's scripts, in a
+ * script of its own that writes only if the chain's head is still the one chained after.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { LuaScript } from '../lua.ts';
+import { requestKeys } from '../store-keys.ts';
+import { AUDIT_APPEND_LUA } from '../store-scripts.ts';
+import { type AuditBody, type AuditSealer, chainAfter, type SealedEntry } from './chain.ts';
+
+/** What every writer of the audit needs: the seal keys (when SEAL_KEY is set) and the policy's version now. */
+export interface AuditContext {
+  sealer?: AuditSealer;
+  /** The version of the policy the process holds now (12 hex digits). */
+  policyVersion: () => string | null;
+}
+
+/** No seal, no policy version: tests and tools that write no decisions. */
+export const NO_AUDIT_CONTEXT: AuditContext = { policyVersion: () => null };
+
+/** Rounds before giving up on a chain every other writer keeps moving: only under pathological contention. */
+export const MAX_CHAIN_ROUNDS = 50;
+
+/** The chain kept moving under a writer for {@link MAX_CHAIN_ROUNDS} rounds. */
+export class AuditChainBusyError extends Error {
+  override readonly name = 'AuditChainBusyError';
+  readonly code = 'AUDIT_CHAIN_BUSY';
+}
+
+/** The key names of the chain beside the stream. */
+export function chainKeys(prefix: string) {
+  const keys = requestKeys(prefix);
+  return {
+    stream: keys.audit,
+    head: keys.auditHead,
+    anchor: keys.auditAnchor,
+    /** Set once per policy version across the deployment: its `policy_changed` entry is written once. */
+    policyChanged: (version: string) => `${prefix}:policy-changed:${version}`,
+  };
+}
+
+/** The script's arguments for each sealed entry: canonical JSON, hash, seal. */
+export function entryArgs(entries: SealedEntry[]): string[] {
+  return entries.flatMap((entry) => [entry.json, entry.hash, entry.seal]);
+}
+
+/**
+ * KEYS: audit stream, chain head, and optionally a key that must not exist yet (set by the append: a once-only
+ * entry). ARGV: now ms, the head chained after, then each entry's JSON, hash and seal. Answers {'ok'},
+ * {'chain', head} (the head moved: nothing written) or {'dup'} (the once-only key exists: nothing written).
+ */
+const APPEND = new LuaScript(`${AUDIT_APPEND_LUA}
+local head = chain_head(KEYS[2])
+if head ~= ARGV[2] then return {'chain', head} end
+if KEYS[3] and not redis.call('SET', KEYS[3], '1', 'NX') then return {'dup'} end
+for i = 3, #ARGV, 3 do audit_append(KEYS[1], KEYS[2], ARGV[1], ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+return {'ok'}
+`);
+
+/** Entries chained after the head this writer expected; see {@link AuditAppender.reserve}. */
+export interface Reservation {
+  prev: string;
+  entries: SealedEntry[];
+  /** The writer's count of reservations when this one was made. */
+  generation: number;
+}
+
+/**
+ * Chains entries onto one prefix's audit chain. A process chains its own writes one after another without waiting
+ * for each to land: each reservation takes the head as this writer expects it and moves it to its own last hash at
+ * once, and the writes leave on one connection in that order, which Redis keeps. A write that does not land (the
+ * request changed, or another process appended first) puts the head back or learns the one Redis answered with, and
+ * the writer chains again.
+ */
+export class AuditAppender {
+  private readonly keys: ReturnType<typeof chainKeys>;
+  private head: string | undefined;
+  private generation = 0;
+  private loading: Promise<string> | undefined;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly prefix: string,
+    readonly context: AuditContext,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.keys = chainKeys(prefix);
+  }
+
+  /** Chains `bodies` after the head as this writer expects it, and expects its own last hash from now on. */
+  async reserve(bodies: Omit<AuditBody, 'prev'>[]): Promise<Reservation> {
+    if (bodies.length === 0) return { prev: '', entries: [], generation: this.generation };
+    if (this.head === undefined) {
+      this.loading ??= this.redis.get(this.keys.head).then(
+        (head) => head ?? '',
+        (error: unknown) => {
+          this.loading = undefined;
+          throw error;
+        },
+      );
+      const fetched = await this.loading;
+      this.loading = undefined;
+      this.head ??= fetched;
+    }
+    const prev = this.head;
+    const entries = chainAfter(prev, bodies, this.context.sealer);
+    if (entries.length > 0) {
+      this.head = entries.at(-1)?.hash;
+      this.generation++;
+    }
+    return { prev, entries, generation: this.generation };
+  }
+
+  /**
+   * What became of a reservation's write: written, refused because the head moved (`head`: the one Redis holds), or
+   * not written for another reason. Only the latest reservation corrects the expected head: later ones chained on an
+   * entry that did not land fail in their turn, and the last of them corrects it.
+   */
+  settle(reservation: Reservation, outcome: { written: true } | { written: false; head?: string }): void {
+    if (outcome.written || reservation.entries.length === 0) return;
+    if (reservation.generation !== this.generation) return;
+    this.head = outcome.head ?? reservation.prev;
+  }
+
+  /**
+   * Appends `bodies` (each without `prev`) in order, as one write. With `once`, only the first writer of that name
+   * across the deployment writes (answers 'dup' otherwise).
+   */
+  async append(bodies: Omit<AuditBody, 'prev'>[], once?: string): Promise<'ok' | 'dup'> {
+    for (let round = 0; round < MAX_CHAIN_ROUNDS; round++) {
+      const reservation = await this.reserve(bodies);
+      const reply = (await APPEND.run(
+        this.redis,
+        [this.keys.stream, this.keys.head, ...(once ? [once] : [])],
+        [this.now().getTime(), reservation.prev, ...entryArgs(reservation.entries)],
+      ).catch((error: unknown) => {
+        this.settle(reservation, { written: false });
+        throw error;
+      })) as [string, string?];
+      if (reply[0] === 'ok') return 'ok';
+      if (reply[0] === 'chain') {
+        this.settle(reservation, { written: false, head: reply[1] ?? '' });
+        continue;
+      }
+      this.settle(reservation, { written: false });
+      return 'dup';
+    }
+    throw new AuditChainBusyError(`the audit chain of ${this.prefix} kept moving`);
+  }
+
+  /** The policy's version now, as entries record it. */
+  policyVersion(): string | null {
+    return this.context.policyVersion();
+  }
+}
