@@ -1,11 +1,12 @@
 /** Who runs a CLI command and how its audit entries are sealed: the operator's side of the audit chain. */
+
+import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { policyVersionOf } from '../config/policy.ts';
 import { sealKeysFrom } from '../config/seal-keys.ts';
 import type { AuditContext } from '../requests/audit/append.ts';
 import type { AuditRequester } from '../requests/audit/chain.ts';
 import type { CliIo } from './io.ts';
-import { readFileSync } from 'node:fs';
 
 /** The operator as the audit records them: the OS user and host, and the name given with `--as`. */
 export interface CliOperator {

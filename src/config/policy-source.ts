@@ -112,7 +112,8 @@ function names(list: string[]): string {
 /** A scalar as the summary shows it; anything larger is only said to have changed. */
 function shown(value: unknown): string | undefined {
   if (value === undefined) return 'unset';
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+    return String(value);
   return undefined;
 }
 

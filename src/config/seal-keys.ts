@@ -92,7 +92,8 @@ function keyOf(variable: 'SEAL_KEY' | 'SEAL_KEY_PREVIOUS', value: string) {
  */
 export function sealKeysFrom(current: string, previous?: string): SealKeys {
   const now = keyOf('SEAL_KEY', current);
-  const before = previous === undefined || previous.trim() === '' ? undefined : keyOf('SEAL_KEY_PREVIOUS', previous);
+  const before =
+    previous === undefined || previous.trim() === '' ? undefined : keyOf('SEAL_KEY_PREVIOUS', previous);
   const keys = before && before.kid !== now.kid ? [now, before] : [now];
   return {
     kid: now.kid,

@@ -1,29 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import {
-  AuditAppender,
-  type AuditContext,
-  chainKeys,
-  entryArgs,
-  MAX_CHAIN_ROUNDS,
-  NO_AUDIT_CONTEXT,
-} from './audit/append.ts';
+import { AuditAppender, type AuditContext, MAX_CHAIN_ROUNDS, NO_AUDIT_CONTEXT } from './audit/append.ts';
 import { requestEntry } from './audit/entry.ts';
-import {
-  inStorageOrder,
-  leaseIndex,
-  peopleOf,
-  revised,
-  stripProtected,
-  verifiedDetail,
-} from './store-changes.ts';
-import {
-  CHANNEL_INDEX_KEEP,
-  newRequestId,
-  REQUESTER_INDEX_KEEP,
-  type RequestKeys,
-  requestKeys,
-} from './store-keys.ts';
+import { inStorageOrder, revised, stripProtected, verifiedDetail } from './store-changes.ts';
+import { newRequestId, type RequestKeys, requestKeys } from './store-keys.ts';
 import {
   DAY_MS,
   DEFAULT_AUDIT_RETENTION_DAYS,
@@ -33,6 +12,7 @@ import {
   type UnshippedAudit,
 } from './store-retention.ts';
 import { CAS, CREATE } from './store-scripts.ts';
+import { casArgs, createArgs } from './store-writes.ts';
 import {
   ALLOWED_TRANSITIONS,
   type AuditNote,
@@ -94,7 +74,6 @@ export class RequestStore {
   private readonly now: () => Date;
   private readonly retention: RetentionScope;
   private readonly audit: AuditContext;
-  private readonly headKey: string;
   /** Chains this store's entries; it keeps the head as last seen, so a write chains after it and learns a newer one. */
   private readonly chain: AuditAppender;
 
@@ -114,7 +93,6 @@ export class RequestStore {
   ) {
     this.keys = requestKeys(options.prefix);
     this.audit = options.audit ?? NO_AUDIT_CONTEXT;
-    this.headKey = chainKeys(options.prefix).head;
     this.now = options.now ?? (() => new Date());
     this.chain = new AuditAppender(redis, options.prefix, this.audit, this.now);
     this.retention = {
@@ -141,34 +119,12 @@ export class RequestStore {
         requestEntry(request, { act: 'created', actor, details: createdDetail }, request.createdAt, version),
         requestEntry(request, { act: request.state, actor }, request.createdAt, version),
       ]);
-      const created = await CREATE.run(
-        this.redis,
-        [
-          this.keys.request(request.id),
-          this.keys.channel(request.channel),
-          this.keys.audit,
-          this.keys.awaitingRun,
-          this.keys.created,
-          this.keys.requestedBy(request.requester),
-          this.headKey,
-          ...peopleOf(request).map(this.keys.involving),
-        ],
-        [
-          JSON.stringify(request),
-          at.getTime(),
-          request.id,
-          request.state,
-          reservation.prev,
-          '',
-          at.getTime(),
-          CHANNEL_INDEX_KEEP,
-          REQUESTER_INDEX_KEEP,
-          ...entryArgs(reservation.entries),
-        ],
-      ).catch((error: unknown) => {
-        this.chain.settle(reservation, { written: false });
-        throw error;
-      });
+      const created = await CREATE.run(this.redis, ...createArgs(this.keys, request, at, reservation)).catch(
+        (error: unknown) => {
+          this.chain.settle(reservation, { written: false });
+          throw error;
+        },
+      );
       if (created === 1) return request;
       if (Array.isArray(created)) {
         this.chain.settle(reservation, { written: false, head: String(created[1] ?? '') });
@@ -463,39 +419,9 @@ export class RequestStore {
             ),
           ),
       );
-      const { entries, prev } = reservation;
-      const [first, second] = entries;
       const reply = (await CAS.run(
         this.redis,
-        [
-          this.keys.request(id),
-          this.keys.audit,
-          this.keys.awaitingRun,
-          this.keys.retention,
-          this.keys.leases,
-          this.headKey,
-          ...(vmFacts ? [vmFacts.key] : []),
-          ...peopleOf(next, current).map(this.keys.involving),
-        ],
-        [
-          createHash('sha1').update(json).digest('hex'),
-          JSON.stringify(next),
-          at.getTime(),
-          id,
-          first?.json ?? '',
-          first?.hash ?? '',
-          prev,
-          first?.seal ?? '',
-          FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
-          FINAL_STATES.includes(next.state) ? '1' : '',
-          next.state !== current.state ? next.state : '',
-          leaseIndex(current, next),
-          vmFacts ? '1' : '',
-          second?.json ?? '',
-          second?.hash ?? '',
-          second?.seal ?? '',
-          ...(vmFacts?.args ?? []),
-        ],
+        ...casArgs(this.keys, { json, current, next, at, reservation, vmFacts }),
       ).catch((error: unknown) => {
         this.chain.settle(reservation, { written: false });
         throw error;

@@ -10,6 +10,7 @@ import type { PriceSource } from '../cloud/price-cache.ts';
 import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
+import type { PolicySource } from '../config/policy-source.ts';
 import {
   type RedisClient,
   type RedisTarget,
@@ -17,6 +18,7 @@ import {
   redisTarget,
   type watchReplicas,
 } from '../config/redis-connection.ts';
+import { sealKeysFrom } from '../config/seal-keys.ts';
 import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import type { Queues } from '../jobs/queues.ts';
@@ -25,6 +27,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
+import type { AuditContext } from '../requests/audit/append.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
 import { RequestLifecycle } from '../requests/lifecycle/index.ts';
 import { RequestStore } from '../requests/store.ts';
@@ -52,6 +55,8 @@ export type Role = 'web' | 'worker' | 'scheduler';
 export interface Core {
   env: Env;
   policy: Policy;
+  /** Seals the audit entries every writer of this process appends, and names the policy version in them. */
+  audit: AuditContext;
   options: StartOptions;
   now: () => Date;
   logger: Logger;
@@ -106,9 +111,15 @@ export async function openCore(
     secrets: string[];
     stages: ShutdownStages;
     deadline: StartupDeadline;
+    /** Where the policy's version is read (the policy itself arrives as a live view of it). */
+    policySource: PolicySource;
   },
 ): Promise<Core> {
   const { logger, metrics, stages, deadline } = parts;
+  const audit: AuditContext = {
+    ...(env.SEAL_KEY ? { sealer: sealKeysFrom(env.SEAL_KEY, env.SEAL_KEY_PREVIOUS) } : {}),
+    policyVersion: () => parts.policySource.version(),
+  };
   const now = options.now ?? (() => new Date());
   const prefix = redisKeyPrefix(env);
   const runs = (role: Role) => env.ROLE === 'all' || env.ROLE === role;
@@ -141,6 +152,8 @@ export async function openCore(
     prefix,
     now,
     retentionDays,
+    auditRetentionDays: () => policy.audit_retention_days,
+    audit,
     exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
   });
   const queues = openQueues(queueRedis, prefix, (error, queue) => redisLog.failure(error, { queue }));
@@ -160,6 +173,7 @@ export async function openCore(
     metrics,
     secrets: parts.secrets,
     userGroups,
+    audit,
   });
   // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
@@ -211,7 +225,11 @@ export async function openCore(
     workerRequests,
     digests,
     charts: charts(fastRedis),
-    readiness: readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
+    readiness: {
+      ...readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
+      policyVersion: () => parts.policySource.version(),
+    },
+    audit,
     stages,
     deadline,
   };

@@ -23,6 +23,7 @@ import { createAgentServer } from '../mcp/server.ts';
 import type { McpDeps } from '../mcp/tools.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics } from '../observability/metrics.ts';
+import { type AuditContext, NO_AUDIT_CONTEXT } from '../requests/audit/append.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import { openCloudClient, openQueues, openSlackApi } from './clients.ts';
 import type { Core } from './core.ts';
@@ -54,7 +55,7 @@ export async function startMcp(core: Core): Promise<number | undefined> {
     requests: core.requests,
     vmFacts: core.vmFacts,
     prices: core.prices,
-    controls: new AgentControls(core.fastRedis, core.prefix, core.now),
+    controls: new AgentControls(core.fastRedis, core.prefix, core.now, core.audit),
     changes,
     now: core.now,
     logger,
@@ -105,6 +106,7 @@ export async function serveMcpStdio(
   policy: Policy,
   token: string | undefined,
   streams: { stdin?: NodeJS.ReadableStream; stdout?: NodeJS.WritableStream } = {},
+  audit: AuditContext = NO_AUDIT_CONTEXT,
 ): Promise<void> {
   const agent = token ? agentForToken(policy.agents, token) : undefined;
   if (!agent)
@@ -142,6 +144,7 @@ export async function serveMcpStdio(
       metrics,
       secrets,
       userGroups: env.SLACK_BOT_TOKEN ? createUserGroups(slack, { logger }) : undefined,
+      audit,
     });
     const deps: McpDeps = {
       policy,
@@ -149,7 +152,7 @@ export async function serveMcpStdio(
       requests,
       vmFacts,
       prices,
-      controls: new AgentControls(redis, redisKeyPrefix(env), now),
+      controls: new AgentControls(redis, redisKeyPrefix(env), now, audit),
       changes,
       now,
       logger,

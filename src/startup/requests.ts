@@ -14,6 +14,7 @@ import { AgentControls } from '../mcp/agent-state.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { createApprovalPolicy, type UserGroups } from '../requests/approvers.ts';
+import type { AuditContext } from '../requests/audit/append.ts';
 import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle/index.ts';
 import { RequestStore } from '../requests/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
@@ -31,9 +32,17 @@ export function openRequests(parts: {
   secrets: string[];
   /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
   userGroups?: UserGroups;
+  /** Seals the audit entries and names the policy version in them. */
+  audit?: AuditContext;
 }) {
   const { redis, queues, policy, prefix, now } = parts;
-  const store = new RequestStore(redis, { prefix, now, retentionDays: policy.retention_days });
+  const store = new RequestStore(redis, {
+    prefix,
+    now,
+    retentionDays: policy.retention_days,
+    auditRetentionDays: () => policy.audit_retention_days,
+    audit: parts.audit,
+  });
   const vmFacts = new VmFactsStore(redis, { prefix });
   const prices = createPriceCache(parts.cloud);
   const approvals = createApprovalPolicy(policy, parts.userGroups);
@@ -48,7 +57,7 @@ export function openRequests(parts: {
     metrics: parts.metrics,
     vmFacts,
     secrets: parts.secrets,
-    agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
+    agentDisabled: (name) => new AgentControls(redis, prefix, now, parts.audit).isDisabled(name),
   };
   return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
 }

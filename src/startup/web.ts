@@ -52,7 +52,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       ? verifyPage({
           links: linkStore,
           sessions: new PageSessions(fastRedis, prefix),
-          passkeys: new PasskeyStore(fastRedis, prefix, core.now),
+          passkeys: new PasskeyStore(fastRedis, prefix, core.now, core.audit),
           requests: core.store,
           approver: core.requests,
           rp: relyingParty(env.PUBLIC_URL),

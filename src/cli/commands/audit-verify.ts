@@ -40,7 +40,9 @@ export async function auditVerifyCommand(io: CliIo, file: string | undefined): P
     where = 'Redis';
   }
   if (!verdict.ok)
-    throw new CliError(`audit chain in ${where} broken after ${verdict.checked} good entries: ${verdict.message}`);
+    throw new CliError(
+      `audit chain in ${where} broken after ${verdict.checked} good entries: ${verdict.message}`,
+    );
   const seals = verdict.sealsChecked ? 'hashes and seals' : 'hashes only (set SEAL_KEY to check the seals)';
   const older = verdict.unchained > 0 ? `; ${verdict.unchained} older entries written before the chain` : '';
   await write(io.stdout, `audit chain in ${where} verified: ${verdict.checked} entries, ${seals}${older}\n`);

@@ -1,4 +1,5 @@
 import { McpStdioError, serveMcpStdio } from '../../startup/mcp.ts';
+import { cliAuditContext } from '../audit-context.ts';
 import { policyOf } from '../cloud.ts';
 import { CliError, type CliIo } from '../io.ts';
 
@@ -9,7 +10,7 @@ import { CliError, type CliIo } from '../io.ts';
 export async function mcpCommand(io: CliIo, token: string | undefined): Promise<number> {
   const policy = await policyOf(io);
   try {
-    await serveMcpStdio(io.env, policy, token);
+    await serveMcpStdio(io.env, policy, token, {}, cliAuditContext(io));
   } catch (error) {
     if (error instanceof McpStdioError) throw new CliError(error.message);
     throw error;

@@ -35,8 +35,8 @@ export function chainKeys(prefix: string) {
     stream: keys.audit,
     head: keys.auditHead,
     anchor: keys.auditAnchor,
-    /** Set once per policy version across the deployment: its `policy_changed` entry is written once. */
-    policyChanged: (version: string) => `${prefix}:policy-changed:${version}`,
+    /** The policy version the deployment's last `policy_changed` entry moved to: each change is written once. */
+    policyVersion: `${prefix}:policy-version`,
   };
 }
 
@@ -46,15 +46,19 @@ export function entryArgs(entries: SealedEntry[]): string[] {
 }
 
 /**
- * KEYS: audit stream, chain head, and optionally a key that must not exist yet (set by the append: a once-only
- * entry). ARGV: now ms, the head chained after, then each entry's JSON, hash and seal. Answers {'ok'},
- * {'chain', head} (the head moved: nothing written) or {'dup'} (the once-only key exists: nothing written).
+ * KEYS: audit stream, chain head, and optionally a key whose value the append sets (a once-only entry: written only
+ * while the key holds another value). ARGV: now ms, the head chained after, the once-only value ('' for none), then
+ * each entry's JSON, hash and seal. Answers {'ok'}, {'chain', head} (the head moved: nothing written) or {'dup'}
+ * (the key already holds the value: nothing written).
  */
 const APPEND = new LuaScript(`${AUDIT_APPEND_LUA}
 local head = chain_head(KEYS[2])
 if head ~= ARGV[2] then return {'chain', head} end
-if KEYS[3] and not redis.call('SET', KEYS[3], '1', 'NX') then return {'dup'} end
-for i = 3, #ARGV, 3 do audit_append(KEYS[1], KEYS[2], ARGV[1], ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+if KEYS[3] then
+  if redis.call('GET', KEYS[3]) == ARGV[3] then return {'dup'} end
+  redis.call('SET', KEYS[3], ARGV[3])
+end
+for i = 4, #ARGV, 3 do audit_append(KEYS[1], KEYS[2], ARGV[1], ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
 return {'ok'}
 `);
 
@@ -124,16 +128,20 @@ export class AuditAppender {
   }
 
   /**
-   * Appends `bodies` (each without `prev`) in order, as one write. With `once`, only the first writer of that name
-   * across the deployment writes (answers 'dup' otherwise).
+   * Appends `bodies` (each without `prev`) in order, as one write. With `once`, only while `once.key` does not hold
+   * `once.value` already, and it holds it from then on: of several processes making the same change, one writes
+   * (the others are answered 'dup').
    */
-  async append(bodies: Omit<AuditBody, 'prev'>[], once?: string): Promise<'ok' | 'dup'> {
+  async append(
+    bodies: Omit<AuditBody, 'prev'>[],
+    once?: { key: string; value: string },
+  ): Promise<'ok' | 'dup'> {
     for (let round = 0; round < MAX_CHAIN_ROUNDS; round++) {
       const reservation = await this.reserve(bodies);
       const reply = (await APPEND.run(
         this.redis,
-        [this.keys.stream, this.keys.head, ...(once ? [once] : [])],
-        [this.now().getTime(), reservation.prev, ...entryArgs(reservation.entries)],
+        [this.keys.stream, this.keys.head, ...(once ? [once.key] : [])],
+        [this.now().getTime(), reservation.prev, once?.value ?? '', ...entryArgs(reservation.entries)],
       ).catch((error: unknown) => {
         this.settle(reservation, { written: false });
         throw error;

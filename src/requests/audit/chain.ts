@@ -47,7 +47,9 @@ export interface AuditBody {
   project?: { name: string; id: string };
   vm?: number;
   /** Each field before → after, or the backup restored. */
-  change?: Record<string, { before: string | number | null; after: string | number | null }> | { backup: string; autostart: boolean };
+  change?:
+    | Record<string, { before: string | number | null; after: string | number | null }>
+    | { backup: string; autostart: boolean };
   /** The monthly cost difference as an exact decimal, with its currency. */
   monthly_cost_delta?: { amount: string; currency: string } | null;
   rule?: string | null;

@@ -6,7 +6,12 @@
 import { type AuditAnchor, type AuditSealer, anchorData, bodyOf, hashOf } from './chain.ts';
 
 /** An entry as read: chained ones have `hash` and `prev`; entries written before the chain existed have neither. */
-export type ReadRecord = Record<string, unknown> & { id: string; hash?: string; prev?: string; seal?: string };
+export type ReadRecord = Record<string, unknown> & {
+  id: string;
+  hash?: string;
+  prev?: string;
+  seal?: string;
+};
 
 export type ChainVerdict =
   | { ok: true; checked: number; unchained: number; sealsChecked: boolean }
@@ -41,9 +46,19 @@ function brokenLink(records: ReadRecord[], i: number, expected: string, checked:
   const before = records[i - 1];
   const after = records[i + 1];
   if (records.slice(i + 1).some((later) => later.hash === record.prev))
-    return fail(checked, record.id, 'reordered', `entry ${record.id} is out of order: it follows a later entry`);
+    return fail(
+      checked,
+      record.id,
+      'reordered',
+      `entry ${record.id} is out of order: it follows a later entry`,
+    );
   if (after?.prev === expected)
-    return fail(checked, record.id, 'inserted', `entry ${record.id} was inserted: the entry after it links past it`);
+    return fail(
+      checked,
+      record.id,
+      'inserted',
+      `entry ${record.id} was inserted: the entry after it links past it`,
+    );
   const twoBack = records[i - 2];
   if (before && ((twoBack && record.prev === twoBack.hash) || (!twoBack && record.prev === '')))
     return fail(checked, before.id, 'inserted', `entry ${before.id} was inserted before ${record.id}`);
@@ -55,7 +70,12 @@ function brokenLink(records: ReadRecord[], i: number, expected: string, checked:
 export function verifyChain(records: ReadRecord[], options: VerifyOptions = {}): ChainVerdict {
   const { sealer, anchor } = options;
   if (anchor && sealer && !(anchor.seal && sealer.check('audit', anchorData(anchor), anchor.seal)))
-    return fail(0, anchor.id, 'anchor', `the anchor (last entry removed by retention, ${anchor.id}) was changed`);
+    return fail(
+      0,
+      anchor.id,
+      'anchor',
+      `the anchor (last entry removed by retention, ${anchor.id}) was changed`,
+    );
   let expected: string | undefined = options.openStart ? undefined : (anchor?.hash ?? '');
   let checked = 0;
   let unchained = 0;
@@ -64,13 +84,23 @@ export function verifyChain(records: ReadRecord[], options: VerifyOptions = {}):
     const record = records[i] as ReadRecord;
     if (typeof record.hash !== 'string' || typeof record.prev !== 'string') {
       if (started)
-        return fail(checked, record.id, 'inserted', `entry ${record.id} was inserted: it is not part of the chain`);
+        return fail(
+          checked,
+          record.id,
+          'inserted',
+          `entry ${record.id} was inserted: it is not part of the chain`,
+        );
       unchained++;
       continue;
     }
     started = true;
     if (hashOf(bodyOf(record)) !== record.hash)
-      return fail(checked, record.id, 'changed', `entry ${record.id} was changed: its hash does not match its content`);
+      return fail(
+        checked,
+        record.id,
+        'changed',
+        `entry ${record.id} was changed: its hash does not match its content`,
+      );
     if (sealer && !(typeof record.seal === 'string' && sealer.check('audit', record.hash, record.seal)))
       return fail(
         checked,
@@ -101,7 +131,12 @@ export function verifyChain(records: ReadRecord[], options: VerifyOptions = {}):
     hash === '' || hash === anchor?.hash || records.some((record) => record.hash === hash);
   if (options.head !== undefined && !known(options.head)) {
     const last = records.at(-1)?.id ?? anchor?.id ?? 'the start';
-    return fail(checked, last, 'removed', `entries after ${last} were removed: the chain's head is further on`);
+    return fail(
+      checked,
+      last,
+      'removed',
+      `entries after ${last} were removed: the chain's head is further on`,
+    );
   }
   return { ok: true, checked, unchained, sealsChecked: sealer !== undefined };
 }
