@@ -23,7 +23,7 @@ import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { Readiness } from '../observability/http.ts';
-import type { Logger } from '../observability/logger.ts';
+import { type Logger, scrubSecrets } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
 import type { ApprovalPolicy } from '../requests/approvers.ts';
@@ -119,6 +119,7 @@ export async function openCore(
   const audit: AuditContext = {
     ...(env.SEAL_KEY ? { sealer: sealKeysFrom(env.SEAL_KEY, env.SEAL_KEY_PREVIOUS) } : {}),
     policyVersion: () => parts.policySource.version(),
+    scrub: (text) => scrubSecrets(text, parts.secrets),
   };
   const now = options.now ?? (() => new Date());
   const prefix = redisKeyPrefix(env);

@@ -8,7 +8,7 @@ import { basename, dirname } from 'node:path';
 import type { FilePolicySource, ReloadOutcome } from '../config/policy-source.ts';
 import type { RedisClient } from '../config/redis-connection.ts';
 import type { Logger } from '../observability/logger.ts';
-import { type AuditContext, AuditAppender, chainKeys } from '../requests/audit/append.ts';
+import { AuditAppender, type AuditContext, chainKeys } from '../requests/audit/append.ts';
 import { standaloneEntry } from '../requests/audit/entry.ts';
 
 /** How long a burst of file events (an editor's save, a ConfigMap's symlink swap) settles before one reload. */
@@ -45,12 +45,21 @@ export function policyReloader(parts: ReloadParts): (why: string) => Promise<Rel
     logger.info({ why, from: outcome.from, to: outcome.to }, `policy reloaded: ${details}`);
     try {
       await appender.append(
-        [standaloneEntry({ act: 'policy_changed', actor: 'cloudops', details }, parts.now().toISOString(), outcome.to)],
+        [
+          standaloneEntry(
+            { act: 'policy_changed', actor: 'cloudops', details },
+            parts.now().toISOString(),
+            outcome.to,
+          ),
+        ],
         { key: chainKeys(parts.prefix).policyVersion, value: outcome.to },
       );
     } catch (error) {
       // The new policy is in force either way; an operator must hear that its entry is missing.
-      logger.error({ err: error, to: outcome.to }, 'policy reloaded, but its audit entry could not be written');
+      logger.error(
+        { err: error, to: outcome.to },
+        'policy reloaded, but its audit entry could not be written',
+      );
     }
     return outcome;
   };

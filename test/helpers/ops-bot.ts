@@ -58,6 +58,10 @@ export async function startOpsBot(options: {
   role?: Role;
   logLevel?: string;
   now?: () => Date;
+  /** The policy, when not {@link OPS_POLICY}. */
+  policyYaml?: string;
+  /** SEAL_KEY: the audit entries are sealed with it. */
+  sealKey?: string;
 }): Promise<OpsBot> {
   const secrets = {
     botToken: `xoxb-ops-${randomBytes(12).toString('hex')}`,
@@ -65,7 +69,7 @@ export async function startOpsBot(options: {
     apiKey: `ck_${randomBytes(16).toString('hex')}`,
   };
   const prefix = uniquePrefix('ops');
-  const policy = parsePolicy(OPS_POLICY, 'ops-policy.yml');
+  const policy = parsePolicy(options.policyYaml ?? OPS_POLICY, 'ops-policy.yml');
   const sim = await startCloudSim({ apiKey: secrets.apiKey, now: options.now });
   const slack = await startSlackStandIn({ botToken: secrets.botToken, teamId: OPS.team });
   const env = loadEnv({
@@ -80,6 +84,7 @@ export async function startOpsBot(options: {
     METRICS_PORT: '0',
     ROLE: options.role ?? 'all',
     LOG_LEVEL: options.logLevel ?? 'warn',
+    ...(options.sealKey ? { SEAL_KEY: options.sealKey } : {}),
   });
   const logs: string[] = [];
   const logger = createLogger(

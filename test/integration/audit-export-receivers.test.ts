@@ -70,11 +70,22 @@ async function ship(
   written: { detail?: string; secrets?: string[] } = {},
 ): Promise<void> {
   prefix = uniquePrefix('audit-receivers');
-  await new RequestStore(redis, { prefix }).create(
-    resizeRequest(),
-    'U0DEV',
-    written.detail ?? 'rule: one approver',
-  );
+  if (written.detail === undefined)
+    await new RequestStore(redis, { prefix }).create(resizeRequest(), 'U0DEV');
+  // As an earlier version stored an entry: its fields, the reason verbatim.
+  else
+    await redis.xadd(
+      `${prefix}:audit`,
+      '*',
+      'requestId',
+      'R0OLD',
+      'state',
+      'created',
+      'actor',
+      'U0DEV',
+      'detail',
+      written.detail,
+    );
   log = [];
   const logger = createLogger(
     { level: 'debug' },

@@ -14,6 +14,11 @@ export interface AuditContext {
   sealer?: AuditSealer;
   /** The version of the policy the process holds now (12 hex digits). */
   policyVersion: () => string | null;
+  /**
+   * Scrubs configured secrets from an entry's note before it is hashed (as the logs are scrubbed): a chained entry is
+   * shipped and printed as written, since changing it later would break its hash.
+   */
+  scrub?: (text: string) => string;
 }
 
 /** No seal, no policy version: tests and tools that write no decisions. */
@@ -108,7 +113,11 @@ export class AuditAppender {
       this.head ??= fetched;
     }
     const prev = this.head;
-    const entries = chainAfter(prev, bodies, this.context.sealer);
+    const { scrub } = this.context;
+    const scrubbed = scrub
+      ? bodies.map((body) => (body.details === null ? body : { ...body, details: scrub(body.details) }))
+      : bodies;
+    const entries = chainAfter(prev, scrubbed, this.context.sealer);
     if (entries.length > 0) {
       this.head = entries.at(-1)?.hash;
       this.generation++;

@@ -23,15 +23,19 @@ const FIELDS = [
   ['privateNetwork', 'private_network'],
 ] as const;
 
-/** Each field a request changes, before → after; the backup and autostart of a restore. */
+/**
+ * Each field a request changes, before → after (a field the form sent at its current value is not a change); the
+ * backup and autostart of a restore.
+ */
 export function changeOf(request: CloudRequest): NonNullable<AuditBody['change']> {
   const params = request.params;
   if (params.kind === 'restore') return { backup: params.backupSlug, autostart: params.autostart };
   const change: Record<string, { before: string | number | null; after: string | number | null }> = {};
   for (const [field, name] of FIELDS) {
     const after = params.target[field];
-    if (after === undefined) continue;
-    change[name] = { before: params.before[field] ?? null, after };
+    const before = params.before[field];
+    if (after === undefined || after === before) continue;
+    change[name] = { before: before ?? null, after };
   }
   return change;
 }
@@ -99,6 +103,7 @@ export function requestEntry(
     approvers: approversOf(request),
     requester: requesterOf(request),
     ticket: ticketOf(request),
+    ...(request.breakGlass ? { break_glass: request.breakGlass } : {}),
     outcome: outcomeOf(request),
   };
 }
