@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { startSlackStandIn } from '../../sim/slack/server.ts';
 import { RequestStore } from '../../src/requests/store.ts';
-import type { AuditEntry } from '../../src/requests/types.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { runProcess } from '../helpers/run-process.ts';
