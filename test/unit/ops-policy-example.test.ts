@@ -33,6 +33,7 @@ describe('policy.example.yml', () => {
         'approval_ttl_hours',
         'approvals',
         'approvers',
+        'audit_retention_days',
         'break_glass',
         'freeze',
         'currency',
