@@ -20,7 +20,7 @@ import {
   redisKeyPrefix,
   redisTarget,
 } from '../src/config/redis-connection.ts';
-import { RequestStore } from '../src/requests/store.ts';
+import { RequestStore } from '../src/requests/store/store.ts';
 import { ACTIONS } from '../src/slack/blocks/request-message.ts';
 import { startBenchBot } from './lib/bot.ts';
 import { BENCH } from './lib/identity.ts';

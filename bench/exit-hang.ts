@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { BENCH } from './lib/identity.ts';
 import { START_NODE_ARGS } from './lib/start-args.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -51,6 +52,7 @@ const env = {
   SLACK_SIGNING_SECRET: 'exit-hang',
   SLACK_APP_TOKEN: 'xoxb-not-an-app-token',
   CLOUD_API_KEY: 'exit-hang',
+  SEAL_KEY: BENCH.sealKey,
   OTEL_TRACES_SAMPLER: 'sometimes',
 };
 

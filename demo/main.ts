@@ -86,6 +86,8 @@ async function startWorld(redisUrl: string, mode: DemoMode): Promise<World> {
   const appToken = `xapp-1-demo-${randomBytes(8).toString('hex')}`;
   const signingSecret = randomBytes(16).toString('hex');
   const apiKey = `demo-${randomBytes(12).toString('hex')}`;
+  // The demo's own key, new each run like its prefix: nothing it seals outlives the run.
+  const sealKey = randomBytes(32).toString('hex');
   const prefix = `cloudops-demo-${randomBytes(4).toString('hex')}`;
   const sim = await startCloudSim({ apiKey });
   const slack = await startSlackStandIn({ botToken, appToken, teamId: TEAM });
@@ -96,6 +98,7 @@ async function startWorld(redisUrl: string, mode: DemoMode): Promise<World> {
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: sim.url,
     CLOUD_API_KEY: apiKey,
+    SEAL_KEY: sealKey,
     REDIS_URL: redis.url,
     REDIS_PREFIX: prefix,
     PORT: '0',
@@ -106,7 +109,7 @@ async function startWorld(redisUrl: string, mode: DemoMode): Promise<World> {
   // The bot's own log goes to memory: shown only when a step fails.
   const logs: string[] = [];
   const logger = createLogger(
-    { level: 'info', secrets: [botToken, appToken, signingSecret, apiKey] },
+    { level: 'info', secrets: [botToken, appToken, signingSecret, apiKey, sealKey] },
     { write: (line: string) => void logs.push(line) },
   );
   const bot = await startCloudops(env, parsePolicy(DEMO_POLICY, 'demo-policy.yml'), { logger });

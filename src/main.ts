@@ -18,7 +18,8 @@ import {
   type PolicySource,
 } from './config/policy-source.ts';
 import { urlCredentials } from './config/redis-connection.ts';
-import { unmetVerifyLine } from './config/verify-policy.ts';
+import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
+import { unmetVerifyLine } from './config/verification-uses.ts';
 import { packageVersion } from './config/version.ts';
 import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
@@ -60,12 +61,17 @@ export async function startCloudops(
     'current' in given && typeof given.current === 'function' ? given : fixedPolicySource(given as Policy);
   const policy = livePolicy(source);
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
+  // Before anything opens: without its key a role could neither seal a decision nor check one.
+  const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
   const secrets = [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
     env.AUDIT_WEBHOOK_SECRET,
+    env.OIDC_CLIENT_SECRET,
+    env.SEAL_KEY,
+    env.SEAL_KEY_PREVIOUS,
     ...urlCredentials(env.REDIS_URL),
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
@@ -94,6 +100,7 @@ export async function startCloudops(
       logger,
       metrics,
       secrets,
+      sealKeys,
       stages,
       deadline,
       policySource: source,
@@ -275,7 +282,8 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
         : undefined;
     if (unmet) return fail(unmet);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof PolicyError) return fail(error.message);
+    if (error instanceof ConfigError || error instanceof PolicyError || error instanceof SealKeyError)
+      return fail(error.message);
     throw error;
   }
   // The deadline counts from the process's start: loading the code is part of starting.

@@ -1,4 +1,4 @@
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
 import { BENCH } from './identity.ts';
 import type { LoadGenerator } from './load-generator.ts';

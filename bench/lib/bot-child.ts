@@ -10,7 +10,7 @@ import { sweepRetention } from '../../src/jobs/retention-sweeper.ts';
 import { type Running, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { traceLogFields } from '../../src/observability/tracing.ts';
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import type { BotStartOp } from './bot.ts';
 import { type ProcOp, serveProc } from './proc.ts';
 

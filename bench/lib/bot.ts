@@ -49,6 +49,7 @@ export function benchEnv(
     SLACK_API_URL: sims.slackApiUrl,
     CLOUD_API_URL: sims.cloudUrl,
     CLOUD_API_KEY: sims.cloudApiKey,
+    SEAL_KEY: BENCH.sealKey,
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: options.prefix,
     PORT: String(options.port ?? 0),

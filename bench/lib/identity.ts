@@ -8,6 +8,8 @@ export const BENCH = {
   cluster: 'zone-1',
   botToken: 'xoxb-bench-token',
   signingSecret: 'bench-signing-secret-0123456789abcdef',
+  /** SEAL_KEY: every role needs one, and the bot never makes one up. */
+  sealKey: '5be9c1d07a3e4f2b8c6d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d',
 } as const;
 
 /** The bench policy as YAML: one project bound to the bench channel with one approver, as an admin would write it. */

@@ -1,5 +1,5 @@
-import type { RequestStore } from '../../src/requests/store.ts';
-import type { CloudRequest, NewRequest } from '../../src/requests/types.ts';
+import type { CloudRequest, NewRequest } from '../../src/requests/model/types.ts';
+import type { RequestStore } from '../../src/requests/store/store.ts';
 import { BENCH } from './identity.ts';
 import { forEachParallel, range } from './parallel.ts';
 

@@ -1,4 +1,4 @@
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
 import { type BareBolt, startBareBolt } from '../lib/bare-bolt.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';

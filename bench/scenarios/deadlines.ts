@@ -99,6 +99,7 @@ export async function run(ctx: BenchContext): Promise<ScenarioResult> {
       SLACK_API_URL: slack?.apiUrl ?? '',
       CLOUD_API_URL: 'http://127.0.0.1:9/',
       CLOUD_API_KEY: 'bench-deadlines-key',
+      SEAL_KEY: BENCH.sealKey,
       POLICY_FILE: policyFile,
       REDIS_URL: ctx.redisUrl,
       REDIS_PREFIX: ctx.newPrefix('deadlines'),

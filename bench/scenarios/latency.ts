@@ -1,4 +1,4 @@
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { timeApproveClicks, timeBareFlowClicks } from '../lib/approve-clicks.ts';
 import { type BareBullmq, startBareBullmq } from '../lib/bare-bullmq.ts';
 import { type BareFlow, postBareMessages, startBareFlow } from '../lib/bare-flow.ts';

@@ -1,4 +1,4 @@
-import { requestKeys } from '../../src/requests/store.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';
 import { runPipeline } from '../lib/pipeline.ts';

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { timeApproveClicks } from '../lib/approve-clicks.ts';
 import { type BenchBot, startBenchBot } from '../lib/bot.ts';
 import { BENCH } from '../lib/identity.ts';

@@ -3,7 +3,7 @@
  * example policy's project, VM and people). Nothing here draws; render.ts does.
  */
 import type { Inbox } from '../../src/requests/inbox.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { homeView } from '../../src/slack/blocks/home.ts';
 import { resizeModal } from '../../src/slack/blocks/modals.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';

@@ -4,8 +4,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { scrubSecrets } from '../observability/logger.ts';
-import type { AuditRecord } from '../requests/audit/chain.ts';
-import type { AuditEntry } from '../requests/types.ts';
+import type { AuditRecord } from '../requests/model/audit-record.ts';
+import type { AuditEntry } from '../requests/model/types.ts';
 
 /** The header carrying a batch's signature: `sha256=` and the hex HMAC-SHA256 of the body with AUDIT_WEBHOOK_SECRET. */
 export const SIGNATURE_HEADER = 'x-cloudops-signature';

@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { AUDIT_EXPORT_GROUP, auditEntryOf, countAudit, exportGroupInfo } from '../requests/audit.ts';
-import { LuaScript } from '../requests/lua.ts';
-import { requestKeys } from '../requests/store.ts';
-import type { AuditEntry } from '../requests/types.ts';
+import { AUDIT_EXPORT_GROUP, auditEntryOf, countAudit, exportGroupInfo } from '../requests/audit/audit.ts';
+import type { AuditEntry } from '../requests/model/types.ts';
+import { requestKeys } from '../requests/store/keys.ts';
+import { LuaScript } from '../requests/store/lua.ts';
 
 /** The group's one consumer: every process reads as it, so a successor finds what a crashed one left pending. */
 const CONSUMER = 'shipper';

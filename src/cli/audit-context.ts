@@ -5,7 +5,7 @@ import { hostname, userInfo } from 'node:os';
 import { policyVersionOf } from '../config/policy.ts';
 import { sealKeysFrom } from '../config/seal-keys.ts';
 import type { AuditContext } from '../requests/audit/append.ts';
-import type { AuditRequester } from '../requests/audit/chain.ts';
+import type { AuditRequester } from '../requests/model/audit-record.ts';
 import type { CliIo } from './io.ts';
 
 /** The operator as the audit records them: the OS user and host, and the name given with `--as`. */

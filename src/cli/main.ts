@@ -9,6 +9,7 @@ import { CloudApiError } from '../cloud/errors.ts';
 import { withDotEnv } from '../config/dotenv.ts';
 import { ConfigError, loadEnv } from '../config/env.ts';
 import { PolicyError } from '../config/policy.ts';
+import { withSecretFiles } from '../config/secret-files.ts';
 import { packageVersion } from '../config/version.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
 import { PLAN_USAGE, REPORT_USAGE } from './usage.ts';
@@ -173,12 +174,14 @@ export async function main(argv = process.argv.slice(2), rawEnv = process.env): 
     // `.env` in the working directory, under the environment, as `npm start` reads it.
     const merged = withDotEnv(rawEnv, '.env');
     const env = loadEnv(merged);
+    // CLOUDOPS_AGENT_TOKEN_FILE too (loadEnv has checked the secret files already: this only reads them again).
+    const secrets = withSecretFiles(merged).env;
     code = await runCli(argv, {
       env,
       policyFileSet: (merged.POLICY_FILE ?? '').trim() !== '',
       stdout: process.stdout,
       now: () => new Date(),
-      agentToken: merged.CLOUDOPS_AGENT_TOKEN?.trim() || undefined,
+      agentToken: secrets.CLOUDOPS_AGENT_TOKEN?.trim() || undefined,
     });
   } catch (error) {
     const { line, code: exit } = errorLine(error);

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { verifySchema } from './verify-policy.ts';
+import { verifySchema } from './verification-policy.ts';
 
 /** What an agent may ask for (`may:` in the policy). */
 export const AGENT_MAY = ['resize_up', 'resize_down', 'restore', 'lease'] as const;

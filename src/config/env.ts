@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sealKeyProblem } from './seal-keys.ts';
+import { withSecretFiles } from './secret-files.ts';
 import { TRACING_ENV_SHAPE, TracingConfigError, tracingConfig } from './tracing-env.ts';
 
 /** A whole cloud API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
@@ -269,7 +270,10 @@ export class ConfigError extends Error {
  * Parses the environment. Empty strings count as unset, as shells and compose files produce them.
  * Throws {@link ConfigError} naming every bad variable, one line each; no value is ever echoed.
  */
-export function loadEnv(raw: Record<string, string | undefined>): Env {
+export function loadEnv(given: Record<string, string | undefined>): Env {
+  // `NAME_FILE` fills `NAME` first: a secret from a file is checked like one from the environment.
+  const { env: raw, problems: fileProblems } = withSecretFiles(given);
+  if (fileProblems.length > 0) throw new ConfigError(fileProblems, 'secret variables cannot be read');
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = EITHER_CASE.has(key) ? (raw[key.toLowerCase()] ?? raw[key]) : raw[key];
@@ -341,6 +345,10 @@ export function loadEnv(raw: Record<string, string | undefined>): Env {
     problems.push(
       'OIDC_ISSUER: set without PUBLIC_URL; the provider sends approvers back to PUBLIC_URL/auth/callback',
     );
+  if (data.SEAL_KEY_PREVIOUS !== undefined && data.SEAL_KEY === undefined)
+    problems.push(
+      'SEAL_KEY_PREVIOUS: set without SEAL_KEY; the previous key only checks seals, so give the current one as SEAL_KEY',
+    );
   if (problems.length > 0) throw new ConfigError(problems);
   return data;
 }
@@ -363,6 +371,8 @@ export function missingForRole(env: Env): string[] {
   if (web && !env.SLACK_APP_TOKEN && !env.SLACK_SIGNING_SECRET) missing.push('SLACK_APP_TOKEN');
   if (!env.CLOUD_API_URL) missing.push('CLOUD_API_URL');
   if (!env.CLOUD_API_KEY) missing.push('CLOUD_API_KEY');
+  // Every role seals or checks decisions: a process without the key could neither approve nor run anything.
+  if (!env.SEAL_KEY) missing.push('SEAL_KEY');
   return missing;
 }
 
@@ -381,5 +391,7 @@ export function missingLine(env: Env, missing: string[]): string {
         ' Socket Mode (as manifest.yml sets the app up) needs SLACK_APP_TOKEN, an app-level token (xapp-…); for HTTP mode set SLACK_SIGNING_SECRET instead.';
   } else if (!web && missing.includes('SLACK_BOT_TOKEN'))
     mode = ` ROLE ${env.ROLE} needs SLACK_BOT_TOKEN to post its replies.`;
+  if (missing.includes('SEAL_KEY'))
+    mode += ' SEAL_KEY seals every approval: at least 32 random bytes, e.g. from openssl rand -hex 32.';
   return `missing ${missing.join(', ')}.${mode} Set them in .env or the environment (docs/configuration.md), or try everything locally with no account: npm run demo`;
 }

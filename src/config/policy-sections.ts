@@ -3,7 +3,7 @@ import { largestTypeable, type NumberField } from '../rules/inputs.ts';
 import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
 import { isTimeZone, parseClock, parseWallTime, zonedToUtc } from '../rules/zoned-time.ts';
 import { nouns } from './policy-problems.ts';
-import { verifySchema } from './verify-policy.ts';
+import { verifySchema } from './verification-policy.ts';
 
 // The policy file's sections, each a zod schema: limits, approvers, approval rules, freeze windows, VM facts,
 // projects and the API's extra fields. policy.ts puts them together and checks across them.

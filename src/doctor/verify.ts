@@ -9,7 +9,7 @@ import type { Env } from '../config/env.ts';
 import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
 import type { Policy } from '../config/policy.ts';
 import { fieldOf } from '../config/policy-problems.ts';
-import { unmetVerify, unmetWords, verifyUses } from '../config/verify-policy.ts';
+import { unmetVerify, unmetWords, verifyUses } from '../config/verification-uses.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import { SlackPlatformError } from '../slack-api/errors.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import { LuaScript } from '../requests/lua.ts';
 import type { DueItem, DueKind } from '../requests/outbox.ts';
+import { LuaScript } from '../requests/store/lua.ts';
 
 /*
  * Due times: reminders, escalations and the ends of freezes in ONE sorted set, so that nothing costs

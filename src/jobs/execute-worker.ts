@@ -2,9 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
-import { recheckRequest } from '../requests/recheck.ts';
-import type { TransitionInput, TransitionResult } from '../requests/store.ts';
-import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/types.ts';
+import {
+  beforeSend,
+  recordStep,
+  requeueNotSent,
+  settleEnded,
+  settleSucceeded,
+  startSending,
+} from '../requests/lifecycle/run-moves.ts';
+import { lockAndStart } from '../requests/lifecycle/run-start.ts';
+import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/model/types.ts';
 import { knownForRequest, type RecordedVmFacts, type VmFactsWrite } from '../requests/vm-facts.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
@@ -12,8 +19,7 @@ import { type ExecuteJobData, enqueueNotify } from './queues.ts';
 import { NotReplicatedError } from './replica-ack.ts';
 import { resizeBody, UnmappedFieldError } from './resize-body.ts';
 import type { LockPolicy } from './retry-policy.ts';
-import { lockAndStart } from './run-start.ts';
-import type { SendMarkers } from './send-markers.ts';
+import { MARKER_TTL_S, type SendMarkers } from './send-markers.ts';
 import { type ConfirmAndSet, type HeldLock, LockLostError, type VmLock } from './vm-lock.ts';
 
 /** How an execute job ended, for metrics.jobs and the job's return value. */
@@ -31,7 +37,9 @@ const GAVE_UP_REASON = (reason: string) =>
 
 /**
  * A request's run: one VM at a time, at most one POST per step, and each outcome decided once where it is caught
- * rather than retried blindly. Slack is never called here: replies go through the notify queue.
+ * rather than retried blindly. Slack is never called here: replies go through the notify queue. What is BullMQ's
+ * (the job, the VM's lock, the delay) and the call through cloud/ are here; every change of the request's state is
+ * the lifecycle's (requests/lifecycle/run-moves.ts, run-start.ts), asked with what this job holds.
  */
 export class ExecuteProcessor {
   constructor(
@@ -48,6 +56,7 @@ export class ExecuteProcessor {
     return {
       lock: this.lock,
       markers: this.markers,
+      markerTtlS: MARKER_TTL_S,
       vmFacts: this.deps.vmFacts,
       prefix: this.deps.prefix,
       store: this.deps.store,
@@ -58,7 +67,7 @@ export class ExecuteProcessor {
   async process(job: Job<ExecuteJobData>, token?: string): Promise<ExecuteOutcome> {
     // The lock comes first; the request and the VM's facts are read once, by the same script, under it (jobs without
     // `vm` in their data read the request for the VM). For a plain run the script also moves it to sending and marks
-    // its first step (run-start.ts).
+    // its first step (requests/lifecycle/run-start.ts).
     const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
     if (!vm) return 'missing';
     const start = () => lockAndStart(this.parts, vm, job.data.requestId, this.deps.now());
@@ -102,7 +111,6 @@ export class ExecuteProcessor {
     /** The lock's script moved the request to sending and marked its first step (a plain run). */
     started: boolean,
   ): Promise<ExecuteOutcome> {
-    const { store } = this.deps;
     if (!read) return 'missing';
     let request = read;
     const id = request.id;
@@ -118,7 +126,7 @@ export class ExecuteProcessor {
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (started) {
-      const refused = await recheckRequest(this.deps, request, known, 'run');
+      const refused = await beforeSend(this.deps, request, known);
       const first = stepsOf(request)[request.nextStep];
       if (refused || (first && typeof this.bodyOf(first) === 'string')) {
         // Nothing is sent: the marker the script set goes, so it guards no step that never left.
@@ -129,27 +137,12 @@ export class ExecuteProcessor {
         firstMark = Promise.resolve('set');
       }
     } else if (request.state === 'queued') {
-      const stillAllowed =
-        (await this.leaseKeptMeanwhile(request)) ??
-        (await recheckRequest(this.deps, request, known, 'run')) ??
-        true;
+      const refused = await beforeSend(this.deps, request, known);
       const first = stepsOf(request)[request.nextStep];
       const willSend =
-        stillAllowed === true && (first === undefined || typeof this.bodyOf(first) !== 'string');
+        refused === undefined && (first === undefined || typeof this.bodyOf(first) !== 'string');
       // The request as read under the lock: the compare-and-set is the first round trip.
-      const moving = store.transition(
-        id,
-        {
-          from: ['queued'],
-          to: 'sending',
-          actor: 'cloudops',
-          detail:
-            stillAllowed === true
-              ? `sending step ${request.nextStep + 1}`
-              : 'rules re-checked at run time; not sent',
-        },
-        request,
-      );
+      const moving = startSending(this.deps, request, refused);
       // A run that will send marks its first step in the same round trip, right after the move to sending (so a crash
       // between the two never leaves a marker on a request still queued); nothing is sent before both answered.
       if (willSend) {
@@ -163,8 +156,8 @@ export class ExecuteProcessor {
         return 'skipped';
       }
       request = sending.request;
-      if (stillAllowed !== true)
-        return this.finishStep(request, request.nextStep, 'refused', stillAllowed, undefined, true);
+      if (refused !== undefined)
+        return this.finishStep(request, request.nextStep, 'refused', refused, undefined, true);
     } else if (request.state !== 'sending') {
       await this.reannounce(request);
       return 'skipped';
@@ -198,9 +191,8 @@ export class ExecuteProcessor {
           ? this.deps.vmFacts.stepWrite(request, target, before, new Date(outcome.at))
           : undefined;
       known = undefined;
-      const outcomes = [...request.outcomes, outcome];
       if (step + 1 < steps.length) {
-        const updated = await store.update(id, { nextStep: step + 1, outcomes }, request, vmFacts);
+        const updated = await recordStep(this.deps, request, outcome, vmFacts);
         if (!updated) {
           await this.recordAnyway(vmFacts);
           return 'missing';
@@ -213,16 +205,7 @@ export class ExecuteProcessor {
       // its offer is a due time, set first: a due time without a lease finds nothing to do.
       const opened = openLease(request, new Date(outcome.at));
       if (opened) await this.deps.queues.due.set(leaseItem(id), opened.offerAt);
-      const done = await this.settle(request, {
-        from: ['sending'],
-        to: 'succeeded',
-        actor: 'cloudops',
-        patch: { nextStep: step + 1, outcomes, ...(opened ? { lease: opened.lease, leaseOpen: true } : {}) },
-        detail: truncateDetail(
-          `${outcome.message ?? 'accepted by the API'}${opened ? `; temporary until ${opened.lease.endsAt}` : ''}`,
-        ),
-        vmFacts,
-      });
+      const done = await settleSucceeded(this.deps, request, outcome, vmFacts, opened?.lease);
       if (!done.ok) {
         await this.recordAnyway(vmFacts);
         return 'skipped';
@@ -246,28 +229,6 @@ export class ExecuteProcessor {
       if (error instanceof NotReplicatedError) await this.markers.clear(id, step);
       throw error;
     }
-  }
-
-  /**
-   * A request's end state after its call, made to outlive a failover with Sentinels: while no replica confirms it,
-   * the request is read again on the master the client reaches now and the transition made again where it was lost.
-   * Without it a new master would find the request still sending, and end it as 'unknown'. `request`: as this job
-   * last wrote it.
-   */
-  private async settle(request: CloudRequest, input: TransitionInput): Promise<TransitionResult> {
-    const { store, replicaAck } = this.deps;
-    const id = request.id;
-    let result = await store.transition(id, input, request);
-    if (!replicaAck?.enabled || !result.ok) return result;
-    await replicaAck.durably(async () => {
-      const now = await store.get(id);
-      if (!now) result = { ok: false, reason: 'not_found' };
-      else if (input.from.includes(now.state)) result = await store.transition(id, input);
-      // Neither before nor after the move: the new master's recovery ended it otherwise (e.g. 'unknown'), and the
-      // move this job made first is lost. What is stored now is what the thread must say.
-      else if (now.state !== input.to) result = { ok: false, reason: 'wrong_state', request: now };
-    });
-    return result;
   }
 
   /** The API body of a resize step, or why the policy cannot map it (the step is refused, nothing sent). */
@@ -309,21 +270,12 @@ export class ExecuteProcessor {
 
   /** Decides, once, what a failed call means: retry (surely not sent), refused, or unknown. */
   private async failed(job: Job<ExecuteJobData>, request: CloudRequest, step: number, error: unknown) {
-    const { store, logger } = this.deps;
+    const { logger } = this.deps;
     if (isSurelyNotApplied(error)) {
       await this.markers.clear(request.id, step);
       const attemptsLeft = (job.opts.attempts ?? 1) - job.attemptsMade - 1;
       if (attemptsLeft <= 0) return this.refuse(request, step, GAVE_UP_REASON(error.reason), error.status);
-      const back = await store.transition(
-        request.id,
-        {
-          from: ['sending'],
-          to: 'queued',
-          actor: 'cloudops',
-          detail: truncateDetail(`not sent (${error.reason}); retrying`),
-        },
-        request,
-      );
+      const back = await requeueNotSent(this.deps, request, error.reason);
       if (!back.ok) return 'skipped';
       logger.info(
         { requestId: request.id, step, code: error.code },
@@ -372,28 +324,10 @@ export class ExecuteProcessor {
     notSent?: boolean,
   ): Promise<ExecuteOutcome> {
     const outcome: StepOutcome = { step, status, reason, at: this.at(), ...(notSent ? { notSent } : {}) };
-    const finished = await this.settle(request, {
-      from: ['sending'],
-      to,
-      actor: 'cloudops',
-      patch: { outcomes: [...request.outcomes, outcome] },
-      detail: truncateDetail(reason),
-    });
+    const finished = await settleEnded(this.deps, request, to, outcome, reason);
     if (!finished.ok) return 'skipped';
     await this.announce(finished.request, to);
     return to;
-  }
-
-  /**
-   * A lease's return whose lease was kept meanwhile is not sent: a lease ends by Keep or by its return, never both.
-   * Keep withdraws a return it knows of; this covers one made in the moment before the lease named it.
-   */
-  private async leaseKeptMeanwhile(request: CloudRequest): Promise<string | undefined> {
-    const leaseId = request.params.kind === 'resize' ? request.params.returnOf : undefined;
-    if (!leaseId) return undefined;
-    const lease = await this.deps.store.get(leaseId);
-    if (!lease?.lease?.kept) return undefined;
-    return `Not sent: the temporary size of request ${leaseId} was kept meanwhile, so there is nothing to return.`;
   }
 
   /** What is known of the VM now: the policy's facts overlaid with what the bot applied. */
@@ -435,9 +369,4 @@ export class ExecuteProcessor {
 /** The calls a request makes: its resize steps, or one restore (no body). */
 function stepsOf(request: CloudRequest): (ResizeTarget | undefined)[] {
   return request.params.kind === 'resize' ? request.params.steps : [undefined];
-}
-
-/** Audit details stay one short line. */
-function truncateDetail(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }

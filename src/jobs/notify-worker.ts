@@ -1,7 +1,8 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { slackOutageLog } from '../observability/connection-log.ts';
 import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
-import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
+import { cancelUndeliverable } from '../requests/lifecycle/run-moves.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/model/types.ts';
 import type { ExecutionDeps } from './deps.ts';
 import { cancelExecution, enqueueNotify, type NotifyJob, removeExpireJob, replyId } from './queues.ts';
 import { slackFailure } from './slack-failure.ts';
@@ -201,16 +202,7 @@ export class NotifyProcessor {
   private async messageRefused(request: CloudRequest, error: string): Promise<NotifyOutcome> {
     const { store, queues, slack, logger, metrics } = this.deps;
     await this.records.set(this.refusedKey(request.id), error, 'EX', REPLIED_TTL_S);
-    const cancelled = await store.transition(
-      request.id,
-      {
-        from: ['pending', 'queued'],
-        to: 'cancelled',
-        actor: 'cloudops',
-        detail: `Slack refused the request message (${error}); nothing was sent`,
-      },
-      request,
-    );
+    const cancelled = await cancelUndeliverable(store, request, error);
     if (cancelled.ok) {
       metrics.requests.inc({ kind: request.kind, state: 'cancelled' });
       // A run that already started is stopped by the store's state check.

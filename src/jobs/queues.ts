@@ -1,7 +1,7 @@
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import { queueTelemetry } from '../observability/tracing.ts';
-import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/model/types.ts';
 import { DueTimes } from './due-times.ts';
 
 /** Queue names under the BullMQ prefix. */

@@ -3,7 +3,7 @@ import type { Cluster } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { DigestDiff } from '../pricing/diff.ts';
 import type { Inbox } from '../requests/inbox.ts';
-import type { CloudRequest, ReplyEvent } from '../requests/types.ts';
+import type { CloudRequest, ReplyEvent } from '../requests/model/types.ts';
 
 /**
  * How the workers turn what happened into Slack messages. The Block Kit builders live in `src/slack/blocks/`;

@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
-import type { RequestStore, UnshippedAudit } from '../requests/store.ts';
+import type { UnshippedAudit } from '../requests/store/retention.ts';
+import type { RequestStore } from '../requests/store/store.ts';
 import { KEEP_FINISHED, type Queues } from './queues.ts';
 
 /** How often retention runs, how much it removes per round, and how old a finished job may get. */

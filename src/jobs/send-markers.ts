@@ -17,7 +17,7 @@ export class SendMarkers {
     private readonly prefix: string,
   ) {}
 
-  /** The marker's key: a script that starts a run sets it with the lock (run-start.ts). */
+  /** The marker's key: a script that starts a run sets it with the lock (requests/lifecycle/run-start.ts). */
   key(requestId: string, step: number): string {
     return `${this.prefix}:sending:${requestId}:${step}`;
   }

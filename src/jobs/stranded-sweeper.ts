@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger.ts';
-import type { RequestStore } from '../requests/store.ts';
-import type { CloudRequest } from '../requests/types.ts';
+import { requeueStranded } from '../requests/lifecycle/run-moves.ts';
+import type { CloudRequest } from '../requests/model/types.ts';
+import type { RequestStore } from '../requests/store/store.ts';
 import { createOutbox } from './outbox.ts';
 import { enqueueExecution, type Queues } from './queues.ts';
 
@@ -87,12 +88,7 @@ async function sweepOne(deps: SweepDeps, id: string, result: SweepResult): Promi
       if (next.state === 'frozen') await outbox.announce(next, 'frozen');
       return;
     }
-    const queued = await deps.store.transition(id, {
-      from: ['approved'],
-      to: 'queued',
-      actor: 'cloudops',
-      detail,
-    });
+    const queued = await requeueStranded(deps.store, id, detail);
     if (!queued.ok) return;
     request = queued.request;
     result.queued.push(id);

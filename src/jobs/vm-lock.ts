@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { LuaScript } from '../requests/lua.ts';
+import { LuaScript } from '../requests/store/lua.ts';
 import type { LockPolicy } from './retry-policy.ts';
 
 /** Deletes the lock only if it still holds our token. KEYS: lock. ARGV: token. */
@@ -139,11 +139,4 @@ export class VmLock {
       },
     };
   }
-}
-
-/** A hash as a script answers HGETALL (field, value, field, value …) as a record. */
-export function pairsToRecord(pairs: string[]): Record<string, string> {
-  const record: Record<string, string> = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) record[String(pairs[i])] = String(pairs[i + 1]);
-  return record;
 }

@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import type { RequestStore } from '../requests/store.ts';
-import type { CloudRequest } from '../requests/types.ts';
+import type { CloudRequest } from '../requests/model/types.ts';
+import type { RequestStore } from '../requests/store/store.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import { type FollowUpQueueDeps, slackCallFailed, startFollowUpQueue } from './follow-up-queue.ts';
 

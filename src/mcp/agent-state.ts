@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { AuditAppender, type AuditContext, NO_AUDIT_CONTEXT } from '../requests/audit/append.ts';
-import type { AuditRequester } from '../requests/audit/chain.ts';
 import { standaloneEntry } from '../requests/audit/entry.ts';
-import { LuaScript } from '../requests/lua.ts';
+import type { AuditRequester } from '../requests/model/audit-record.ts';
+import { LuaScript } from '../requests/store/lua.ts';
 
 const HOUR_MS = 3_600_000;
 const MINUTE_MS = 60_000;

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Refusal } from '../requests/decision.ts';
-import type { CloudRequest, RequestState } from '../requests/types.ts';
-import { FINAL_STATES, refusedBeforeSending } from '../requests/types.ts';
+import type { Refusal } from '../requests/model/decision.ts';
+import type { CloudRequest, RequestState } from '../requests/model/types.ts';
+import { FINAL_STATES, refusedBeforeSending } from '../requests/model/types.ts';
 
 /** A tool's answer: the text an agent reads, and the same as structured content. */
 export function answer(text: string, structured: Record<string, unknown>): CallToolResult {

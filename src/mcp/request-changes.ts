@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import { requestKeys } from '../requests/store.ts';
+import { requestKeys } from '../requests/store/keys.ts';
 
 /** How long one XREAD blocks: the tail stops at most this long after its last waiter left. */
 const BLOCK_MS = 5_000;

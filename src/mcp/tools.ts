@@ -7,17 +7,17 @@ import type { AgentMay, AgentPolicy } from '../config/agents.ts';
 import { findProject, type Policy, type ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { agentBoundRefusal } from '../requests/agent-bound.ts';
+import { agentBoundRefusal } from '../requests/approval/agent-bound.ts';
+import type { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import {
   AgentLimitError,
   ApprovalUnreachableError,
   type CheckedResize,
   type Origin,
-  type RequestLifecycle,
-} from '../requests/lifecycle/index.ts';
+} from '../requests/lifecycle/types.ts';
+import { type CloudRequest, FINAL_STATES } from '../requests/model/types.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
-import type { RequestStore } from '../requests/store.ts';
-import { type CloudRequest, FINAL_STATES } from '../requests/types.ts';
+import type { RequestStore } from '../requests/store/store.ts';
 import { knownVm, type VmFactsStore } from '../requests/vm-facts.ts';
 import { approvalKind, classifyChange, scopeRefusal } from '../rules/change-scope.ts';
 import { checkLease } from '../rules/lease.ts';

@@ -31,6 +31,14 @@ export const REDACT_PATHS = [
   'env.SLACK_APP_TOKEN',
   'env.SLACK_SIGNING_SECRET',
   'env.CLOUD_API_KEY',
+  'env.OIDC_CLIENT_SECRET',
+  'env.SEAL_KEY',
+  'env.SEAL_KEY_PREVIOUS',
+  'env.AUDIT_WEBHOOK_SECRET',
+  'clientSecret',
+  '*.clientSecret',
+  'client_secret',
+  '*.client_secret',
 ];
 
 /**

@@ -3,7 +3,7 @@ import type { ProjectPolicy } from '../config/policy.ts';
 import type { Logger } from '../observability/logger.ts';
 import { costDifference, sizeAfter, vmCost } from '../rules/cost.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
-import type { CostPreview } from './types.ts';
+import type { CostPreview } from './model/types.ts';
 
 /**
  * The hourly and monthly cost after a resize and the difference, or a note saying why it cannot be shown; nothing

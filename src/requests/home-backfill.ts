@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
-import { REQUESTER_INDEX_KEEP, requestKeys } from './store-keys.ts';
-import { type CloudRequest, FINAL_STATES } from './types.ts';
+import { type CloudRequest, FINAL_STATES } from './model/types.ts';
+import { REQUESTER_INDEX_KEEP, requestKeys } from './store/keys.ts';
 
 /** Requests read per round: one ZSCAN page of the created index, one MGET, one pipeline of index writes. */
 const BATCH = 200;

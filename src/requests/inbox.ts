@@ -4,9 +4,9 @@ import {
   isGroup,
   isScheduledWaiting,
   type UserGroups,
-} from './approvers.ts';
-import type { RequestStore } from './store.ts';
-import type { CloudRequest } from './types.ts';
+} from './approval/approvers.ts';
+import type { CloudRequest } from './model/types.ts';
+import type { RequestStore } from './store/store.ts';
 
 /** How much of each list a person's inbox carries; the rest is counted. */
 export interface InboxLimits {

@@ -2,11 +2,11 @@ import type { Policy } from '../config/policy.ts';
 import { scrubSecrets } from '../observability/logger.ts';
 import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
 import type { VmKnown } from '../rules/types.ts';
-import { type ApprovalPolicy, isScheduledWaiting } from './approvers.ts';
-import type { Decision, Refusal } from './decision.ts';
+import { type ApprovalPolicy, isScheduledWaiting } from './approval/approvers.ts';
+import type { Decision, Refusal } from './model/decision.ts';
+import type { CloudRequest, Lease, RequestState } from './model/types.ts';
 import type { DueItem, Outbox } from './outbox.ts';
-import type { RequestStore } from './store.ts';
-import type { CloudRequest, Lease, RequestState } from './types.ts';
+import type { RequestStore } from './store/store.ts';
 import type { VmFactsStore } from './vm-facts.ts';
 
 /*

@@ -1,4 +1,4 @@
-import type { CloudRequest, ReplyEvent } from './types.ts';
+import type { CloudRequest, ReplyEvent } from './model/types.ts';
 
 /** What may fall due for a request: a reminder, an escalation, the end of a freeze. */
 export type DueKind = 'remind' | 'escalate' | 'freeze-end' | 'lease';

@@ -2,8 +2,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { findProject, type Policy, type ProjectPolicy, type VmPolicyFacts } from '../config/policy.ts';
 import { isIncrease } from '../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
-import { LuaScript } from './lua.ts';
-import type { CloudRequest } from './types.ts';
+import type { CloudRequest } from './model/types.ts';
+import { LuaScript } from './store/lua.ts';
 
 /** What the bot itself applied to a VM (docs/requests.md#the-rules): the last size it set and its last increase. */
 export interface RecordedVmFacts extends ResizeTarget {

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.ts';
-import type { UserGroups } from '../requests/approvers.ts';
+import type { UserGroups } from '../requests/approval/approvers.ts';
 import type { SlackApi } from '../slack-api/client.ts';
 import { SlackPlatformError } from '../slack-api/errors.ts';
 

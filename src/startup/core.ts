@@ -18,7 +18,7 @@ import {
   redisTarget,
   type watchReplicas,
 } from '../config/redis-connection.ts';
-import { sealKeysFrom } from '../config/seal-keys.ts';
+import type { SealKeys } from '../config/seal-keys.ts';
 import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import type { Queues } from '../jobs/queues.ts';
@@ -26,11 +26,11 @@ import type { Readiness } from '../observability/http.ts';
 import { type Logger, scrubSecrets } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
-import type { ApprovalPolicy } from '../requests/approvers.ts';
+import type { ApprovalPolicy } from '../requests/approval/approvers.ts';
 import type { AuditContext } from '../requests/audit/append.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
-import { RequestLifecycle } from '../requests/lifecycle/index.ts';
-import { RequestStore } from '../requests/store.ts';
+import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
+import { RequestStore } from '../requests/store/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import { digestRenderer } from '../slack/blocks/digest.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
@@ -65,6 +65,8 @@ export interface Core {
   prefix: string;
   /** The configuration's values that are secret: scrubbed from typed text and logs. */
   secrets: string[];
+  /** SEAL_KEY (and SEAL_KEY_PREVIOUS): seals the decisions that let a request run, and checks them. */
+  sealKeys: SealKeys;
   runs(role: Role): boolean;
   /** Where Redis is (one server, or through Sentinels), and with Sentinels which replicas a write waits for. */
   target: RedisTarget;
@@ -109,6 +111,7 @@ export async function openCore(
     logger: Logger;
     metrics: Metrics;
     secrets: string[];
+    sealKeys: SealKeys;
     stages: ShutdownStages;
     deadline: StartupDeadline;
     /** Where the policy's version is read (the policy itself arrives as a live view of it). */
@@ -117,7 +120,7 @@ export async function openCore(
 ): Promise<Core> {
   const { logger, metrics, stages, deadline } = parts;
   const audit: AuditContext = {
-    ...(env.SEAL_KEY ? { sealer: sealKeysFrom(env.SEAL_KEY, env.SEAL_KEY_PREVIOUS) } : {}),
+    sealer: parts.sealKeys,
     policyVersion: () => parts.policySource.version(),
     scrub: (text) => scrubSecrets(text, parts.secrets),
   };
@@ -173,6 +176,7 @@ export async function openCore(
     logger,
     metrics,
     secrets: parts.secrets,
+    sealKeys: parts.sealKeys,
     userGroups,
     audit,
   });
@@ -205,6 +209,7 @@ export async function openCore(
     metrics,
     prefix,
     secrets: parts.secrets,
+    sealKeys: parts.sealKeys,
     runs,
     target,
     replicas,

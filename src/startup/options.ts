@@ -10,7 +10,7 @@ import type { LockPolicy } from '../jobs/retry-policy.ts';
 import type { SweepPolicy } from '../jobs/stranded-sweeper.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { VerificationLinks, VerifiedApprover } from '../requests/verification.ts';
+import type { VerificationLinks, VerifiedApprover } from '../requests/approval/verified-approval.ts';
 import type { ReconnectPolicy } from '../slack/socket-link.ts';
 import type { CloudCheckPolicy } from './cloud-check.ts';
 

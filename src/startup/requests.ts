@@ -8,15 +8,17 @@ import { createPriceCache } from '../cloud/price-cache.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
 import type { RedisClient } from '../config/redis-connection.ts';
+import type { SealKeys } from '../config/seal-keys.ts';
 import { createOutbox } from '../jobs/outbox.ts';
 import type { Queues } from '../jobs/queues.ts';
 import { AgentControls } from '../mcp/agent-state.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { createApprovalPolicy, type UserGroups } from '../requests/approvers.ts';
+import { createApprovalPolicy, type UserGroups } from '../requests/approval/approvers.ts';
 import type { AuditContext } from '../requests/audit/append.ts';
-import { type LifecycleDeps, RequestLifecycle } from '../requests/lifecycle/index.ts';
-import { RequestStore } from '../requests/store.ts';
+import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
+import type { LifecycleDeps } from '../requests/lifecycle/types.ts';
+import { RequestStore } from '../requests/store/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
 
 export function openRequests(parts: {
@@ -30,6 +32,8 @@ export function openRequests(parts: {
   metrics: Metrics;
   /** Scrubbed from what people and agents type. */
   secrets: string[];
+  /** Seals and checks decisions; absent where nothing is decided (the stdio `cloudops mcp` until it is a client). */
+  sealKeys?: SealKeys;
   /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
   userGroups?: UserGroups;
   /** Seals the audit entries and names the policy version in them. */
@@ -57,6 +61,7 @@ export function openRequests(parts: {
     metrics: parts.metrics,
     vmFacts,
     secrets: parts.secrets,
+    ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
     agentDisabled: (name) => new AgentControls(redis, prefix, now, parts.audit).isDisabled(name),
   };
   return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };

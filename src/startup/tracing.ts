@@ -10,7 +10,8 @@ import {
   type TracingBackend,
   withRequestId,
 } from '../observability/tracing.ts';
-import type { Decision, RequestLifecycle } from '../requests/lifecycle/index.ts';
+import type { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
+import type { Decision } from '../requests/model/decision.ts';
 
 /**
  * Starts tracing when the `OTEL_*` variables ask for it (docs/tracing.md): lost spans are counted in `metrics`, the

@@ -64,6 +64,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
           redis: fastRedis,
           prefix,
           sso: ssoOf(core),
+          sealKeys: core.sealKeys,
         })
       : undefined;
   const homes = createHomeOpens({

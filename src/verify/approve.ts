@@ -1,5 +1,5 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
-import type { VerifyClaims } from '../requests/verification.ts';
+import type { VerifyClaims } from '../requests/model/verification.ts';
 import { type PageHandler, requestMoved, type VerifyPageDeps } from './deps.ts';
 import { approvalPage } from './html.ts';
 import { readJson, scriptPostSession, sendHtml, sendJson, sendOutcome, sessionCookie } from './http.ts';

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Cluster, Redis } from 'ioredis';
+import type { SealKeys } from '../config/seal-keys.ts';
 import type { Logger } from '../observability/logger.ts';
-import { type CloudRequest, revisionOf } from '../requests/types.ts';
-import type { VerifiedApprover } from '../requests/verification.ts';
+import type { VerifiedApprover } from '../requests/approval/verified-approval.ts';
+import { type CloudRequest, revisionOf } from '../requests/model/types.ts';
 import type { LinkStore } from './links.ts';
 import type { PasskeyStore, RelyingParty } from './passkeys.ts';
 import type { PageSessions } from './sessions.ts';
@@ -26,6 +27,8 @@ export interface VerifyPageDeps {
   prefix: string;
   /** The SSO login and the approvers' Slack emails; undefined where OIDC is not configured. */
   sso?: { flow: SsoFlow; emails: ApproverEmails; issuerOrigin: string };
+  /** SEAL_KEY's keys (purpose `verify`): what lets a person pass verification is sealed with them. */
+  sealKeys?: SealKeys;
 }
 
 /** One handler: the path parameters it was matched with. */

@@ -1,5 +1,5 @@
-import type { CloudRequest } from '../requests/types.ts';
-import type { VerifyMethod } from '../requests/verification.ts';
+import type { VerifyMethod } from '../config/verification-policy.ts';
+import type { CloudRequest } from '../requests/model/types.ts';
 
 /*
  * The page's HTML: small, server-rendered, no framework. Everything shown is escaped; the script and the style come

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import type { VerificationLinks, VerifyClaims } from '../requests/verification.ts';
+import type { VerificationLinks } from '../requests/approval/verified-approval.ts';
+import type { VerifyClaims } from '../requests/model/verification.ts';
 
 /*
  * The approvers' links (docs/policy.md#verified-approvals): a random token in the URL, only its hash in Redis. A link

@@ -1,4 +1,4 @@
-import type { Decision } from '../requests/decision.ts';
+import type { Decision } from '../requests/model/decision.ts';
 import type { Outcome } from './http.ts';
 import type { LinkState } from './links.ts';
 

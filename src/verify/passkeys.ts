@@ -10,8 +10,8 @@ import {
 import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
 import { AuditAppender, type AuditContext, NO_AUDIT_CONTEXT } from '../requests/audit/append.ts';
-import type { AuditRequester } from '../requests/audit/chain.ts';
 import { standaloneEntry } from '../requests/audit/entry.ts';
+import type { AuditRequester } from '../requests/model/audit-record.ts';
 
 /*
  * Passkeys (WebAuthn) of Slack users, per workspace: the public key and the signature counter of each credential,

@@ -4,7 +4,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import {
   CHANNELS,
   type Harness,

@@ -10,10 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import type { ShippedAuditEntry } from '../../src/audit-export/batch.ts';
-import { RequestStore, requestKeys } from '../../src/requests/store.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // At least once through the receiver's outage and the bot's restart (docs/operations.md#audit-export): the receiver,
 // a real HTTP server on loopback, goes down; the bot keeps writing, is stopped and started again while it is down;
@@ -132,6 +134,7 @@ async function startBot(): Promise<BotProcess> {
       SLACK_API_URL: slack.apiUrl,
       CLOUD_API_URL: sim.url,
       CLOUD_API_KEY: API_KEY,
+      SEAL_KEY: TEST_SEAL_KEY,
       POLICY_FILE: join(dir, 'policy.yml'),
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,

@@ -11,7 +11,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
-import { AGENT_NEEDS_PERSON } from '../../src/requests/lifecycle/index.ts';
+import { AGENT_NEEDS_PERSON } from '../../src/requests/lifecycle/types.ts';
 import {
   CHANNELS,
   type Harness,

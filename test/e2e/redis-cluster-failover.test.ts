@@ -3,7 +3,7 @@ import { type LocalCluster, startLocalCluster } from '../../sim/local-cluster.ts
 import { loadEnv } from '../../src/config/env.ts';
 import { redisTarget } from '../../src/config/redis-connection.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import {
   BATCH,
   CALL_LATENCY_MS,

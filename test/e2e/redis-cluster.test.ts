@@ -4,8 +4,8 @@ import { type LocalCluster, startLocalCluster } from '../../sim/local-cluster.ts
 import { loadEnv } from '../../src/config/env.ts';
 import { redisTarget } from '../../src/config/redis-connection.ts';
 import { dueKey } from '../../src/jobs/due-times.ts';
-import { AuditLog } from '../../src/requests/audit.ts';
-import { requestKeys } from '../../src/requests/store.ts';
+import { AuditLog } from '../../src/requests/audit/audit.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { keysUnder } from '../helpers/redis.ts';
 import { homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';

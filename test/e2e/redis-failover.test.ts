@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SentinelGroup, startSentinelGroup } from '../../sim/local-sentinel.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import {
   BATCH,
   CALL_LATENCY_MS,

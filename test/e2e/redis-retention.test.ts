@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditLog, exportAudit } from '../../src/requests/audit/audit.ts';
 import { readStoredChain } from '../../src/requests/audit/read.ts';
 import { verifyChain } from '../../src/requests/audit/verify.ts';
-import { AuditLog, exportAudit } from '../../src/requests/audit.ts';
-import { requestKeys } from '../../src/requests/store.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 const DAY = 86_400_000;

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // The web role only: clicks are judged and queued; no worker runs the jobs, so the queue can be inspected.

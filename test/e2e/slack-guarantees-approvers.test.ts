@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SEED, type SimSeed } from '../../sim/cloud/server.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { type Harness, startHarness, TEAM, USERS } from '../helpers/harness.ts';
 import { homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 

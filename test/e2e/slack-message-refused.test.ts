@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/requests/audit.ts';
+import { AuditLog } from '../../src/requests/audit/audit.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // The whole bot (ROLE=all) with a channel Slack will not let it post in.

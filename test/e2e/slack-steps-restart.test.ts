@@ -4,6 +4,7 @@ import { type Running, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 import { runStep, workflowUser } from '../helpers/slack-events.ts';
 
 let h: Harness | undefined;
@@ -38,6 +39,7 @@ describe('a workflow step across a restart', () => {
         SLACK_API_URL: h.slack.apiUrl,
         CLOUD_API_URL: h.sim.url,
         CLOUD_API_KEY: h.sim.apiKey,
+        SEAL_KEY: TEST_SEAL_KEY,
         REDIS_URL: testRedisUrl(),
         REDIS_PREFIX: h.prefix,
         PORT: '0',

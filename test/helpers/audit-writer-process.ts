@@ -2,7 +2,7 @@
 // processes keep one audit chain. Run with `node --import tsx`; config in CLOUDOPS_AUDIT_WRITER (JSON).
 import { Redis } from 'ioredis';
 import { sealKeysFrom } from '../../src/config/seal-keys.ts';
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 
 const config = JSON.parse(process.env.CLOUDOPS_AUDIT_WRITER ?? '{}') as {

@@ -8,6 +8,7 @@ import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
 import { runProcess } from './run-process.ts';
+import { TEST_SEAL_KEY } from './seal.ts';
 
 /*
  * `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global setup),
@@ -82,6 +83,7 @@ projects:
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: cloud.url,
     CLOUD_API_KEY: API_KEY,
+    SEAL_KEY: TEST_SEAL_KEY,
     REDIS_URL: redis.url,
     POLICY_FILE: join(dir, 'policy.yml'),
   };

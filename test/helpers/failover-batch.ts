@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { DEFAULT_SEED, type SimSeed } from '../../sim/cloud/server.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, PROD_UUID } from './harness.ts';
 
 /*

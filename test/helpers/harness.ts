@@ -14,10 +14,11 @@ import {
 import { createQueues, type Queues } from '../../src/jobs/queues.ts';
 import { type Running, type StartOptions, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { exportAudit } from '../../src/requests/audit.ts';
-import { RequestStore } from '../../src/requests/store.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import { exportAudit } from '../../src/requests/audit/audit.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from './redis.ts';
+import { TEST_SEAL_KEY } from './seal.ts';
 import {
   blockActionsPayload,
   type InputValue,
@@ -284,6 +285,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: sim.url,
     CLOUD_API_KEY: sim.apiKey,
+    SEAL_KEY: TEST_SEAL_KEY,
     REDIS_URL: testRedisUrl(),
     REDIS_PREFIX: envPrefix,
     PORT: '0',

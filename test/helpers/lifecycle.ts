@@ -5,9 +5,9 @@ import { createOutbox } from '../../src/jobs/outbox.ts';
 import type { Queues } from '../../src/jobs/queues.ts';
 import type { Logger } from '../../src/observability/logger.ts';
 import type { Metrics } from '../../src/observability/metrics.ts';
-import { createApprovalPolicy } from '../../src/requests/approvers.ts';
-import { RequestLifecycle } from '../../src/requests/lifecycle/index.ts';
-import type { RequestStore } from '../../src/requests/store.ts';
+import { createApprovalPolicy } from '../../src/requests/approval/approvers.ts';
+import { RequestLifecycle } from '../../src/requests/lifecycle/request-lifecycle.ts';
+import type { RequestStore } from '../../src/requests/store/store.ts';
 import type { VmFactsStore } from '../../src/requests/vm-facts.ts';
 
 /**

@@ -7,6 +7,7 @@ import { type Policy, parsePolicy } from '../../src/config/policy.ts';
 import { type Running, startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { deleteKeys, uniquePrefix } from './redis.ts';
+import { TEST_SEAL_KEY } from './seal.ts';
 import { postSigned, type SignOptions, type SlackHttpResponse, slashCommandBody } from './slack-request.ts';
 
 /** The team, channel and people of {@link OPS_POLICY}. */
@@ -60,8 +61,6 @@ export async function startOpsBot(options: {
   now?: () => Date;
   /** The policy, when not {@link OPS_POLICY}. */
   policyYaml?: string;
-  /** SEAL_KEY: the audit entries are sealed with it. */
-  sealKey?: string;
 }): Promise<OpsBot> {
   const secrets = {
     botToken: `xoxb-ops-${randomBytes(12).toString('hex')}`,
@@ -78,13 +77,13 @@ export async function startOpsBot(options: {
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: sim.url,
     CLOUD_API_KEY: secrets.apiKey,
+    SEAL_KEY: TEST_SEAL_KEY,
     REDIS_URL: options.redisUrl,
     REDIS_PREFIX: prefix,
     PORT: '0',
     METRICS_PORT: '0',
     ROLE: options.role ?? 'all',
     LOG_LEVEL: options.logLevel ?? 'warn',
-    ...(options.sealKey ? { SEAL_KEY: options.sealKey } : {}),
   });
   const logs: string[] = [];
   const logger = createLogger(

@@ -1,11 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { Decision } from '../../src/requests/decision.ts';
-import type {
-  VerificationLinks,
-  VerifiedApprover,
-  VerifiedBy,
-  VerifyClaims,
-} from '../../src/requests/verification.ts';
+import type { VerificationLinks, VerifiedApprover } from '../../src/requests/approval/verified-approval.ts';
+import type { Decision } from '../../src/requests/model/decision.ts';
+import type { VerifiedBy, VerifyClaims } from '../../src/requests/model/verification.ts';
 
 /** One link the bot had issued: where it points, and what it is bound to. */
 export interface IssuedLink {

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { EphemeralMessage } from '../../sim/slack/server.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import {
   CHANNELS,
   type Harness,

@@ -80,7 +80,7 @@ async function runChild(): Promise<void> {
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
   const { createLogger } = await import('../../src/observability/logger.ts');
   const { createMetrics } = await import('../../src/observability/metrics.ts');
-  const { RequestStore } = await import('../../src/requests/store.ts');
+  const { RequestStore } = await import('../../src/requests/store/store.ts');
   const { VmFactsStore } = await import('../../src/requests/vm-facts.ts');
   const { createRequestRenderer } = await import('../../src/slack/blocks/request-message.ts');
 

@@ -8,8 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditShipper, startAuditShipper } from '../../src/audit-export/shipper.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
-import { AUDIT_EXPORT_GROUP } from '../../src/requests/audit.ts';
-import { RequestStore, requestKeys } from '../../src/requests/store.ts';
+import { AUDIT_EXPORT_GROUP } from '../../src/requests/audit/audit.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 

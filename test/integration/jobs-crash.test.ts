@@ -6,7 +6,7 @@ import { replyId } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { AuditLog } from '../../src/requests/audit.ts';
+import { AuditLog } from '../../src/requests/audit/audit.ts';
 import { PROJECT } from '../fixtures/requests.ts';
 import { startSlowTcpProxy } from '../helpers/proxies.ts';
 import { WAIT_MS } from '../helpers/startup.ts';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SIM_REASONS } from '../../sim/cloud/rules.ts';
 import { parsePolicy } from '../../src/config/policy.ts';
-import { AuditLog } from '../../src/requests/audit.ts';
+import { AuditLog } from '../../src/requests/audit/audit.ts';
 import { PROJECT, restoreRequest } from '../fixtures/requests.ts';
 import {
   JOBS_POLICY_YAML,

@@ -12,8 +12,8 @@ import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { SendMarkers } from '../../src/jobs/send-markers.ts';
 import { VmLock } from '../../src/jobs/vm-lock.ts';
-import { LuaScript } from '../../src/requests/lua.ts';
-import { RequestStore } from '../../src/requests/store.ts';
+import { LuaScript } from '../../src/requests/store/lua.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 

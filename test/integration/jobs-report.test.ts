@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { enqueueNotify } from '../../src/jobs/queues.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { type JobsEnv, resizeOf, startJobsEnv, threadTexts, waitForReplies } from './jobs-env.ts';
 
 /**

@@ -2,8 +2,8 @@ import { Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { enqueueExecution, QUEUE_NAMES } from '../../src/jobs/queues.ts';
 import { FAST_SWEEP_POLICY, sweepStranded } from '../../src/jobs/stranded-sweeper.ts';
-import { AuditLog } from '../../src/requests/audit.ts';
-import type { CloudRequest, NewRequest } from '../../src/requests/types.ts';
+import { AuditLog } from '../../src/requests/audit/audit.ts';
+import type { CloudRequest, NewRequest } from '../../src/requests/model/types.ts';
 import { PROJECT } from '../fixtures/requests.ts';
 import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // Every entry point on a Node.js older than 24 says so in one line and exits 1, before loading anything that needs
 // Node 24 (undici failed with "Cannot read properties of undefined (reading 'bind')"). The machine's own
@@ -46,6 +47,7 @@ function run(args: string[]): Promise<Run> {
           SLACK_SIGNING_SECRET: 'node-guard-secret',
           CLOUD_API_URL: 'http://127.0.0.1:9/',
           CLOUD_API_KEY: 'node-guard-key',
+          SEAL_KEY: TEST_SEAL_KEY,
         },
       },
       (error, stdout, stderr) =>

@@ -10,6 +10,7 @@ import { SHUTDOWN_REASON } from '../../src/jobs/execute-worker.ts';
 import { spawnBot } from '../helpers/bot-process.ts';
 import { startSlowTcpProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 import { STARTUP_WAIT_MS } from '../helpers/startup.ts';
 import { JOBS_POLICY_YAML, resizeOf, startJobsEnv, until, waitForReplies } from './jobs-env.ts';
 
@@ -74,6 +75,7 @@ function botEnv(role: string, overrides: Record<string, string> = {}): Record<st
     SLACK_API_URL: slack.apiUrl,
     CLOUD_API_URL: 'http://127.0.0.1:9/',
     CLOUD_API_KEY: API_KEY,
+    SEAL_KEY: TEST_SEAL_KEY,
     POLICY_FILE: policyFile,
     REDIS_URL: testRedisUrl(),
     REDIS_PREFIX: prefix,
@@ -335,6 +337,7 @@ describe('SIGTERM while an API call hangs (issue 17 item 6)', { timeout: STARTUP
         SLACK_BOT_TOKEN: env.slack.botToken,
         CLOUD_API_URL: env.sim.url,
         CLOUD_API_KEY: env.sim.apiKey,
+        SEAL_KEY: TEST_SEAL_KEY,
         POLICY_FILE: policy,
       },
       dir,

@@ -4,6 +4,7 @@ import { loadEnv } from '../../src/config/env.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { OPS, type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 import { deliverEvent, functionExecuted, workflowUser } from '../helpers/slack-events.ts';
 import { blockActionsPayload, interactionBody } from '../helpers/slack-request.ts';
 
@@ -26,6 +27,7 @@ describe('the redact paths, for an API key the logger was not told about', () =>
       SLACK_SIGNING_SECRET: 'redact-paths-signing-secret',
       CLOUD_API_URL: 'http://127.0.0.1:9/',
       CLOUD_API_KEY: UNLISTED_KEY,
+      SEAL_KEY: TEST_SEAL_KEY,
     });
     logger.info({ apiKey: UNLISTED_KEY }, 'a field');
     logger.info({ cloud: { baseUrl: env.CLOUD_API_URL, apiKey: UNLISTED_KEY } }, 'client options');

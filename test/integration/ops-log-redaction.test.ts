@@ -11,6 +11,7 @@ import { boltLogger } from '../../src/slack/bolt-logger.ts';
 import { spawnBot } from '../helpers/bot-process.ts';
 import { OPS, type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY, TEST_SEAL_KEY_PREVIOUS } from '../helpers/seal.ts';
 import {
   blockActionsPayload,
   interactionBody,
@@ -25,6 +26,7 @@ const APP_TOKEN = 'xapp-1-A0000000000-3333333333-SeCrEtApPtOkEn4567';
 const SIGNING_SECRET = 'signing-secret-8f14e45fceea167a5a36dedd4bea2543';
 const API_KEY = 'ck_live_7b52009b64fd0a2a49e6d8a939753077';
 const UNKNOWN_BEARER = 'unlisted-credential-c4ca4238a0b923820dcc';
+const OIDC_SECRET = 'sso-client-secret-9d5ed678fe57bcca610140957afab571';
 const SECRETS = [BOT_TOKEN, APP_TOKEN, SIGNING_SECRET, API_KEY];
 
 /** A logger writing into memory, as the bot's own would write to stdout. */
@@ -40,7 +42,7 @@ function capturedLogger(level = 'debug'): { logger: Logger; lines: string[] } {
 /** Fails with the line and the secret when any captured line carries any secret. */
 function expectNoSecret(lines: string[]): void {
   for (const line of lines) {
-    for (const secret of [...SECRETS, UNKNOWN_BEARER]) {
+    for (const secret of [...SECRETS, UNKNOWN_BEARER, OIDC_SECRET, TEST_SEAL_KEY, TEST_SEAL_KEY_PREVIOUS]) {
       expect(line.includes(secret), `secret ${secret.slice(0, 8)}… in ${line}`).toBe(false);
     }
   }
@@ -85,7 +87,19 @@ describe('log redaction', () => {
     logger.warn({ err: error, requestId: 'req-1' }, 'resize failed, as a field');
     logger.info({ headers: { Authorization: `Bearer ${UNKNOWN_BEARER}` } }, 'outgoing call');
     logger.info({ request: { headers: { authorization: `Bearer ${UNKNOWN_BEARER}` } } }, 'nested headers');
-    logger.info({ env: { SLACK_BOT_TOKEN: BOT_TOKEN, CLOUD_API_KEY: API_KEY, PORT: 3000 } }, 'config');
+    logger.info(
+      {
+        env: {
+          SLACK_BOT_TOKEN: BOT_TOKEN,
+          CLOUD_API_KEY: API_KEY,
+          SEAL_KEY: TEST_SEAL_KEY,
+          SEAL_KEY_PREVIOUS: TEST_SEAL_KEY_PREVIOUS,
+          OIDC_CLIENT_SECRET: OIDC_SECRET,
+          PORT: 3000,
+        },
+      },
+      'config',
+    );
     logger.info('format args: %s %s', APP_TOKEN, `Bearer ${UNKNOWN_BEARER}`);
     logger.info({ url: `https://api.example.com/cloud/cluster/?api_key=${API_KEY}` }, 'url in a field');
 
@@ -291,6 +305,11 @@ describe('the logger npm start builds itself (no injected logger)', { timeout: 1
         SLACK_API_URL: env.slack.apiUrl,
         CLOUD_API_URL: env.sim.url,
         CLOUD_API_KEY: env.sim.apiKey,
+        SEAL_KEY: TEST_SEAL_KEY,
+        OIDC_ISSUER: 'https://login.example.com',
+        OIDC_CLIENT_ID: 'cloudops',
+        OIDC_CLIENT_SECRET: OIDC_SECRET,
+        PUBLIC_URL: 'https://cloudops.example.com',
         REDIS_URL: env.redisUrl,
         REDIS_PREFIX: env.prefix,
         PORT: '0',
@@ -305,7 +324,7 @@ describe('the logger npm start builds itself (no injected logger)', { timeout: 1
       // Someone pastes the API key into a request's reason: it is in the request message the worker posts, and the
       // Slack client (src/slack-api) logs that message's body at debug. Only the literal secrets the logger was given
       // catch it.
-      const reason = `portal key ${env.sim.apiKey} rotated`;
+      const reason = `portal key ${env.sim.apiKey} rotated, seal ${TEST_SEAL_KEY} sso ${OIDC_SECRET}`;
       const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }, { reason }));
       await waitForReplies(env, request.id, 1, 30_000);
       const lines = () =>
@@ -321,8 +340,10 @@ describe('the logger npm start builds itself (no injected logger)', { timeout: 1
       const posted = lines().filter(
         (line) => line.includes('http request body') && line.includes('portal key'),
       );
-      for (const line of posted) expect(line).toContain('portal key [redacted] rotated');
-      expect(lines().filter((line) => line.includes(env.sim.apiKey))).toEqual([]);
+      for (const line of posted)
+        expect(line).toContain('portal key [redacted] rotated, seal [redacted] sso [redacted]');
+      for (const secret of [env.sim.apiKey, TEST_SEAL_KEY, OIDC_SECRET])
+        expect(lines().filter((line) => line.includes(secret))).toEqual([]);
     } finally {
       bot.kill('SIGKILL');
       await env.close();

@@ -6,6 +6,7 @@ import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // Logs stay readable during an outage (docs/troubleshooting.md#logs): a Redis of this file's own is killed under a
 // running bot for about 10 s; the bot writes one line when the connection goes and one when it is back (with a count
@@ -48,6 +49,7 @@ describe('a 10 s Redis outage under a running bot', { timeout: 120_000 }, () => 
         SLACK_API_URL: slack.apiUrl,
         CLOUD_API_URL: sim.url,
         CLOUD_API_KEY: API_KEY,
+        SEAL_KEY: TEST_SEAL_KEY,
         POLICY_FILE: join(dir, 'policy.yml'),
         REDIS_URL: redis.url,
         // The bot listens where the OS puts it and says where in its ready line.
@@ -104,6 +106,7 @@ describe('the Socket Mode link lost and refused three times', { timeout: 120_000
         SLACK_API_URL: slack.apiUrl,
         CLOUD_API_URL: sim.url,
         CLOUD_API_KEY: API_KEY,
+        SEAL_KEY: TEST_SEAL_KEY,
         POLICY_FILE: join(dir, 'policy.yml'),
         REDIS_URL: redis.url,
         PORT: '0',

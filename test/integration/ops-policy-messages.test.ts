@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { START_ARGS } from '../helpers/bot-process.ts';
 import { runProcess } from '../helpers/run-process.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // A policy file with several problems, through both doors an operator uses: `npm start` (the compiled bot in its
 // own process) and `cloudops policy check` (the shipped binary). Each lists every problem at once, in file order,
@@ -31,6 +32,7 @@ const SECRETS = {
   SLACK_SIGNING_SECRET: 'policy-messages-signing-secret',
   CLOUD_API_URL: 'http://127.0.0.1:9/',
   CLOUD_API_KEY: 'policy-messages-api-key',
+  SEAL_KEY: TEST_SEAL_KEY,
 };
 
 const SEVERAL = `workspace: T0001

@@ -8,6 +8,7 @@ import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts'
 import { spawnBot } from '../helpers/bot-process.ts';
 import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // Each role loads only what it runs: the compiled bot as `npm start` runs it, one process per role, with a
 // preloaded module that writes, when the process exits, every module it loaded: ES modules and CommonJS alike, through
@@ -63,6 +64,7 @@ async function packagesLoaded(role: string, env: Record<string, string> = {}): P
       SLACK_API_URL: slack.apiUrl,
       CLOUD_API_URL: sim.url,
       CLOUD_API_KEY: API_KEY,
+      SEAL_KEY: TEST_SEAL_KEY,
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,
       PORT: '0',

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 import { STARTUP_WAIT_MS } from '../helpers/startup.ts';
 
 // Socket Mode as an operator runs it (the compiled bot in its own process, docs/operations.md#start-up): /healthz answers
@@ -52,6 +53,7 @@ function startBot(overrides: Record<string, string> = {}): void {
       SLACK_API_URL: slack.apiUrl,
       CLOUD_API_URL: 'http://127.0.0.1:9/',
       CLOUD_API_KEY: 'socket-test-api-key',
+      SEAL_KEY: TEST_SEAL_KEY,
       POLICY_FILE: policyFile,
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,

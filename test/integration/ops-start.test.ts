@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../sim/local-redis.ts';
 import { runProcess } from '../helpers/run-process.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // `npm start` as an operator runs it: a child process with only the environment given (PATH kept for node),
 // running the compiled dist/ (the global setup builds it when stale, as npm start's prestart does).
@@ -39,6 +40,7 @@ const COMPLETE = {
   SLACK_SIGNING_SECRET: 'startup-test-signing-secret',
   CLOUD_API_URL: 'http://127.0.0.1:9/',
   CLOUD_API_KEY: 'startup-test-api-key',
+  SEAL_KEY: TEST_SEAL_KEY,
 };
 
 let dir: string;
@@ -57,7 +59,7 @@ describe.concurrent('npm start without a working configuration', { timeout: 120_
     expect(lines(run.stderr)).toHaveLength(1);
     const [line] = lines(run.stderr);
     expect(line).toMatch(
-      /^cloudops: missing SLACK_BOT_TOKEN, SLACK_APP_TOKEN, CLOUD_API_URL, CLOUD_API_KEY\. Socket Mode \(as manifest\.yml sets the app up\) needs SLACK_APP_TOKEN, an app-level token \(xapp-…\); for HTTP mode set SLACK_SIGNING_SECRET instead\./,
+      /^cloudops: missing SLACK_BOT_TOKEN, SLACK_APP_TOKEN, CLOUD_API_URL, CLOUD_API_KEY, SEAL_KEY\. Socket Mode \(as manifest\.yml sets the app up\) needs SLACK_APP_TOKEN, an app-level token \(xapp-…\); for HTTP mode set SLACK_SIGNING_SECRET instead\./,
     );
     expect(line).toContain('npm run demo');
     expect(run.stdout).toBe('');
@@ -75,7 +77,12 @@ describe.concurrent('npm start without a working configuration', { timeout: 120_
       'Socket Mode needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN',
     ],
   ])('%s without the bot token: the line says what that mode needs', async (_mode, env, needs) => {
-    const run = await start({ ...env, CLOUD_API_URL: 'http://127.0.0.1:9/', CLOUD_API_KEY: 'k-123456' });
+    const run = await start({
+      ...env,
+      CLOUD_API_URL: 'http://127.0.0.1:9/',
+      CLOUD_API_KEY: 'k-123456',
+      SEAL_KEY: TEST_SEAL_KEY,
+    });
     expect(run.code).toBe(1);
     const [line] = lines(run.stderr);
     expect(line).toMatch(/^cloudops: missing SLACK_BOT_TOKEN\. /);
@@ -140,6 +147,83 @@ describe.concurrent('npm start without a working configuration', { timeout: 120_
       /^cloudops: could not start: REDIS_URL: no Redis answered at redis:\/\/127\.0\.0\.1:\d+/,
     );
     expect(run.stderr).not.toContain('redis-password-xyz');
+  });
+});
+
+describe.concurrent('npm start and SEAL_KEY, and secrets given as NAME_FILE', { timeout: 120_000 }, () => {
+  /** COMPLETE without SEAL_KEY, a valid policy, and Redis nowhere: a start that gets past the configuration stops there. */
+  async function withoutKey(): Promise<Record<string, string>> {
+    const { SEAL_KEY: _key, ...rest } = COMPLETE;
+    const file = join(dir, 'seal-ok.yml');
+    await writeFile(file, 'approvers: [U0ADMIN]\n');
+    return {
+      ...rest,
+      POLICY_FILE: file,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      LOG_LEVEL: 'silent',
+    };
+  }
+
+  it.each(['all', 'web', 'worker', 'scheduler'])(
+    'ROLE=%s without SEAL_KEY: one line naming it, exit 1; the bot never makes one up',
+    async (role) => {
+      const run = await start({ ...(await withoutKey()), ROLE: role });
+      expect(run.code).toBe(1);
+      expect(lines(run.stderr)).toHaveLength(1);
+      expect(lines(run.stderr)[0]).toMatch(/^cloudops: missing SEAL_KEY\. SEAL_KEY seals every approval/);
+    },
+  );
+
+  it('a SEAL_KEY of 16 bytes: one line naming it and why, without echoing it, exit 1', async () => {
+    const short = 'c0ffee00c0ffee00c0ffee00c0ffee00';
+    const run = await start({ ...(await withoutKey()), SEAL_KEY: short });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([
+      'cloudops: SEAL_KEY: 16 bytes is too short; give at least 32 random bytes as hex or base64, e.g. from openssl rand -hex 32',
+    ]);
+    expect(run.stderr).not.toContain(short);
+  });
+
+  it('SEAL_KEY_FILE and SLACK_BOT_TOKEN_FILE are read (a trailing newline dropped): the start goes on to Redis', async () => {
+    const env = await withoutKey();
+    const keyFile = join(dir, 'seal-key');
+    const tokenFile = join(dir, 'bot-token');
+    await writeFile(keyFile, `${TEST_SEAL_KEY}\n`);
+    await writeFile(tokenFile, `${env.SLACK_BOT_TOKEN}\n`);
+    const { SLACK_BOT_TOKEN: _token, ...rest } = env;
+    const run = await start({ ...rest, SEAL_KEY_FILE: keyFile, SLACK_BOT_TOKEN_FILE: tokenFile });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toHaveLength(1);
+    expect(lines(run.stderr)[0]).toMatch(/^cloudops: could not start: REDIS_URL: no Redis answered/);
+  });
+
+  it('a secret file whose content is malformed is named by its variable, never shown', async () => {
+    const file = join(dir, 'not-a-bot-token');
+    await writeFile(file, `${SECRET_LOOKING}\n`);
+    const run = await start({ ...COMPLETE, SLACK_BOT_TOKEN: '', SLACK_BOT_TOKEN_FILE: file });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([
+      'cloudops: SLACK_BOT_TOKEN: expected a bot token starting with xoxb-',
+    ]);
+    expect(run.stderr).not.toContain(SECRET_LOOKING);
+  });
+
+  it('both SEAL_KEY and SEAL_KEY_FILE set: one line naming both, exit 1', async () => {
+    const file = join(dir, 'seal-key-both');
+    await writeFile(file, TEST_SEAL_KEY);
+    const run = await start({ ...COMPLETE, SEAL_KEY_FILE: file });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([
+      'cloudops: SEAL_KEY and SEAL_KEY_FILE: both are set; give the secret one way only',
+    ]);
+    expect(run.stderr).not.toContain(TEST_SEAL_KEY);
+  });
+
+  it('a secret file that is not there: one line naming the variable and the path', async () => {
+    const gone = join(dir, 'no-such-secret');
+    const run = await start({ ...COMPLETE, CLOUD_API_KEY: '', CLOUD_API_KEY_FILE: gone });
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([`cloudops: CLOUD_API_KEY_FILE: ${gone} could not be read (ENOENT)`]);
   });
 });
 

@@ -14,6 +14,7 @@ import { OPS, OPS_POLICY } from '../helpers/ops-bot.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { type ForwardProxy, startForwardProxy } from '../helpers/proxies.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 import {
   blockActionsPayload,
   interactionBody,
@@ -75,6 +76,7 @@ function startBot(stage: Stage, extra: Record<string, string>): BotProcess {
       SLACK_API_URL: stage.slack.apiUrl,
       CLOUD_API_URL: stage.sim.url,
       CLOUD_API_KEY: stage.secrets.apiKey,
+      SEAL_KEY: TEST_SEAL_KEY,
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: stage.prefix,
       PORT: '0',

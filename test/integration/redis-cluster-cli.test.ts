@@ -14,7 +14,7 @@ import {
   redisTarget,
 } from '../../src/config/redis-connection.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { StartupError, waitForRedis } from '../../src/startup/checks.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { runProcess } from '../helpers/run-process.ts';

@@ -5,18 +5,18 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { policyVersionOf } from '../../src/config/policy.ts';
-import { requestKeys } from '../../src/requests/store.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
 import { OPS, type OpsBot, startOpsBot } from '../helpers/ops-bot.ts';
 import { testRedis, testRedisUrl } from '../helpers/redis.ts';
 import { click, type FlowBot, reject, submitRequest } from '../helpers/request-flow.ts';
 import { runProcess } from '../helpers/run-process.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // `cloudops report` over requests made through the real flow (signed slash commands, the modal, the approver's
 // click, the run against the cloud sim) across three weeks and two projects: the CSV and the HTML hold exactly them.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(repo, 'bin', 'cloudops.mjs');
-const SEAL_KEY = '5e'.repeat(32);
 const STAGE = 'C0STAGE';
 const POLICY = `
 workspace: ${OPS.team}
@@ -78,7 +78,6 @@ beforeAll(async () => {
     redisUrl: testRedisUrl(),
     now: () => clock,
     policyYaml: POLICY,
-    sealKey: SEAL_KEY,
   });
   // Week of 16 November: one change in each project, both run.
   ids.prod = await approved(OPS.channel, 'resize shop-prod 101 cores=4');
@@ -111,7 +110,7 @@ function report(args: string[]) {
         REDIS_URL: testRedisUrl(),
         REDIS_PREFIX: ops.prefix,
         POLICY_FILE: join(dir, 'none.yml'),
-        SEAL_KEY,
+        SEAL_KEY: TEST_SEAL_KEY,
       },
     },
   );

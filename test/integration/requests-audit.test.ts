@@ -1,10 +1,10 @@
 import { PassThrough } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AuditLog, exportAudit } from '../../src/requests/audit.ts';
-import { parseSince, SinceError, writeAuditJsonLines } from '../../src/requests/audit-export.ts';
-import { RequestStore } from '../../src/requests/store.ts';
-import type { AuditEntry } from '../../src/requests/types.ts';
+import { AuditLog, exportAudit } from '../../src/requests/audit/audit.ts';
+import { parseSince, SinceError, writeAuditJsonLines } from '../../src/requests/audit/export.ts';
+import type { AuditEntry } from '../../src/requests/model/types.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 

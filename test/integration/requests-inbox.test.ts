@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/config/policy.ts';
-import { createApprovalPolicy } from '../../src/requests/approvers.ts';
+import { createApprovalPolicy } from '../../src/requests/approval/approvers.ts';
 import { readInbox } from '../../src/requests/inbox.ts';
-import { RequestStore } from '../../src/requests/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 

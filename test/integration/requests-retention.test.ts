@@ -5,9 +5,10 @@ import { AuditCursor } from '../../src/audit-export/cursor.ts';
 import { createQueues, enqueueNotify, KEEP_FINISHED, type Queues } from '../../src/jobs/queues.ts';
 import { sweepRetention } from '../../src/jobs/retention-sweeper.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { AuditLog } from '../../src/requests/audit.ts';
-import { RequestStore, requestKeys } from '../../src/requests/store.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import { AuditLog } from '../../src/requests/audit/audit.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { requestKeys } from '../../src/requests/store/keys.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 

@@ -12,6 +12,7 @@ import { startCloudops } from '../../src/main.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { type BotProcess, spawnBot } from '../helpers/bot-process.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 // The cloud API checked at start-up without holding it: one warning line, /readyz 200 with "cloud": false, and
 // cloudops_cloud_api_up 0 until a later check passes (docs/troubleshooting.md#cloud-api).
@@ -57,6 +58,7 @@ function startBot(cloud: Record<string, string>): BotProcess {
       SLACK_BOT_TOKEN: BOT_TOKEN,
       SLACK_SIGNING_SECRET: 'cloud-check-signing-secret',
       SLACK_API_URL: slack.apiUrl,
+      SEAL_KEY: TEST_SEAL_KEY,
       POLICY_FILE: policyFile,
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,
@@ -152,6 +154,7 @@ describe('the cloud API coming back', () => {
       SLACK_API_URL: slack.apiUrl,
       CLOUD_API_URL: `http://127.0.0.1:${port}`,
       CLOUD_API_KEY: API_KEY,
+      SEAL_KEY: TEST_SEAL_KEY,
       REDIS_URL: testRedisUrl(),
       REDIS_PREFIX: prefix,
       PORT: '0',

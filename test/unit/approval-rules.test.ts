@@ -8,8 +8,8 @@ import {
   resizeKindFor,
   restoreFacts,
   ruleMatches,
-} from '../../src/requests/approval-rules.ts';
-import type { ResizeParams } from '../../src/requests/types.ts';
+} from '../../src/requests/approval/approval-rules.ts';
+import type { ResizeParams } from '../../src/requests/model/types.ts';
 import { wallTimeIn, zonedToUtc } from '../../src/rules/zoned-time.ts';
 
 /** The approvals of a project as the policy file writes them (so the schema's normalising is part of the test). */

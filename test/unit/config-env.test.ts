@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadEnv, missingForRole } from '../../src/config/env.ts';
+import { ConfigError, loadEnv, missingForRole, missingLine } from '../../src/config/env.ts';
 import {
   describeRedis,
   reconnectOnError,
@@ -10,6 +10,7 @@ import {
   redisTarget,
   tlsOptions,
 } from '../../src/config/redis-connection.ts';
+import { TEST_SEAL_KEY } from '../helpers/seal.ts';
 
 /** Runs loadEnv and returns the error it throws. */
 function failure(raw: Record<string, string>): ConfigError {
@@ -263,7 +264,12 @@ describe('Redis Cluster', () => {
 });
 
 describe('missingForRole', () => {
-  const base = { SLACK_BOT_TOKEN: 'xoxb-1', CLOUD_API_URL: 'http://127.0.0.1:1', CLOUD_API_KEY: 'k' };
+  const base = {
+    SLACK_BOT_TOKEN: 'xoxb-1',
+    CLOUD_API_URL: 'http://127.0.0.1:1',
+    CLOUD_API_KEY: 'k',
+    SEAL_KEY: TEST_SEAL_KEY,
+  };
 
   it('a web role with neither Slack mode set is asked for Socket Mode (as the manifest ships); a worker for neither', () => {
     expect(missingForRole(loadEnv(base))).toEqual(['SLACK_APP_TOKEN']);
@@ -272,11 +278,23 @@ describe('missingForRole', () => {
     expect(missingForRole(loadEnv({ ...base, ROLE: 'worker' }))).toEqual([]);
   });
 
+  it('every role needs SEAL_KEY, and the line says how to make one', () => {
+    for (const role of ['all', 'web', 'worker', 'scheduler'])
+      expect(
+        missingForRole(loadEnv({ ...base, SEAL_KEY: undefined, SLACK_APP_TOKEN: 'xapp-1', ROLE: role })),
+      ).toEqual(['SEAL_KEY']);
+    const env = loadEnv({ ...base, SEAL_KEY: undefined, ROLE: 'worker' });
+    expect(missingLine(env, missingForRole(env))).toMatch(
+      /^missing SEAL_KEY\. SEAL_KEY seals every approval: at least 32 random bytes, e\.g\. from openssl rand -hex 32\./,
+    );
+  });
+
   it('names every missing variable', () => {
     expect(missingForRole(loadEnv({ ROLE: 'scheduler' }))).toEqual([
       'SLACK_BOT_TOKEN',
       'CLOUD_API_URL',
       'CLOUD_API_KEY',
+      'SEAL_KEY',
     ]);
   });
 });

@@ -13,7 +13,7 @@ import {
   parsePolicy,
   userGroupsOf,
 } from '../../src/config/policy.ts';
-import { ruleMatches } from '../../src/requests/approval-rules.ts';
+import { ruleMatches } from '../../src/requests/approval/approval-rules.ts';
 
 /** A policy with every top-level key (docs/policy.md), with line numbers the tests below rely on. */
 const GOOD = `workspace: T0001

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadEnv, oidcRedirectUri } from '../../src/config/env.ts';
 import { PolicyError, parsePolicy } from '../../src/config/policy.ts';
-import { unmetVerify, unmetVerifyLine, verifyUses } from '../../src/config/verify-policy.ts';
-import { planApproval, resizeFacts } from '../../src/requests/approval-rules.ts';
+import { unmetVerify, unmetVerifyLine, verifyUses } from '../../src/config/verification-uses.ts';
+import { planApproval, resizeFacts } from '../../src/requests/approval/approval-rules.ts';
 
 function envFailure(raw: Record<string, string>): string {
   try {

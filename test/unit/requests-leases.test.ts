@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { changedSince, leaseStep, openLease, returnedPatch } from '../../src/requests/leases.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 
 const HOUR = 3_600_000;
 const RAN = new Date('2026-11-24T14:00:00Z');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
-import type { CloudRequest, NewRequest } from '../../src/requests/types.ts';
+import type { CloudRequest, NewRequest } from '../../src/requests/model/types.ts';
 import { homeView } from '../../src/slack/blocks/home.ts';
 import { jobsBlocks } from '../../src/slack/blocks/jobs.ts';
 import { resizeRequest } from '../fixtures/requests.ts';

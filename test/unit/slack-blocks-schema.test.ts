@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
-import type { CloudRequest, ReplyEvent, RequestState } from '../../src/requests/types.ts';
+import type { CloudRequest, ReplyEvent, RequestState } from '../../src/requests/model/types.ts';
 import { jobsBlocks } from '../../src/slack/blocks/jobs.ts';
 import { rejectModal, resizeModal, restoreModal, scheduleModal } from '../../src/slack/blocks/modals.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';

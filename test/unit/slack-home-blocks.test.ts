@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
 import { INBOX_LIMITS, type Inbox } from '../../src/requests/inbox.ts';
-import type { CloudRequest, NewRequest } from '../../src/requests/types.ts';
+import type { CloudRequest, NewRequest } from '../../src/requests/model/types.ts';
 import { homeView, noticeModal } from '../../src/slack/blocks/home.ts';
 import { resizeRequest, restoreRequest } from '../fixtures/requests.ts';
 

@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
-import type { CloudRequest } from '../../src/requests/types.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';
 import { resizeRequest, restoreRequest } from '../fixtures/requests.ts';
 

@@ -1,6 +1,6 @@
 import { redisKeyPrefix } from '../../config/redis-connection.ts';
-import { exportAudit } from '../../requests/audit.ts';
-import { parseSince, SinceError, writeAuditJsonLines } from '../../requests/audit-export.ts';
+import { exportAudit } from '../../requests/audit/audit.ts';
+import { parseSince, SinceError, writeAuditJsonLines } from '../../requests/audit/export.ts';
 import { type CliIo, UsageError, write } from '../io.ts';
 import { withCliRedis } from '../redis.ts';
 

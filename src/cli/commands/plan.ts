@@ -8,9 +8,9 @@ import {
   planApproval,
   resizeFacts,
   verifyText,
-} from '../../requests/approval-rules.ts';
+} from '../../requests/approval/approval-rules.ts';
+import type { CostPreview } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
-import type { CostPreview } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { approvalKind, classifyChange } from '../../rules/change-scope.ts';
 import { costDifference, sizeAfter, vmCost } from '../../rules/cost.ts';

@@ -7,10 +7,10 @@ import {
   userGroupsOf,
 } from '../../config/policy.ts';
 import { fieldOf } from '../../config/policy-problems.ts';
-import { unmetVerify, unmetWords } from '../../config/verify-policy.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
+import { unmetVerify, unmetWords } from '../../config/verification-uses.ts';
 import { createLogger } from '../../observability/logger.ts';
-import { describeRule, verifyText } from '../../requests/approval-rules.ts';
-import type { VerifyMethod } from '../../requests/verification.ts';
+import { describeRule, verifyText } from '../../requests/approval/approval-rules.ts';
 import { createUserGroups } from '../../slack/user-groups.ts';
 import { SlackApi } from '../../slack-api/client.ts';
 import { type CliIo, write } from '../io.ts';

@@ -1,10 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import { redisKeyPrefix } from '../../config/redis-connection.ts';
 import { sealKeysFrom } from '../../config/seal-keys.ts';
-import type { AuditRecord } from '../../requests/audit/chain.ts';
+import { exportAudit } from '../../requests/audit/audit.ts';
 import { readStoredChain } from '../../requests/audit/read.ts';
 import { verifyChain } from '../../requests/audit/verify.ts';
-import { exportAudit } from '../../requests/audit.ts';
+import type { AuditRecord } from '../../requests/model/audit-record.ts';
 import { CliError, type CliIo, UsageError, write } from '../io.ts';
 import { withCliRedis } from '../redis.ts';
 import { type ChainResult, reportCsv, reportHtml } from '../report/render.ts';

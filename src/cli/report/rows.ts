@@ -3,7 +3,7 @@
  * audit chain alone (its entries are self-contained, and outlive the requests' own retention), and the summary an
  * auditor reads first. Pure: the entries arrive read.
  */
-import type { AuditApprover, AuditRecord, AuditRequester } from '../../requests/audit/chain.ts';
+import type { AuditApprover, AuditRecord, AuditRequester } from '../../requests/model/audit-record.ts';
 
 /** One request as the report shows it. */
 export interface ReportRow {

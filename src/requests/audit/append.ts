@@ -4,10 +4,11 @@
  * script of its own that writes only if the chain's head is still the one chained after.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { LuaScript } from '../lua.ts';
-import { requestKeys } from '../store-keys.ts';
-import { AUDIT_APPEND_LUA } from '../store-scripts.ts';
-import { type AuditBody, type AuditSealer, chainAfter, type SealedEntry } from './chain.ts';
+import type { AuditBody } from '../model/audit-record.ts';
+import { requestKeys } from '../store/keys.ts';
+import { LuaScript } from '../store/lua.ts';
+import { AUDIT_APPEND_LUA } from '../store/scripts.ts';
+import { type AuditSealer, chainAfter, type SealedEntry } from './chain.ts';
 
 /** What every writer of the audit needs: the seal keys (when SEAL_KEY is set) and the policy's version now. */
 export interface AuditContext {

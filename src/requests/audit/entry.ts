@@ -3,8 +3,9 @@
  * one entry alone — project, VM, the change, its cost, the rule, the approvers and how they proved who they are, the
  * requester, the policy version, the ticket and the outcome — taken from the request as it is written.
  */
-import type { CloudRequest } from '../types.ts';
-import type { AuditApprover, AuditBody, AuditRequester } from './chain.ts';
+
+import type { AuditApprover, AuditBody, AuditRequester } from '../model/audit-record.ts';
+import type { CloudRequest } from '../model/types.ts';
 
 /** What one write records: the act, who did it, a note. */
 export interface AuditAct {

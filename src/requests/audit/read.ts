@@ -3,10 +3,10 @@
  * lines, or the webhook's JSON arrays).
  */
 import type { Cluster, Redis } from 'ioredis';
-import { auditEntryOf, compareStreamIds } from '../audit.ts';
-import { requestKeys } from '../store-keys.ts';
-import type { AuditEntry } from '../types.ts';
-import type { AuditAnchor } from './chain.ts';
+import type { AuditAnchor } from '../model/audit-record.ts';
+import type { AuditEntry } from '../model/types.ts';
+import { requestKeys } from '../store/keys.ts';
+import { auditEntryOf, compareStreamIds } from './audit.ts';
 import type { ReadRecord } from './verify.ts';
 
 /** Entries fetched per XRANGE round trip. */

@@ -3,7 +3,9 @@
  * each hash, follows `prev`, checks the seals when the key is at hand, and names the first entry changed, removed,
  * inserted or out of order. Pure: the records arrive in order from whoever read them.
  */
-import { type AuditAnchor, type AuditSealer, anchorData, bodyOf, hashOf } from './chain.ts';
+
+import type { AuditAnchor } from '../model/audit-record.ts';
+import { type AuditSealer, anchorData, bodyOf, hashOf } from './chain.ts';
 
 /** An entry as read: chained ones have `hash` and `prev`; entries written before the chain existed have neither. */
 export type ReadRecord = Record<string, unknown> & {

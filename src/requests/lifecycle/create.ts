@@ -2,7 +2,7 @@ import type { ProjectPolicy } from '../../config/policy.ts';
 import { scrubSecrets } from '../../observability/logger.ts';
 import { classifyChange } from '../../rules/change-scope.ts';
 import type { VmKnown } from '../../rules/types.ts';
-import { agentBoundRefusal } from '../agent-bound.ts';
+import { agentBoundRefusal } from '../approval/agent-bound.ts';
 import {
   approvalsText,
   type RuleFacts,
@@ -10,8 +10,8 @@ import {
   resizeKindFor,
   restoreFacts,
   verifyText,
-} from '../approval-rules.ts';
-import type { RequestApproval } from '../approvers.ts';
+} from '../approval/approval-rules.ts';
+import type { RequestApproval } from '../approval/approvers.ts';
 import { costPreview } from '../cost-preview.ts';
 import {
   agentActor,
@@ -19,7 +19,7 @@ import {
   type CostPreview,
   type ResizeParams,
   type RestoreParams,
-} from '../types.ts';
+} from '../model/types.ts';
 import { freeze } from './steps.ts';
 import {
   type Acts,

@@ -1,12 +1,12 @@
 import { scrubSecrets } from '../../observability/logger.ts';
-import { refuseIfChanged } from '../approval-recheck.ts';
-import { isScheduledWaiting } from '../approvers.ts';
-import type { Decision } from '../decision.ts';
-import { agentActor, type CloudRequest } from '../types.ts';
-import type { VerifiedBy } from '../verification.ts';
+import { isScheduledWaiting } from '../approval/approvers.ts';
+import { refuseIfChanged } from '../approval/recheck-at-approval.ts';
+import type { Decision } from '../model/decision.ts';
+import { agentActor, type CloudRequest } from '../model/types.ts';
+import type { VerifiedBy } from '../model/verification.ts';
 import { afterApproval, check, decide, refuse, startsFrom } from './steps.ts';
 import type { Acts } from './types.ts';
-import { uncounted, verificationNeeded } from './verify.ts';
+import { uncounted, verificationNeeded } from './verified-approve.ts';
 
 /*
  * The decisions people (and agents) make on a request: approve, reject, cancel, break glass.
@@ -15,7 +15,7 @@ import { uncounted, verificationNeeded } from './verify.ts';
 /**
  * Approve: each approver counts once, the requester never; the approval that reaches the count approves, exactly
  * once however many click at the same moment. Short of the count, the message shows the progress. Where the
- * request's approvals must be verified (verify.ts), a click without `verified` counts nothing and is refused with the
+ * request's approvals must be verified (verified-approve.ts), a click without `verified` counts nothing and is refused with the
  * claims of the approver's link; `revision` (the link's) must still be the request's when the approval is written.
  */
 export async function approve(

@@ -1,19 +1,22 @@
-import type { RequestApproval } from '../approvers.ts';
-import type { Decision } from '../decision.ts';
+import type { RequestApproval } from '../approval/approvers.ts';
 import { Leases } from '../leases.ts';
-import type { CloudRequest, CostPreview } from '../types.ts';
-import type { VerifiedBy, VerifyClaims } from '../verification.ts';
+import type { Decision } from '../model/decision.ts';
+import type { CloudRequest, CostPreview } from '../model/types.ts';
+import type { VerifiedBy, VerifyClaims } from '../model/verification.ts';
 import * as creating from './create.ts';
 import * as deciding from './decide.ts';
 import * as running from './run.ts';
 import type { Acts, CheckedResize, CheckedRestore, LifecycleDeps, Origin } from './types.ts';
-import * as verifying from './verify.ts';
+import * as verifying from './verified-approve.ts';
 
 /**
  * A request's whole life, with no Slack in it: create from a checked draft, approve, reject, cancel, resolve,
  * expire, queue. Every state change goes through the store's compare-and-set (with its audit entry), so of two
  * people deciding at once exactly one wins; the queues are reached through the outbox. Each act lives in the file
- * of its kind (create.ts, decide.ts, run.ts); this class is what callers hold.
+ * of its kind (create.ts; decide.ts with verified-approve.ts; run.ts: queue, freeze's end, remind, escalate, expire,
+ * resolve); steps.ts holds what they share; this class is what callers hold. A run's own moves (run-start.ts,
+ * run-moves.ts) are functions the execute worker calls with what it holds: every change of a request's state is
+ * made in this folder.
  */
 export class RequestLifecycle {
   /** Temporary increases once they ran: offer, reminders, keep, return. */

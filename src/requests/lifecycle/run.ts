@@ -1,6 +1,6 @@
-import type { Decision } from '../decision.ts';
-import type { TransitionResult } from '../store.ts';
-import type { CloudRequest } from '../types.ts';
+import type { Decision } from '../model/decision.ts';
+import type { CloudRequest } from '../model/types.ts';
+import type { TransitionResult } from '../store/store.ts';
 import { afterApproval, check, decide, freeze, reasonText, refuse } from './steps.ts';
 import type { Acts } from './types.ts';
 

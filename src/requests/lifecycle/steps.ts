@@ -1,7 +1,7 @@
-import type { FreezeHit } from '../approval-rules.ts';
-import { type Act, type ApprovalPolicy, isScheduledWaiting } from '../approvers.ts';
-import type { Decision, Refusal } from '../decision.ts';
-import type { CloudRequest, RequestState } from '../types.ts';
+import type { FreezeHit } from '../approval/approval-rules.ts';
+import { type Act, type ApprovalPolicy, isScheduledWaiting } from '../approval/approvers.ts';
+import type { Decision, Refusal } from '../model/decision.ts';
+import type { CloudRequest, RequestState } from '../model/types.ts';
 import type { Acts, LifecycleDeps } from './types.ts';
 
 /*

@@ -1,16 +1,18 @@
 import type { PriceSource } from '../../cloud/price-cache.ts';
 import type { Policy, ProjectPolicy } from '../../config/policy.ts';
+import type { SealKeys } from '../../config/seal-keys.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
 import type { Logger } from '../../observability/logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { ResizeCheck } from '../../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
-import type { ApprovalPolicy } from '../approvers.ts';
-import type { Decision } from '../decision.ts';
+import type { ApprovalPolicy } from '../approval/approvers.ts';
 import type { Leases } from '../leases.ts';
+import type { Decision } from '../model/decision.ts';
+import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../model/types.ts';
+import type { VerifiedBy } from '../model/verification.ts';
 import type { Outbox } from '../outbox.ts';
-import type { RequestStore } from '../store.ts';
-import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../types.ts';
-import type { VerifiedBy, VerifyMethod } from '../verification.ts';
+import type { RequestStore } from '../store/store.ts';
 import type { VmFactsStore } from '../vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
@@ -97,6 +99,8 @@ export interface LifecycleDeps {
   secrets?: readonly string[];
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
+  /** SEAL_KEY's keys: the decisions that let a request run are sealed and checked with them. */
+  sealKeys?: SealKeys;
 }
 
 /** The lifecycle's own acts that other acts call: called through it, so what wraps its acts (tracing) sees them. */

@@ -1,5 +1,6 @@
-import type { CloudRequest } from '../../requests/types.ts';
-import type { VerificationLinks, VerifyClaims } from '../../requests/verification.ts';
+import type { VerificationLinks } from '../../requests/approval/verified-approval.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
+import type { VerifyClaims } from '../../requests/model/verification.ts';
 import { refusalText } from '../blocks/refusals.ts';
 import { ACTIONS } from '../blocks/request-message.ts';
 import { VERIFY_OPEN, verifyLinkMessage, verifyLinkModal } from '../blocks/verify-link.ts';

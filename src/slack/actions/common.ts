@@ -1,5 +1,5 @@
 import type { AllMiddlewareArgs, BlockAction, ButtonAction, SlackActionMiddlewareArgs } from '@slack/bolt';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { noticeModal } from '../blocks/home.ts';
 import { afterWaitingAcks, type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';

@@ -3,7 +3,7 @@ import {
   type RequestState,
   type ResizeParams,
   refusedBeforeSending,
-} from '../../requests/types.ts';
+} from '../../requests/model/types.ts';
 import type { ResizeTarget } from '../../rules/types.ts';
 import { escapeMrkdwn } from './text.ts';
 

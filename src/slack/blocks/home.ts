@@ -1,8 +1,8 @@
 import type { KnownBlock, ModalView } from '@slack/types';
 import type { HomeDigest, HomeRenderer, HomeView } from '../../jobs/renderers.ts';
-import { verifyText } from '../../requests/approval-rules.ts';
+import { verifyText } from '../../requests/approval/approval-rules.ts';
 import type { Inbox } from '../../requests/inbox.ts';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { stateLabel, summary, vmLabel } from './describe.ts';
 import { leaseButtons, openLeaseLines } from './lease.ts';
 import { ACTIONS } from './request-message.ts';

@@ -1,5 +1,5 @@
 import type { KnownBlock } from '@slack/types';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { stateLabel, summary, vmLabel } from './describe.ts';
 import { openLeaseLines } from './lease.ts';
 import { actorText, escapeMrkdwn, mention, mrkdwn, requesterText, slackDate } from './text.ts';

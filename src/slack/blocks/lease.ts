@@ -1,5 +1,5 @@
 import type { KnownBlock, ModalView } from '@slack/types';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { leaseCost, leaseEnd, leaseTermText, sizeText } from '../../rules/lease.ts';
 import { vmLabel } from './describe.ts';
 import { dayText, escapeMrkdwn, mention, mrkdwn, plain, truncate } from './text.ts';

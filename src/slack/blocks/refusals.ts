@@ -1,7 +1,7 @@
-import { verifyText } from '../../requests/approval-rules.ts';
-import type { Act } from '../../requests/approvers.ts';
-import type { Refusal } from '../../requests/lifecycle/index.ts';
-import type { CloudRequest } from '../../requests/types.ts';
+import { verifyText } from '../../requests/approval/approval-rules.ts';
+import type { Act } from '../../requests/approval/approvers.ts';
+import type { Refusal } from '../../requests/model/decision.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { stateLabel } from './describe.ts';
 import { leaseClosedText } from './lease.ts';
 import { mention, mentionAny } from './text.ts';

@@ -1,8 +1,8 @@
 import type { KnownBlock } from '@slack/types';
 import type { RenderedMessage, RequestRenderer } from '../../jobs/renderers.ts';
-import { approvalsText, verifyText } from '../../requests/approval-rules.ts';
-import { currentApprovers } from '../../requests/approvers.ts';
-import { type CloudRequest, FINAL_STATES, type ReplyEvent } from '../../requests/types.ts';
+import { approvalsText, verifyText } from '../../requests/approval/approval-rules.ts';
+import { currentApprovers } from '../../requests/approval/approvers.ts';
+import { type CloudRequest, FINAL_STATES, type ReplyEvent } from '../../requests/model/types.ts';
 import { changeLines, stateLabel, stepSummary, vmLabel } from './describe.ts';
 import { leaseReply, leaseText } from './lease.ts';
 import {

@@ -1,7 +1,7 @@
 import type { KnownBlock, ModalView } from '@slack/types';
-import { verifyText } from '../../requests/approval-rules.ts';
-import type { CloudRequest } from '../../requests/types.ts';
-import type { VerifyMethod } from '../../requests/verification.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
+import { verifyText } from '../../requests/approval/approval-rules.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { vmLabel } from './describe.ts';
 import { escapeMrkdwn, mrkdwn, plain } from './text.ts';
 

@@ -1,7 +1,7 @@
 import type { AllMiddlewareArgs, App, SlackEventMiddlewareArgs } from '@slack/bolt';
 import { findProject, type ProjectPolicy } from '../../config/policy.ts';
-import type { Origin } from '../../requests/lifecycle/index.ts';
-import type { CloudRequest } from '../../requests/types.ts';
+import type { Origin } from '../../requests/lifecycle/types.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';
 import type { Violation, VmKnown } from '../../rules/types.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ViewOutput } from '@slack/bolt';
 import type { ProjectPolicy } from '../../config/policy.ts';
-import { ApprovalUnreachableError } from '../../requests/lifecycle/index.ts';
+import { ApprovalUnreachableError } from '../../requests/lifecycle/types.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
 import { FIELDS } from '../blocks/modals.ts';

@@ -1,6 +1,6 @@
 import { findProject } from '../../config/policy.ts';
+import type { CloudRequest } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
-import type { CloudRequest } from '../../requests/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';

@@ -1,6 +1,6 @@
-import type { Outbox } from './outbox.ts';
-import type { RequestStore } from './store.ts';
-import { FINAL_STATES } from './types.ts';
+import { FINAL_STATES } from '../model/types.ts';
+import type { Outbox } from '../outbox.ts';
+import type { RequestStore } from '../store/store.ts';
 
 /**
  * Marks (or unmarks) the open requests that agent `name` asked for `person` as asked by a disabled agent, each with an

@@ -1,9 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
-import { type AuditAnchor, type AuditSealer, anchorData } from './audit/chain.ts';
-import { compareStreamIds, countAudit, oldestUnshipped } from './audit.ts';
+import { compareStreamIds, countAudit, oldestUnshipped } from '../audit/audit.ts';
+import { type AuditSealer, anchorData } from '../audit/chain.ts';
+import type { AuditAnchor } from '../model/audit-record.ts';
+import type { RequestKeys } from './keys.ts';
 import { LuaScript } from './lua.ts';
-import type { RequestKeys } from './store-keys.ts';
-import { REMOVE_EXPIRED } from './store-scripts.ts';
+import { REMOVE_EXPIRED } from './scripts.ts';
 
 /** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
 export const DEFAULT_RETENTION_DAYS = 90;

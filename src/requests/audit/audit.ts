@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { AuditBody, AuditRecord } from './audit/chain.ts';
-import { requestKeys } from './store-keys.ts';
-import type { AuditEntry, CloudRequest } from './types.ts';
+import type { AuditBody, AuditRecord } from '../model/audit-record.ts';
+import type { AuditEntry, CloudRequest } from '../model/types.ts';
+import { requestKeys } from '../store/keys.ts';
 
 /** Entries fetched per XRANGE round trip. */
 const PAGE = 500;

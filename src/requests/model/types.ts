@@ -1,7 +1,8 @@
-import type { LeaseReturn, LeaseTerm } from '../rules/lease.ts';
-import type { ResizeTarget, VmKnown } from '../rules/types.ts';
-import type { AuditRecord } from './audit/chain.ts';
-import type { VerifiedBy, VerifyMethod } from './verification.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
+import type { LeaseReturn, LeaseTerm } from '../../rules/lease.ts';
+import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import type { AuditRecord } from './audit-record.ts';
+import type { VerifiedBy } from './verification.ts';
 
 export type RequestKind = 'resize' | 'restore';
 

@@ -1,15 +1,13 @@
-import type { VerifyMethod } from '../config/verify-policy.ts';
-import type { Decision } from './decision.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
 
 /**
  * Verified approvals: where the policy says `verify:`, a click on Approve counts nothing until the approver
  * proves who they are on the web page (a passkey, or a fresh login at the company's SSO). These types are the
- * contract between the lifecycle (which decides when an approval needs verification and counts it once it is
- * verified) and the verify/ adapter (which issues the approver's link and runs the page).
+ * what a verified approval is made of, underneath both the lifecycle (which decides when an approval needs
+ * verification and counts it once it is verified) and the verify/ adapter (which issues the approver's link and
+ * runs the page); their contract is approval/verified-approval.ts. The methods are named by the policy
+ * (config/verification-policy.ts).
  */
-
-/** How an approver may prove who they are; a rule that lists both is satisfied by either (named by the policy). */
-export type { VerifyMethod };
 
 /** Every method, in the order the page offers them. */
 export const VERIFY_METHODS: readonly VerifyMethod[] = ['passkey', 'sso'];
@@ -35,20 +33,4 @@ export interface VerifyClaims {
   teamId: string;
   /** What the rule allows; either one satisfies it. */
   methods: VerifyMethod[];
-}
-
-/** Issues the approver's single-use, ten-minute link on PUBLIC_URL (implemented in src/verify/). */
-export interface VerificationLinks {
-  /** The absolute URL the approver opens; only they are shown it (ephemeral message or DM). */
-  issue(claims: VerifyClaims): Promise<string>;
-}
-
-/**
- * What the page calls once the approver proved who they are: the lifecycle's `approveVerified`. It re-reads the
- * request, checks the claims against it, and counts the approval in the same compare-and-set as a plain one; a
- * refusal says why nothing counted (`already`, `expired`, `gone`, `verification_stale`, `verification_mismatch`,
- * `already_approved`, `not_approver`, `own_request`).
- */
-export interface VerifiedApprover {
-  approveVerified(claims: VerifyClaims, by: VerifiedBy): Promise<Decision>;
 }

@@ -1,9 +1,9 @@
-import type { Metrics } from '../observability/metrics.ts';
-import type { Outbox } from './outbox.ts';
-import { type RecheckDeps, recheckRequest } from './recheck.ts';
-import type { RequestStore } from './store.ts';
-import type { CloudRequest, StepOutcome } from './types.ts';
-import type { VmFactsStore } from './vm-facts.ts';
+import type { Metrics } from '../../observability/metrics.ts';
+import type { CloudRequest, StepOutcome } from '../model/types.ts';
+import type { Outbox } from '../outbox.ts';
+import type { RequestStore } from '../store/store.ts';
+import type { VmFactsStore } from '../vm-facts.ts';
+import { type RecheckDeps, recheckRequest } from './recheck-rules.ts';
 
 /** What the re-check at an approval reads and writes; the lifecycle's own deps satisfy it. */
 export interface ApprovalRecheckDeps extends RecheckDeps {

@@ -1,12 +1,12 @@
-// The keys and arguments of the store's two writing scripts (store-scripts.ts CREATE and CAS), from what the store
+// The keys and arguments of the store's two writing scripts (scripts.ts CREATE and CAS), from what the store
 // decided: the request, its audit entries chained onto the head, the records that go with them.
 import { createHash } from 'node:crypto';
-import type { Reservation } from './audit/append.ts';
-import { entryArgs } from './audit/append.ts';
-import { leaseIndex, peopleOf } from './store-changes.ts';
-import { CHANNEL_INDEX_KEEP, REQUESTER_INDEX_KEEP, type RequestKeys } from './store-keys.ts';
-import { type CloudRequest, FINAL_STATES } from './types.ts';
-import type { VmFactsWrite } from './vm-facts.ts';
+import type { Reservation } from '../audit/append.ts';
+import { entryArgs } from '../audit/append.ts';
+import { type CloudRequest, FINAL_STATES } from '../model/types.ts';
+import type { VmFactsWrite } from '../vm-facts.ts';
+import { leaseIndex, peopleOf } from './changes.ts';
+import { CHANNEL_INDEX_KEEP, REQUESTER_INDEX_KEEP, type RequestKeys } from './keys.ts';
 
 type ScriptArgs = [keys: string[], args: (string | number)[]];
 

@@ -1,5 +1,5 @@
+import { RECORD_VM_LUA } from '../vm-facts.ts';
 import { LuaScript } from './lua.ts';
-import { RECORD_VM_LUA } from './vm-facts.ts';
 
 // The store's Lua: each write and the records that go with it (audit entry, indexes) run as one script, so a crash
 // between them cannot leave a request and its records apart.

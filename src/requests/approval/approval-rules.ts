@@ -6,10 +6,11 @@ import type {
   ChangeName,
   FreezeWindow,
   Weekday,
-} from '../config/policy.ts';
-import type { ChangeScope } from '../rules/change-scope.ts';
-import { Decimal } from '../rules/decimal.ts';
-import type { ResizeTarget } from '../rules/types.ts';
+} from '../../config/policy.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
+import type { ChangeScope } from '../../rules/change-scope.ts';
+import { Decimal } from '../../rules/decimal.ts';
+import type { ResizeTarget } from '../../rules/types.ts';
 import {
   dayAfter,
   parseClock,
@@ -17,9 +18,8 @@ import {
   wallTimeIn,
   weekdayOf,
   zonedToUtc,
-} from '../rules/zoned-time.ts';
-import type { ResizeParams } from './types.ts';
-import type { VerifyMethod } from './verification.ts';
+} from '../../rules/zoned-time.ts';
+import type { ResizeParams } from '../model/types.ts';
 
 /**
  * The approval policy as pure functions (docs/policy.md#approval-policies): which rule applies to a request and

@@ -1,18 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { AuditAppender, type AuditContext, MAX_CHAIN_ROUNDS, NO_AUDIT_CONTEXT } from './audit/append.ts';
-import { requestEntry } from './audit/entry.ts';
-import { inStorageOrder, revised, stripProtected, verifiedDetail } from './store-changes.ts';
-import { newRequestId, type RequestKeys, requestKeys } from './store-keys.ts';
-import {
-  DAY_MS,
-  DEFAULT_AUDIT_RETENTION_DAYS,
-  DEFAULT_RETENTION_DAYS,
-  type RetentionScope,
-  removeExpired,
-  type UnshippedAudit,
-} from './store-retention.ts';
-import { CAS, CREATE } from './store-scripts.ts';
-import { casArgs, createArgs } from './store-writes.ts';
+import { AuditAppender, type AuditContext, MAX_CHAIN_ROUNDS, NO_AUDIT_CONTEXT } from '../audit/append.ts';
+import { requestEntry } from '../audit/entry.ts';
 import {
   ALLOWED_TRANSITIONS,
   type AuditNote,
@@ -21,14 +9,21 @@ import {
   type NewRequest,
   type RequestState,
   revisionOf,
-} from './types.ts';
-import type { VerifiedBy } from './verification.ts';
-import type { VmFactsWrite } from './vm-facts.ts';
-
-// What the rest imports from the store, wherever it now lives: the key names and ids (store-keys.ts) and what
-// retention reports (store-retention.ts).
-export { newRequestId, REQUESTER_INDEX_KEEP, requestKeys } from './store-keys.ts';
-export { DEFAULT_RETENTION_DAYS, type UnshippedAudit } from './store-retention.ts';
+} from '../model/types.ts';
+import type { VerifiedBy } from '../model/verification.ts';
+import type { VmFactsWrite } from '../vm-facts.ts';
+import { inStorageOrder, revised, stripProtected, verifiedDetail } from './changes.ts';
+import { newRequestId, type RequestKeys, requestKeys } from './keys.ts';
+import {
+  DAY_MS,
+  DEFAULT_AUDIT_RETENTION_DAYS,
+  DEFAULT_RETENTION_DAYS,
+  type RetentionScope,
+  removeExpired,
+  type UnshippedAudit,
+} from './retention.ts';
+import { CAS, CREATE } from './scripts.ts';
+import { casArgs, createArgs } from './writes.ts';
 
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
@@ -362,7 +357,7 @@ export class RequestStore {
   /**
    * Removes up to `limit` requests whose retention (`retention_days` after they ended, never while a lease is open)
    * has passed, then their audit entries; `onUnshipped` hears what happened to entries the audit export has not
-   * shipped. Returns how many requests were removed. How: see store-retention.ts.
+   * shipped. Returns how many requests were removed. How: see retention.ts.
    */
   async removeExpired(limit = 500, onUnshipped?: (note: UnshippedAudit) => void): Promise<number> {
     return removeExpired(this.retention, limit, onUnshipped);

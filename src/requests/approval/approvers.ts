@@ -6,7 +6,9 @@ import {
   freezeOf,
   type Policy,
   type ProjectPolicy,
-} from '../config/policy.ts';
+} from '../../config/policy.ts';
+import type { NotAllowed } from '../model/decision.ts';
+import type { CloudRequest } from '../model/types.ts';
 import {
   type ApprovalPlan,
   type FreezeHit,
@@ -14,25 +16,9 @@ import {
   planApproval,
   type RuleFacts,
 } from './approval-rules.ts';
-import type { CloudRequest } from './types.ts';
 
 /** What a person may try to do to a request. */
 export type Act = 'approve' | 'reject' | 'cancel' | 'resolve' | 'break_glass' | 'lease';
-
-/** Why a person may not: each surface words it for its own place (a button, the App Home, a step). */
-export type NotAllowed =
-  /** The requester clicked Approve or Reject on their own request. */
-  | { code: 'own_request' }
-  /** Only the request's approvers may do this; they are listed (users and groups). */
-  | { code: 'not_approver'; approvers: string[] }
-  /** Only the requester may (cancel a request still waiting for approval). */
-  | { code: 'not_requester' }
-  /** Only the requester or an approver may (record an unknown outcome, return or keep a lease's size). */
-  | { code: 'not_involved' }
-  /** This person's approval is already counted; another approver has to add theirs. */
-  | { code: 'already_approved' }
-  /** Only the project's break-glass users may run frozen work now; they are listed. */
-  | { code: 'not_break_glass'; allowed: string[] };
 
 /** Members of Slack user groups (`S…` ids); implemented on the Slack Web API in `src/slack/user-groups.ts`. */
 export interface UserGroups {

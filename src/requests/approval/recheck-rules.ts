@@ -1,13 +1,13 @@
-import type { PriceSource } from '../cloud/price-cache.ts';
-import { approvalsOf, findProject, type Policy } from '../config/policy.ts';
-import type { Logger } from '../observability/logger.ts';
-import { type ChangeScope, classifyChange, type FieldChange } from '../rules/change-scope.ts';
-import { NAME } from '../rules/resize.ts';
-import type { ResizeField, ResizeTarget, VmKnown } from '../rules/types.ts';
+import type { PriceSource } from '../../cloud/price-cache.ts';
+import { approvalsOf, findProject, type Policy } from '../../config/policy.ts';
+import type { Logger } from '../../observability/logger.ts';
+import { type ChangeScope, classifyChange, type FieldChange } from '../../rules/change-scope.ts';
+import { NAME } from '../../rules/resize.ts';
+import type { ResizeField, ResizeTarget, VmKnown } from '../../rules/types.ts';
+import { costPreview } from '../cost-preview.ts';
+import type { CloudRequest, ResizeParams } from '../model/types.ts';
+import { checkResizeUnder } from '../resize-check.ts';
 import { approvalsText, planApproval, resizeFacts, resizeKindFor } from './approval-rules.ts';
-import { costPreview } from './cost-preview.ts';
-import { checkResizeUnder } from './resize-check.ts';
-import type { CloudRequest, ResizeParams } from './types.ts';
 
 /** What a re-check reads besides the request: the policy, the prices (cached) and the time. */
 export interface RecheckDeps {

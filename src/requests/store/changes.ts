@@ -1,5 +1,5 @@
-import { type CloudRequest, revisionOf } from './types.ts';
-import type { VerifiedBy } from './verification.ts';
+import { type CloudRequest, revisionOf } from '../model/types.ts';
+import type { VerifiedBy } from '../model/verification.ts';
 
 // The pure parts of a store write: what a patch may set, whether the write revises the request, which indexes it
 // moves and the audit's words. No Redis here: store.ts decides and writes.
@@ -45,7 +45,7 @@ export function peopleOf(
 
 /**
  * The request as the store writes it: the fields a state change moves (`state`, `version`, `revision`, `updatedAt`)
- * last, in that order, so a script can move a state by rewriting the JSON's tail as text (store-scripts.ts
+ * last, in that order, so a script can move a state by rewriting the JSON's tail as text (scripts.ts
  * MOVE_STATE_LUA) and the result is still what `JSON.stringify` of the parsed copy gives, byte for byte: the SHA-1
  * every compare-and-set compares.
  */

@@ -1,31 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { LineCounter, parseDocument } from 'yaml';
-import { z } from 'zod';
 import type { Env } from './env.ts';
 import type { Policy } from './policy.ts';
-import { fieldOf, lineOf, nouns } from './policy-problems.ts';
+import { fieldOf, lineOf } from './policy-problems.ts';
+import type { VerifyMethod } from './verification-policy.ts';
 
-/** The methods a policy may name, in the order the verification page offers them. */
-export const VERIFY_METHOD_NAMES = ['passkey', 'sso'] as const;
-
-/**
- * How an approver may prove who they are (see requests/verification.ts). Named here, below requests/, because the
- * policy file names them; the lifecycle takes the type from here.
+/*
+ * Where the policy asks for verified approvals, and what the environment lacks for them (PUBLIC_URL, SSO settings):
+ * read over the whole policy, so above policy.ts, where verification-policy.ts (the names and the schema) is below it.
  */
-export type VerifyMethod = (typeof VERIFY_METHOD_NAMES)[number];
-
-const method = z.enum(VERIFY_METHOD_NAMES, {
-  message: `expected a verification method: ${VERIFY_METHOD_NAMES.join(', ')}`,
-});
-
-/**
- * `verify:` of an `approvals:` block, a rule or an agent: `passkey`, `sso`, or a list of both (either one satisfies
- * it), read as a list without repeats (docs/policy.md#verified-approvals).
- */
-export const verifySchema = z
-  .union([method.transform((m) => [m]), z.array(method).min(1)])
-  .meta(nouns('passkey, sso or a list of both', 'verification methods'))
-  .transform((methods): VerifyMethod[] => VERIFY_METHOD_NAMES.filter((m) => methods.includes(m)));
 
 /** One `verify:` of the policy: where it stands and what it names. */
 export interface VerifyUse {

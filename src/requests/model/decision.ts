@@ -1,6 +1,20 @@
-import type { NotAllowed } from './approvers.ts';
 import type { CloudRequest } from './types.ts';
 import type { VerifyClaims } from './verification.ts';
+
+/** Why a person may not: each surface words it for its own place (a button, the App Home, a step). */
+export type NotAllowed =
+  /** The requester clicked Approve or Reject on their own request. */
+  | { code: 'own_request' }
+  /** Only the request's approvers may do this; they are listed (users and groups). */
+  | { code: 'not_approver'; approvers: string[] }
+  /** Only the requester may (cancel a request still waiting for approval). */
+  | { code: 'not_requester' }
+  /** Only the requester or an approver may (record an unknown outcome, return or keep a lease's size). */
+  | { code: 'not_involved' }
+  /** This person's approval is already counted; another approver has to add theirs. */
+  | { code: 'already_approved' }
+  /** Only the project's break-glass users may run frozen work now; they are listed. */
+  | { code: 'not_break_glass'; allowed: string[] };
 
 /** Why nothing changed; each surface words it for its place. */
 export type Refusal =

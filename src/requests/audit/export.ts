@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
+import type { AuditEntry } from '../model/types.ts';
 import { exportAudit } from './audit.ts';
-import type { AuditEntry } from './types.ts';
 
 /** `--since` could not be read. */
 export class SinceError extends Error {

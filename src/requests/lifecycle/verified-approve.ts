@@ -1,6 +1,6 @@
-import type { Decision, Refusal } from '../decision.ts';
-import { type CloudRequest, revisionOf } from '../types.ts';
-import type { VerifiedBy, VerifyClaims } from '../verification.ts';
+import type { Decision, Refusal } from '../model/decision.ts';
+import { type CloudRequest, revisionOf } from '../model/types.ts';
+import type { VerifiedBy, VerifyClaims } from '../model/verification.ts';
 import { refuse } from './steps.ts';
 import type { Acts } from './types.ts';
 

@@ -1,20 +1,21 @@
-import { LuaScript } from '../requests/lua.ts';
-import type { RequestStore } from '../requests/store.ts';
-import { requestKeys } from '../requests/store-keys.ts';
-import { AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../requests/store-scripts.ts';
-import type { CloudRequest } from '../requests/types.ts';
-import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../requests/vm-facts.ts';
-import { MARKER_TTL_S, type SendMarkers } from './send-markers.ts';
-import { type HeldLock, pairsToRecord, type VmLock } from './vm-lock.ts';
+import type { CloudRequest } from '../model/types.ts';
+import { requestKeys } from '../store/keys.ts';
+import { LuaScript } from '../store/lua.ts';
+import { AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../store/scripts.ts';
+import type { RequestStore } from '../store/store.ts';
+import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../vm-facts.ts';
 
 /**
+ * The lifecycle's start of a run, written with the VM's lock the execute worker takes (jobs/vm-lock.ts): the lock is
+ * the queue's, the move to sending is the lifecycle's, and they go out in one script.
+ *
  * Takes the VM's lock, reads the request and the VM's facts under it and, for a plain run, also moves the request
  * from queued to sending and sets its first step's send marker: one round trip where a run took two (the lock with
  * its reads, then the move with the marker).
  *
  * A plain run: the request is queued at its first step, for the locked VM, not scheduled (`runAt`), not the return of
  * a lease (`returnOf`, which the worker checks against the lease first), holds no open lease, its first marker is not
- * set, and its stored JSON ends in the store's tail (store-scripts.ts MOVE_STATE_LUA). Anything else is only read, and
+ * set, and its stored JSON ends in the store's tail (store/scripts.ts MOVE_STATE_LUA). Anything else is only read, and
  * the worker decides in TypeScript as before. The re-check before the POST comes after, on the facts returned: a
  * refusal ends the request "not sent" from sending, as a scheduled run's refusal does.
  *
@@ -46,9 +47,32 @@ index_awaiting_run(KEYS[6], 'sending', ARGV[5], ARGV[8])
 return {2, moved, facts}
 `);
 
+/** The VM's lock as the run's start uses it: taken by running a script with the lock's own keys first. */
+export interface ScriptLock<Held> {
+  acquireWith(
+    projectUuid: string,
+    vmid: number,
+    script: LuaScript,
+    keys: string[],
+    args: (string | number)[],
+  ): Promise<{ lock: Held; reply: unknown[] } | undefined>;
+}
+
+/** What the run's start needs of the worker: its lock, where its send markers live, and the VM facts' keys. */
+export interface RunStartParts<Held> {
+  lock: ScriptLock<Held>;
+  markers: { key(requestId: string, step: number): string };
+  /** How long a send marker lives (jobs/send-markers.ts). */
+  markerTtlS: number;
+  vmFacts: VmFactsStore;
+  prefix: string;
+  /** Chains the move's audit entry right after the script ({@link RequestStore.record}). */
+  store: RequestStore;
+}
+
 /** What the lock's script found, and whether it started the run. */
-export interface RunStart {
-  lock: HeldLock;
+export interface RunStart<Held> {
+  lock: Held;
   /** The request under the lock (moved to sending when `started`), undefined when there is none. */
   request: CloudRequest | undefined;
   /** What the bot recorded for the locked VM, read with the lock: it changes only under the lock. */
@@ -58,12 +82,12 @@ export interface RunStart {
 }
 
 /** Takes the VM's lock for a request's run ({@link START_RUN}); undefined when another job holds it. */
-export async function lockAndStart(
-  parts: { lock: VmLock; markers: SendMarkers; vmFacts: VmFactsStore; prefix: string; store: RequestStore },
+export async function lockAndStart<Held>(
+  parts: RunStartParts<Held>,
   vm: { projectUuid: string; vmid: number },
   requestId: string,
   at: Date,
-): Promise<RunStart | undefined> {
+): Promise<RunStart<Held> | undefined> {
   const keys = requestKeys(parts.prefix);
   const taken = await parts.lock.acquireWith(
     vm.projectUuid,
@@ -76,7 +100,7 @@ export async function lockAndStart(
       keys.audit,
       keys.awaitingRun,
     ],
-    [vm.projectUuid.toLowerCase(), vm.vmid, at.getTime(), at.toISOString(), MARKER_TTL_S, requestId],
+    [vm.projectUuid.toLowerCase(), vm.vmid, at.getTime(), at.toISOString(), parts.markerTtlS, requestId],
   );
   if (!taken) return undefined;
   const [answer, json, facts] = taken.reply as [number, string | null, string[]?];
@@ -94,4 +118,11 @@ export async function lockAndStart(
     recorded: recordedFacts(pairsToRecord(facts ?? [])),
     started,
   };
+}
+
+/** A Redis hash's reply (field, value, field, value…) as a record. */
+function pairsToRecord(pairs: string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) record[String(pairs[i])] = String(pairs[i + 1]);
+  return record;
 }

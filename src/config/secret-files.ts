@@ -1,0 +1,72 @@
+/**
+ * `NAME_FILE` for every secret variable: a path whose content is the value, as Docker and Kubernetes mount secrets
+ * (docs/configuration.md#secrets-in-files), so a secret need not sit in the environment any process listing shows.
+ */
+import { readFileSync } from 'node:fs';
+
+/**
+ * The variables that may be given as `NAME_FILE`: every one that holds a secret, whichever part of the bot reads it
+ * (a variable read elsewhere, such as CLOUDOPS_AGENT_TOKEN, is filled in the same environment).
+ */
+export const SECRET_VARIABLES = [
+  'SLACK_BOT_TOKEN',
+  'SLACK_APP_TOKEN',
+  'SLACK_SIGNING_SECRET',
+  'CLOUD_API_KEY',
+  'SEAL_KEY',
+  'SEAL_KEY_PREVIOUS',
+  'OIDC_CLIENT_SECRET',
+  'REDIS_URL',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+  'AUDIT_WEBHOOK_SECRET',
+  'CLOUDOPS_AGENT_TOKEN',
+  'JIRA_API_TOKEN',
+  'JIRA_TOKEN',
+  'SERVICENOW_PASSWORD',
+] as const;
+
+/** The longest secret file read: a secret is short, and a path to a large file is a mistake, not a value. */
+const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
+const isSet = (value: string | undefined): value is string => value !== undefined && value.trim() !== '';
+
+/**
+ * The environment with each `NAME_FILE` read into `NAME` (one trailing newline removed, as `echo` and editors leave
+ * one), and the problems found, one line each naming the variables: both set, or a file that cannot be read. A
+ * problem never shows the file's content.
+ */
+export function withSecretFiles(raw: Record<string, string | undefined>): {
+  env: Record<string, string | undefined>;
+  problems: string[];
+} {
+  const env = { ...raw };
+  const problems: string[] = [];
+  for (const name of SECRET_VARIABLES) {
+    const path = raw[`${name}_FILE`];
+    if (!isSet(path)) continue;
+    if (isSet(raw[name])) {
+      problems.push(`${name} and ${name}_FILE: both are set; give the secret one way only`);
+      continue;
+    }
+    const read = readSecretFile(path.trim());
+    if (typeof read === 'string') env[name] = read;
+    else problems.push(`${name}_FILE: ${read.why}`);
+  }
+  return { env, problems };
+}
+
+function readSecretFile(path: string): string | { why: string } {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    return { why: `${path} could not be read (${code})` };
+  }
+  if (bytes.length > MAX_SECRET_FILE_BYTES)
+    return { why: `${path} holds ${bytes.length} bytes; a secret file holds the secret alone` };
+  const text = bytes.toString('utf8').replace(/\r?\n$/, '');
+  if (text.trim() === '') return { why: `${path} is empty` };
+  return text;
+}
