@@ -28,6 +28,16 @@ export const NO_AUDIT_CONTEXT: AuditContext = { policyVersion: () => null };
 /** Rounds before giving up on a chain every other writer keeps moving: only under pathological contention. */
 export const MAX_CHAIN_ROUNDS = 50;
 
+/**
+ * Waits a moment before chaining again after the head moved: a random share of a window that doubles with each
+ * round (up to 64 ms). Writers that lost to each other at once would otherwise retry at once and lose again: two
+ * processes each with many writes in flight kept invalidating each other's whole batch.
+ */
+export function chainBackoff(round: number): Promise<void> {
+  const windowMs = Math.min(64, 2 ** Math.min(round, 6));
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * windowMs));
+}
+
 /** The chain kept moving under a writer for {@link MAX_CHAIN_ROUNDS} rounds. */
 export class AuditChainBusyError extends Error {
   override readonly name = 'AuditChainBusyError';
@@ -159,6 +169,7 @@ export class AuditAppender {
       if (reply[0] === 'ok') return 'ok';
       if (reply[0] === 'chain') {
         this.settle(reservation, { written: false, head: reply[1] ?? '' });
+        await chainBackoff(round);
         continue;
       }
       this.settle(reservation, { written: false });

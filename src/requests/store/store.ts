@@ -1,5 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
-import { AuditAppender, type AuditContext, MAX_CHAIN_ROUNDS, NO_AUDIT_CONTEXT } from '../audit/append.ts';
+import {
+  AuditAppender,
+  AuditChainBusyError,
+  type AuditContext,
+  chainBackoff,
+  MAX_CHAIN_ROUNDS,
+  NO_AUDIT_CONTEXT,
+} from '../audit/append.ts';
 import { requestEntry } from '../audit/entry.ts';
 import {
   ALLOWED_TRANSITIONS,
@@ -123,13 +130,14 @@ export class RequestStore {
       if (created === 1) return request;
       if (Array.isArray(created)) {
         this.chain.settle(reservation, { written: false, head: String(created[1] ?? '') });
+        await chainBackoff(round);
         continue;
       }
       this.chain.settle(reservation, { written: false });
       // A collision of two random ids is astronomically rare; draw again rather than overwrite.
       request = this.newRequest(input, at);
     }
-    throw new Error('the audit chain kept moving: too many concurrent writes');
+    throw new AuditChainBusyError('the audit chain kept moving: too many concurrent writes');
   }
 
   private newRequest(input: NewRequest, at: Date): CloudRequest {
@@ -384,6 +392,7 @@ export class RequestStore {
   ): Promise<TransitionResult> {
     let fromStore = known?.id !== id;
     let json = fromStore ? await this.redis.get(this.keys.request(id)) : JSON.stringify(known);
+    let chainRounds = 0;
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
       if (json === null) return { ok: false, reason: 'not_found' };
       const current = fromStore ? (JSON.parse(json) as CloudRequest) : (known as CloudRequest);
@@ -428,7 +437,14 @@ export class RequestStore {
       });
       if (reply[0] === 'not_found') return { ok: false, reason: 'not_found' };
       // Another writer appended first: the same change, chained after what it wrote.
-      if (reply[0] === 'chain') continue;
+      // A lost race for the chain is not a conflict on the request: it has a budget of its own.
+      if (reply[0] === 'chain') {
+        if (++chainRounds > MAX_CHAIN_ROUNDS)
+          throw new AuditChainBusyError(`request ${id}: the audit chain kept moving`);
+        await chainBackoff(chainRounds);
+        round--;
+        continue;
+      }
       // Someone else wrote first (or the caller's copy was behind): decide again on what the store holds.
       json = reply[1] ?? null;
       fromStore = true;
