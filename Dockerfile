@@ -5,22 +5,28 @@
 # the compiled JavaScript as the unprivileged `node` user. Nothing is written at run time: the container runs
 # with a read-only root filesystem (`docker run --read-only`, `read_only: true` in docker-compose.yml).
 #
-# Both stages start from one base image pinned by digest, so a rebuild gets the same bytes until the digest is
-# changed here on purpose. The tag stays for the reader; Docker uses the digest. The digest below is the one of
-# node:24-bookworm-slim published with Node.js 24.18.0 (July 2026). To move to the current one:
-#   docker buildx imagetools inspect node:24-bookworm-slim     # the "Digest:" line (the multi-platform index)
-# then replace the digest in both FROM lines, rebuild, run the tests, and commit. Do this for each Node.js 24
+# Both stages start from one base image: the Node.js the tests run on (the registry's `node` package in
+# package-lock.json; test/unit/ops-packaging.test.ts checks they agree), pinned by digest, so a rebuild gets the same
+# bytes until the digest is changed here on purpose. The tag stays for the reader; Docker uses the digest, the
+# multi-platform index of node:24.21.0-bookworm-slim as published on 2026-09-19. To move to a new Node.js release:
+#   npm install --save-dev node@X.Y.Z                                  # the tests' Node, in the lockfile
+#   docker buildx imagetools inspect node:X.Y.Z-bookworm-slim          # its "Digest:" line (the index)
+# then set NODE_VERSION and NODE_DIGEST below, rebuild, run the tests, and commit. Do this for each Node.js 24
 # security release.
+ARG NODE_VERSION=24.21.0
+ARG NODE_DIGEST=sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
 
-FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS build
+FROM node:${NODE_VERSION}-bookworm-slim@${NODE_DIGEST} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 # .dockerignore keeps node_modules, .git, .env and local output out of the context.
 COPY . .
 RUN npm run build
+# The SBOM of the runtime tree, from the lockfile by the same script as `npm run release` (docs/operations.md#releases).
+RUN node scripts/sbom.mjs /app/sbom.cdx.json
 
-FROM node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d AS runtime
+FROM node:${NODE_VERSION}-bookworm-slim@${NODE_DIGEST} AS runtime
 ENV NODE_ENV=production \
     PORT=3000 \
     POLICY_FILE=/etc/cloudops/policy.yml
@@ -28,6 +34,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# What the image runs, for a scanner (Trivy, Grype, Dependency-Track): /app/sbom.cdx.json.
+COPY --from=build /app/sbom.cdx.json ./sbom.cdx.json
 # The font the price charts are drawn with (the slim image has none; docs/charts.md).
 COPY assets ./assets
 # The operator CLI (`docker compose exec bot cloudops audit --since 24h`); it runs dist/.

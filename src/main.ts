@@ -72,6 +72,7 @@ export async function startCloudops(
     env.OIDC_CLIENT_SECRET,
     env.SEAL_KEY,
     env.SEAL_KEY_PREVIOUS,
+    env.REDIS_SENTINEL_PASSWORD,
     ...urlCredentials(env.REDIS_URL),
     ...urlCredentials(env.AUDIT_WEBHOOK_URL),
     ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),

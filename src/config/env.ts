@@ -107,6 +107,11 @@ const envSchema = z.object({
     .optional(),
   /** A PEM file with the CA certificate(s) that signed Redis' certificate, for rediss:// with a private CA. */
   REDIS_TLS_CA_FILE: z.string().min(1).optional(),
+  /**
+   * The Sentinels' own password (their `requirepass`), when they ask for one; REDIS_URL's password is the data
+   * nodes'. Only with REDIS_SENTINELS.
+   */
+  REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
   /** The master's name at the Sentinels (default `mymaster`, applied where the connection is made). */
   REDIS_SENTINEL_NAME: z
     .string()
@@ -295,6 +300,10 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
   if (data.REDIS_SENTINEL_NAME !== undefined && data.REDIS_SENTINELS === undefined)
     problems.push(
       'REDIS_SENTINEL_NAME: set without REDIS_SENTINELS; give the Sentinels as host:port,host:port, or unset both to use REDIS_URL alone',
+    );
+  if (data.REDIS_SENTINEL_PASSWORD !== undefined && data.REDIS_SENTINELS === undefined)
+    problems.push(
+      "REDIS_SENTINEL_PASSWORD: set without REDIS_SENTINELS; it is the Sentinels' password (REDIS_URL carries the Redis password)",
     );
   try {
     tracingConfig(data);

@@ -15,6 +15,8 @@ export interface RedisTarget {
   url: string;
   sentinels?: SentinelAddress[];
   sentinelName: string;
+  /** The Sentinels' own password (REDIS_SENTINEL_PASSWORD), when they ask for one. */
+  sentinelPassword?: string;
   /** Some nodes of a Redis Cluster (REDIS_CLUSTER_NODES): every connection is then an ioredis Cluster. */
   clusterNodes?: SentinelAddress[];
   /** A PEM file of the CA that signed the servers' certificates (REDIS_TLS_CA_FILE), for rediss:// only. */
@@ -28,13 +30,19 @@ export type RedisClient = Redis | Cluster;
 export function redisTarget(
   env: Pick<
     Env,
-    'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_CLUSTER_NODES' | 'REDIS_TLS_CA_FILE'
+    | 'REDIS_URL'
+    | 'REDIS_SENTINELS'
+    | 'REDIS_SENTINEL_NAME'
+    | 'REDIS_SENTINEL_PASSWORD'
+    | 'REDIS_CLUSTER_NODES'
+    | 'REDIS_TLS_CA_FILE'
   >,
 ): RedisTarget {
   return {
     url: env.REDIS_URL,
     sentinels: env.REDIS_SENTINELS === undefined ? undefined : parseSentinels(env.REDIS_SENTINELS),
     sentinelName: env.REDIS_SENTINEL_NAME ?? DEFAULT_SENTINEL_NAME,
+    sentinelPassword: env.REDIS_SENTINEL_PASSWORD,
     clusterNodes: env.REDIS_CLUSTER_NODES === undefined ? undefined : parseAddresses(env.REDIS_CLUSTER_NODES),
     tlsCaFile: env.REDIS_TLS_CA_FILE,
   };
@@ -226,6 +234,7 @@ function createSingle(target: RedisTarget, options: RedisOptions): Redis {
     username: decodeURIComponent(url.username) || undefined,
     password: decodeURIComponent(url.password) || undefined,
     db: Number.isInteger(db) ? db : 0,
+    ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
     // rediss:// : TLS to the master and to the Sentinels.
     ...(tls ? { tls, enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
     failoverDetector: true,
@@ -286,6 +295,7 @@ export function watchReplicas(target: RedisTarget, everyMs = 1000): ReplicaCount
         maxRetriesPerRequest: 0,
         retryStrategy: () => null,
         connectTimeout: everyMs,
+        ...(target.sentinelPassword ? { password: target.sentinelPassword } : {}),
         ...(tls ? { tls } : {}),
       }).on('error', () => undefined);
       const replicas = (await client.call('SENTINEL', 'REPLICAS', target.sentinelName)) as string[][];

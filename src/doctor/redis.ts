@@ -1,14 +1,16 @@
 import { Cluster, type Redis } from 'ioredis';
 import { clusterHealth } from '../config/cluster-health.ts';
-import { createRedis, describeRedis, type RedisTarget } from '../config/redis-connection.ts';
+import { createRedis, describeRedis, type RedisTarget, tlsOptions } from '../config/redis-connection.ts';
 import { redisRefusal, singleNodeMixUp } from '../startup/checks.ts';
+import { checkRedisAccess } from './redis-access.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 
 /** How long doctor waits for Redis to answer. */
 export const REDIS_CHECK_MS = 3_000;
 
 /**
- * Redis reachable (and taking the password), its `maxmemory-policy` (BullMQ and the request store need
+ * Redis reachable (and taking the password), whether it also takes no password or is reached in clear text over a
+ * network (./redis-access.ts), its `maxmemory-policy` (BullMQ and the request store need
  * `noeviction`: an evicted key is a lost job or request) and whether it persists what it holds.
  */
 export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS): Promise<CheckResult[]> {
@@ -49,6 +51,7 @@ export async function checkRedis(target: RedisTarget, timeoutMs = REDIS_CHECK_MS
     const mixUp = await singleNodeMixUp(client, target);
     if (mixUp) return [fail('redis', mixUp.line, mixUp.fix)];
     const results: CheckResult[] = [ok('redis', `Redis answers at ${where}`)];
+    results.push(...(await checkRedisAccess(client, tlsOptions(target), timeoutMs)));
     if (client instanceof Cluster) {
       const health = await clusterHealth(client, timeoutMs);
       results.push(

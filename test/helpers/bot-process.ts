@@ -1,8 +1,10 @@
-import { type ChildProcess, execFileSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killGroup, spawnGroup } from '../../sim/process-group.ts';
+import { threadsOf } from '../../sim/process-threads.ts';
+import { SHUTDOWN_DEADLINE_MS } from '../../src/main.ts';
 import { STARTUP_TIMEOUT_SECONDS, STARTUP_WAIT_MS } from './startup.ts';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -46,25 +48,39 @@ export interface BotProcess {
   ready(timeoutMs?: number): Promise<number>;
   /** Sends `signal` to the bot's process group (if still running); returns the elapsed time at which it was sent. */
   kill(signal?: NodeJS.Signals): number;
+  /**
+   * The stop an operator's SIGTERM makes: SIGTERM to the group, then {@link ends} within `deadlineMs` (default: the
+   * bot's own shutdown deadline and a margin). A bot that outlives it has its threads printed (on this process's
+   * stderr too, so a test that catches the error still shows them) before it is killed.
+   */
+  stop(deadlineMs?: number): Promise<BotExit>;
 }
+
+/** How long past its own shutdown deadline a stopping bot may take (a loaded machine) before it is a hang. */
+export const STOP_MARGIN_MS = 10_000;
 
 /**
  * Spawns the bot in a process group of its own (killed with the test's process if the test does not end it).
  * Its start-up deadline is the tests' generous one unless `env` sets STARTUP_TIMEOUT_SECONDS.
  */
 export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
-  const spawnedAt = performance.now();
-  const child = spawnGroup(process.execPath, START_ARGS, {
-    cwd,
-    // Many bots run at once: each its own metrics port unless the test names one.
-    env: {
+  // Many bots run at once: each its own metrics port unless the test names one.
+  return spawnNode(
+    START_ARGS,
+    {
       PATH: process.env.PATH ?? '',
       METRICS_PORT: '0',
       STARTUP_TIMEOUT_SECONDS: String(STARTUP_TIMEOUT_SECONDS),
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+    cwd,
+  );
+}
+
+/** `node <args>` in a process group of its own with exactly `env`, watched as {@link BotProcess} describes. */
+export function spawnNode(args: readonly string[], env: Record<string, string>, cwd: string): BotProcess {
+  const spawnedAt = performance.now();
+  const child = spawnGroup(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -88,7 +104,7 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
     });
   });
   const threads = () => (child.pid === undefined ? '' : threadsOf(child.pid));
-  return {
+  const bot: BotProcess = {
     child,
     stdout: () => stdout,
     stderrLines: () => stderr.split('\n').filter((line) => line.trim() !== ''),
@@ -105,6 +121,9 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
       if (exit) return exit;
       const where = threads();
       if (child.exitCode === null && child.signalCode === null) killGroup(child, 'SIGKILL');
+      process.stderr.write(
+        `bot pid ${child.pid} still running ${timeoutMs} ms after it was expected to end; its threads:\n${where}\n`,
+      );
       throw new Error(
         `bot still running ${timeoutMs} ms after it was expected to end\n` +
           `stderr: ${stderr.slice(-2000)}\nstdout (end): ${stdout.slice(-2000)}\nits threads:\n${where}`,
@@ -146,40 +165,10 @@ export function spawnBot(env: Record<string, string>, cwd: string): BotProcess {
       if (child.exitCode === null && child.signalCode === null) killGroup(child, signal);
       return elapsed();
     },
+    stop(deadlineMs = SHUTDOWN_DEADLINE_MS + STOP_MARGIN_MS) {
+      bot.kill('SIGTERM');
+      return bot.ends(deadlineMs);
+    },
   };
-}
-
-/**
- * The top frames of each thread of `pid`, read with gdb. A bot that printed its last line and never exited is
- * either waiting on something it opened or stuck in Node's own exit (docs/operations.md#a-bot-that-never-exits):
- * only the threads tell which, and the moment is gone once the test kills it.
- */
-function threadsOf(pid: number): string {
-  let out: string;
-  try {
-    out = execFileSync('gdb', ['-p', String(pid), '-batch', '-ex', 'thread apply all bt 24'], {
-      encoding: 'utf8',
-      timeout: 60_000,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-  } catch (error) {
-    return `(threads not read: ${(error as Error).message.split('\n')[0]})`;
-  }
-  // One line a thread: its name, then the functions it is in, innermost first, without the C library's waits.
-  const threads: string[] = [];
-  for (const line of out.split('\n')) {
-    const thread = /^Thread \d+ .*"([^"]+)"\)?:?$/.exec(line);
-    if (thread) threads.push(`${thread[1]}:`);
-    const frame = /^#\d+\s+(?:0x[0-9a-f]+ in )?(.+?)(?: \(|$)/.exec(line);
-    const name = frame?.[1] === '??' ? '(JIT code)' : frame?.[1];
-    const last = threads[threads.length - 1];
-    if (
-      name &&
-      last &&
-      !/^(_+|do_futex|pthread_|start_thread|clone)/.test(name) &&
-      !last.endsWith(` ${name} <`)
-    )
-      threads[threads.length - 1] = `${last} ${name.slice(0, 100)} <`;
-  }
-  return threads.map((t) => t.replace(/ <$/, '')).join('\n');
+  return bot;
 }

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
@@ -22,6 +23,8 @@ export const BOT_TOKEN = 'xoxb-doctor-test-5d1e';
 export const APP_TOKEN = 'xapp-1-doctor-test-77aa';
 export const API_KEY = 'doctor-test-key-9c2b41';
 export const MANIFEST_SCOPES = Object.keys(BOT_SCOPES);
+/** The world's Redis asks for this password (requirepass), as a deployment's should. */
+export const REDIS_PASSWORD = 'doctor-redis-pw-6b0e';
 
 export interface Check {
   id: string;
@@ -38,7 +41,7 @@ export interface Run {
 export interface DoctorWorld {
   cloud: CloudSim;
   slack: SlackStandIn;
-  /** Redis with an append-only file, as the doctor wants it. */
+  /** Redis with an append-only file and a password (REDIS_PASSWORD), as the doctor wants it; `url` has none. */
   redis: LocalRedis;
   /** The directory the doctor runs in; policy.yml there is the policy. */
   dir: string;
@@ -64,6 +67,9 @@ export async function startDoctorWorld(tmpPrefix: string, secrets: string[] = []
     startLocalRedis({ appendOnly: true }),
   ]);
   slack.setUserGroup('S0OPS', ['U0ALICE', 'U0BOB']);
+  const admin = new Redis(redis.url);
+  await admin.config('SET', 'requirepass', REDIS_PASSWORD);
+  admin.disconnect();
   const dir = await mkdtemp(join(tmpdir(), tmpPrefix));
   await writeFile(
     join(dir, 'policy.yml'),
@@ -84,7 +90,7 @@ projects:
     CLOUD_API_URL: cloud.url,
     CLOUD_API_KEY: API_KEY,
     SEAL_KEY: TEST_SEAL_KEY,
-    REDIS_URL: redis.url,
+    REDIS_URL: redis.url.replace('redis://', `redis://:${REDIS_PASSWORD}@`),
     POLICY_FILE: join(dir, 'policy.yml'),
   };
   const doctor = (args: string[], overrides: Record<string, string> = {}): Promise<Run> =>
@@ -101,7 +107,7 @@ projects:
     async checks(overrides = {}) {
       const run = await doctor(['--json'], overrides);
       expect(run.stderr).toBe('');
-      for (const secret of [BOT_TOKEN, APP_TOKEN, API_KEY, ...secrets])
+      for (const secret of [BOT_TOKEN, APP_TOKEN, API_KEY, REDIS_PASSWORD, ...secrets])
         expect(run.stdout).not.toContain(secret);
       const out = JSON.parse(run.stdout) as { ok: boolean; checks: Check[] };
       expect(out.ok).toBe(run.code === 0);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureRedis, type LocalRedis } from '../../sim/local-redis.ts';
 import { CHILD_LOG_ENV, type LoggedGroup, readGroupLog, startTime } from '../../sim/process-group.ts';
+import { threadsOf } from '../../sim/process-threads.ts';
 
 let started: LocalRedis | undefined;
 /** The run's log of process groups (sim/process-group.ts); removed at the end unless someone else made it. */
@@ -67,8 +68,18 @@ function killLeftovers(interrupted: boolean): string[] {
     }
   }
   const left = groups.filter(stillRunning);
+  // A bot still running at the end of the run outlived its test's stop: where its threads wait says why (an exit
+  // hang, docs/operations.md#a-bot-that-never-exits), and is gone once it is killed. Not on an interrupt: that
+  // must be quick.
+  const described = left.map(
+    (group) =>
+      `${group.pgid}: ${group.command}` +
+      (!interrupted && /dist\/src\/main\.js/.test(group.command)
+        ? `\n    its threads:\n    ${threadsOf(group.pgid).split('\n').join('\n    ')}`
+        : ''),
+  );
   for (const group of left) signal(-group.pgid, 'SIGKILL');
-  return left.map((group) => `${group.pgid}: ${group.command}`);
+  return described;
 }
 
 function report(left: string[], when: string): void {

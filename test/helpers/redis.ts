@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 
 /** The Redis URL the global setup found or started. */
 export function testRedisUrl(): string {
@@ -35,4 +35,31 @@ export async function keysUnder(redis: Redis | Cluster, prefix: string): Promise
 /** A plain ioredis client on the test Redis, with BullMQ's required option. */
 export function testRedis(): Redis {
   return new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
+}
+
+/**
+ * `BGSAVE` on the Redis at `url` (one a test started, never the shared one), resolving once the snapshot is on disk
+ * (`dump.rdb` in its directory): LASTSAVE has moved on and no save is running.
+ */
+export async function snapshotRedis(url: string): Promise<void> {
+  const admin = new Redis(url);
+  try {
+    const before = await admin.lastsave();
+    // LASTSAVE counts seconds: a snapshot in the same second as the last one would not show.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await admin.bgsave();
+    await expect
+      .poll(
+        async () => {
+          const info = await admin.info('persistence');
+          return !/rdb_bgsave_in_progress:1/.test(info) && (await admin.lastsave()) > before
+            ? /rdb_last_bgsave_status:(\w+)/.exec(info)?.[1]
+            : 'saving';
+        },
+        { timeout: 20_000 },
+      )
+      .toBe('ok');
+  } finally {
+    admin.disconnect();
+  }
 }

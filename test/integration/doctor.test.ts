@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudSim } from '../../sim/cloud/server.ts';
 import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
@@ -56,6 +57,8 @@ describe('cloudops doctor', () => {
       /^✓ Node\.js 2[4-9]\./m,
       /^✓ policy .*: 1 project\(s\), 2 channel\(s\)$/m,
       /^✓ Redis answers at redis:\/\/127\.0\.0\.1:\d+/m,
+      /^✓ Redis asks for a password$/m,
+      /^✓ Redis is on this machine \(loopback\)$/m,
       /^✓ Redis maxmemory-policy is noeviction$/m,
       /^✓ Redis persistence: append-only file on$/m,
       /^✓ SLACK_BOT_TOKEN works: bot @cloudops/m,
@@ -68,7 +71,7 @@ describe('cloudops doctor', () => {
       /^✓ clock within \d+ s of Slack and the cloud API$/m,
     ])
       expect(run.stdout).toMatch(part);
-    expect(lines).toHaveLength(14);
+    expect(lines).toHaveLength(16);
     // The key went only to the authenticated read, and Slack saw auth.test and apps.connections.open.
     expect(cloud.calls.filter((c) => c.headers.authorization === `Bearer ${API_KEY}`).length).toBeGreaterThan(
       0,
@@ -84,6 +87,8 @@ describe('cloudops doctor', () => {
       'environment',
       'policy',
       'redis',
+      'redis.password',
+      'redis.tls',
       'redis.maxmemory-policy',
       'redis.persistence',
       'slack.bot-token',
@@ -134,6 +139,46 @@ describe('cloudops doctor', () => {
       /^✗ Redis maxmemory-policy is allkeys-lru: .* → set maxmemory-policy noeviction/m,
     );
     expect(run.stdout).toMatch(/^! Redis persistence: off: .* → set appendonly yes/m);
+  });
+
+  it('Redis that answers without a password: ! saying whoever reaches it can run changes, and what to set', async () => {
+    const run = await doctor([], { REDIS_URL: evicting.url });
+    expect(run.stdout).toMatch(
+      new RegExp(
+        `^! Redis accepts connections without a password \\(127\\.0\\.0\\.1:${evicting.port}\\): whoever reaches it can approve and run changes → give Redis a password or an ACL user .*REDIS_URL`,
+        'm',
+      ),
+    );
+    // Loopback: no warning about TLS.
+    expect(run.stdout).toMatch(/^✓ Redis is on this machine \(loopback\)$/m);
+  });
+
+  it('an ACL user with a password, but the default user still open: ! all the same', async () => {
+    const admin = new Redis(evicting.url);
+    try {
+      await admin.call('ACL', 'SETUSER', 'cloudops', 'on', '>acl-pw-90d1', '~*', '&*', '+@all');
+      const { checks: list } = await checks({
+        REDIS_URL: evicting.url.replace('redis://', 'redis://cloudops:acl-pw-90d1@'),
+      });
+      expect(one(list, 'redis').status).toBe('ok');
+      expect(one(list, 'redis.password').status).toBe('warn');
+      // Once the default user is off, the same URL is fine.
+      await admin.call('ACL', 'SETUSER', 'default', 'off');
+      const after = await checks({
+        REDIS_URL: evicting.url.replace('redis://', 'redis://cloudops:acl-pw-90d1@'),
+      });
+      expect(one(after.checks, 'redis.password')).toMatchObject({
+        status: 'ok',
+        summary: 'Redis asks for a password',
+      });
+    } finally {
+      await admin.call('AUTH', 'cloudops', 'acl-pw-90d1').catch(() => undefined);
+      await admin
+        .call('ACL', 'SETUSER', 'default', 'on', 'nopass', '~*', '&*', '+@all')
+        .catch(() => undefined);
+      await admin.call('ACL', 'DELUSER', 'cloudops').catch(() => undefined);
+      admin.disconnect();
+    }
   });
 
   it("a password in REDIS_URL's query (?password=, which ioredis honours) is printed by neither output", async () => {

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,47 +12,126 @@ const pkg = JSON.parse(await readFile(join(repo, 'package.json'), 'utf8')) as {
   version: string;
 };
 const lock = JSON.parse(await readFile(join(repo, 'package-lock.json'), 'utf8')) as {
-  packages: Record<string, { version?: string }>;
+  packages: Record<string, { version?: string; integrity?: string }>;
 };
 
+interface Component {
+  'bom-ref': string;
+  group?: string;
+  name: string;
+  version: string;
+  purl: string;
+  licenses?: { license?: { id?: string; name?: string }; expression?: string }[];
+  hashes?: { alg: string; content: string }[];
+}
 interface Sbom {
   bomFormat: string;
   specVersion: string;
-  metadata: { component: { name: string; version: string } };
-  components: { name: string; version: string; purl: string; licenses?: { license: { id?: string } }[] }[];
+  metadata: { component: { name: string; version: string; 'bom-ref': string } };
+  components: Component[];
+  dependencies: { ref: string; dependsOn?: string[] }[];
+}
+interface LsNode {
+  version?: string;
+  extraneous?: boolean;
+  dependencies?: Record<string, LsNode>;
 }
 
-describe('npm run release', { timeout: 180_000 }, () => {
-  let out: string;
+const tarball = `${pkg.name}-${pkg.version}.tgz`;
+const sbomFile = `${pkg.name}-${pkg.version}.cdx.json`;
+const sha256 = async (file: string) =>
+  createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
+const fullName = (c: Component) => (c.group ? `${c.group}/${c.name}` : c.name);
+
+/** The lockfile's integrity of name@version, hex-encoded the way CycloneDX wants it. */
+function lockSha512(name: string, version: string): string | undefined {
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    if (!path.endsWith(`node_modules/${name}`) || entry.version !== version) continue;
+    const token = entry.integrity?.split(/\s+/).find((t) => t.startsWith('sha512-'));
+    if (token) return Buffer.from(token.slice('sha512-'.length), 'base64').toString('hex');
+  }
+  return undefined;
+}
+
+describe('npm run release', { timeout: 600_000 }, () => {
+  let scratch: string;
+  let first: string;
+  let second: string;
   let stdout: string;
-  beforeAll(async () => {
-    out = join(await mkdtemp(join(tmpdir(), 'cloudops-release-')), 'out');
+  // A file the checkout has and git does not track, as a reviewer's scratch harness would be.
+  const untracked = `release-untracked-${randomBytes(4).toString('hex')}.mjs`;
+  const release = (out: string) => {
     const run = spawnSync('npm', ['run', 'release', '--', '--out', out], { cwd: repo, encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
-    stdout = run.stdout;
+    return run.stdout;
+  };
+  beforeAll(async () => {
+    scratch = await mkdtemp(join(tmpdir(), 'cloudops-release-'));
+    first = join(scratch, 'first');
+    second = join(scratch, 'second');
+    await writeFile(join(repo, untracked), 'export const secret = "not for the tarball";\n');
+    try {
+      stdout = release(first);
+      release(second);
+    } finally {
+      await rm(join(repo, untracked), { force: true });
+    }
   });
   afterAll(async () => {
-    if (out) await rm(join(out, '..'), { recursive: true, force: true });
+    if (scratch) await rm(scratch, { recursive: true, force: true });
   });
 
-  it('writes the tarball, the CycloneDX SBOM and SHA256SUMS, whose sums match the files', async () => {
-    const tarball = `${pkg.name}-${pkg.version}.tgz`;
-    const sbom = `${pkg.name}-${pkg.version}.cdx.json`;
-    expect((await readdir(out)).sort()).toEqual(['SHA256SUMS', sbom, tarball].sort());
-    const sums = (await readFile(join(out, 'SHA256SUMS'), 'utf8')).trimEnd().split('\n');
-    expect(sums.map((line) => line.split('  ')[1])).toEqual([tarball, sbom]);
+  it('writes the tarball, the CycloneDX SBOM and SHA256SUMS, whose sums cover and match every artifact', async () => {
+    expect((await readdir(first)).sort()).toEqual(['SHA256SUMS', sbomFile, tarball].sort());
+    const sums = (await readFile(join(first, 'SHA256SUMS'), 'utf8')).trimEnd().split('\n');
+    expect(sums.map((line) => line.split('  ')[1]).sort()).toEqual([sbomFile, tarball].sort());
     for (const line of sums) {
       const [hex, file] = line.split('  ');
-      const actual = createHash('sha256')
-        .update(await readFile(join(out, file!)))
-        .digest('hex');
-      expect(hex, file).toBe(actual);
+      expect(hex, file).toBe(await sha256(join(first, file!)));
       expect(stdout).toContain(line);
     }
   });
 
+  it('two releases of one commit give the same bytes (same SHA-256 for every artifact)', async () => {
+    for (const file of [tarball, sbomFile, 'SHA256SUMS'])
+      expect(await sha256(join(second, file)), file).toBe(await sha256(join(first, file)));
+  });
+
+  it('the tarball holds tracked files only: an untracked file in the checkout is not in it', () => {
+    const files = spawnSync('tar', ['tzf', join(first, tarball)], { encoding: 'utf8' }).stdout.split('\n');
+    expect(files).not.toContain(`package/${untracked}`);
+    expect(files.filter((f) => f.includes('release-untracked-'))).toEqual([]);
+    const tracked = new Set(
+      spawnSync('git', ['ls-files'], { cwd: repo, encoding: 'utf8' }).stdout.trimEnd().split('\n'),
+    );
+    for (const file of files.filter((f) => f !== '').map((f) => f.replace(/^package\//, '')))
+      if (!file.startsWith('dist/')) expect(tracked.has(file), file).toBe(true);
+  });
+
+  it('every entry is sorted by name, owned by 0:0, mode 644 or 755, dated at the commit', () => {
+    const commitTime = Number(
+      spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: repo, encoding: 'utf8' }).stdout.trim(),
+    );
+    const list = spawnSync('tar', ['tzvf', join(first, tarball), '--numeric-owner', '--full-time'], {
+      encoding: 'utf8',
+      env: { ...process.env, TZ: 'UTC' },
+    });
+    const entries = list.stdout.trimEnd().split('\n');
+    const names: string[] = [];
+    for (const entry of entries) {
+      const [mode, owner, , date, time, name] = entry.split(/\s+/);
+      expect(mode, name).toMatch(/^-rw(-|x)r-(-|x)r-(-|x)$/);
+      expect(owner, name).toBe('0/0');
+      expect(Date.parse(`${date}T${time}Z`) / 1000, name).toBe(commitTime);
+      names.push(name!);
+    }
+    expect(names).toEqual([...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+
   it('the tarball runs without compiling: dist/ and the CLI, the licence, no tests, no .env', () => {
-    const list = spawnSync('tar', ['tzf', join(out, `${pkg.name}-${pkg.version}.tgz`)], { encoding: 'utf8' });
+    const list = spawnSync('tar', ['tzf', join(first, tarball)], { encoding: 'utf8' });
     const files = list.stdout.trimEnd().split('\n');
     for (const file of [
       'package/package.json',
@@ -68,19 +147,62 @@ describe('npm run release', { timeout: 180_000 }, () => {
     expect(files.filter((f) => /^package\/(test|bench|\.ci)\//.test(f) || f === 'package/.env')).toEqual([]);
   });
 
-  it('the SBOM lists the runtime dependencies at the lockfile’s versions with their licences, and no dev tools', async () => {
-    const sbom = JSON.parse(await readFile(join(out, `${pkg.name}-${pkg.version}.cdx.json`), 'utf8')) as Sbom;
+  it('the SBOM lists every package `npm ls --omit=dev --all` shows, each with purl, licence and the lockfile’s SHA-512, and the graph', async () => {
+    const sbom = JSON.parse(await readFile(join(first, sbomFile), 'utf8')) as Sbom;
     expect(sbom.bomFormat).toBe('CycloneDX');
-    expect(sbom.specVersion).toMatch(/^1\.\d+$/);
+    expect(Number(sbom.specVersion)).toBeGreaterThanOrEqual(1.5);
     expect(sbom.metadata.component).toMatchObject({ name: pkg.name, version: pkg.version });
-    const undici = sbom.components.find((c) => c.name === 'undici');
-    expect(undici).toMatchObject({
-      version: lock.packages['node_modules/undici']?.version,
-      purl: `pkg:npm/undici@${lock.packages['node_modules/undici']?.version}`,
+    const byRef = new Map(sbom.components.map((c) => [c['bom-ref'], `${fullName(c)}@${c.version}`]));
+    byRef.set(sbom.metadata.component['bom-ref'], `${pkg.name}@${pkg.version}`);
+    const byId = new Map(sbom.components.map((c) => [`${fullName(c)}@${c.version}`, c]));
+    const edges = new Set(
+      sbom.dependencies.flatMap((d) =>
+        (d.dependsOn ?? []).map((to) => `${byRef.get(d.ref)} > ${byRef.get(to)}`),
+      ),
+    );
+
+    // The installed runtime tree; npm exits 1 on an extraneous package but still prints the tree.
+    const ls = spawnSync('npm', ['ls', '--omit=dev', '--all', '--json'], {
+      cwd: repo,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
     });
-    expect(undici?.licenses?.[0]?.license.id).toBe('MIT');
-    const names = new Set(sbom.components.map((c) => c.name));
-    for (const dev of ['vitest', 'typescript', '@biomejs/biome', 'tsx'])
+    const tree = JSON.parse(ls.stdout) as LsNode;
+    const seen = new Set<string>();
+    const walk = (parent: string, node: LsNode) => {
+      for (const [name, child] of Object.entries(node.dependencies ?? {})) {
+        // No version: an optional peer nobody installed (bullmq's pg, redis). Extraneous: not in the lockfile.
+        if (!child.version || child.extraneous) continue;
+        const id = `${name}@${child.version}`;
+        const component = byId.get(id);
+        expect(component, `${id} missing from the SBOM`).toBeDefined();
+        expect(edges.has(`${parent} > ${id}`), `${parent} > ${id} missing from the graph`).toBe(true);
+        seen.add(id);
+        expect(component!.purl, id).toBe(
+          `pkg:npm/${name.replace(/^@/, '%40')}@${encodeURIComponent(child.version)}`,
+        );
+        const licence = component!.licenses?.[0];
+        expect(licence?.license?.id ?? licence?.license?.name ?? licence?.expression, id).toBeTruthy();
+        const sha512 = component!.hashes?.find((h) => h.alg === 'SHA-512')?.content;
+        expect(sha512, id).toMatch(/^[0-9a-f]{128}$/);
+        expect(sha512, id).toBe(lockSha512(name, child.version));
+        walk(id, child);
+      }
+    };
+    walk(`${pkg.name}@${pkg.version}`, tree);
+    // The four direct dependencies an earlier SBOM (npm sbom) dropped, and express beneath them.
+    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'yaml', '@opentelemetry/api', 'express'])
+      expect(
+        [...seen].some((id) => id.startsWith(`${name}@`)),
+        name,
+      ).toBe(true);
+    expect(seen.size).toBeGreaterThan(200);
+    // Nothing beyond the tree either: every component is a package of it, or an optional platform build the
+    // lockfile lists for other machines (npm ls shows only what this machine installed).
+    for (const component of sbom.components.filter((c) => !seen.has(`${fullName(c)}@${c.version}`)))
+      expect(fullName(component)).toMatch(/^@(resvg\/resvg-js|msgpackr-extract\/msgpackr-extract)-/);
+    const names = new Set(sbom.components.map(fullName));
+    for (const dev of ['vitest', 'typescript', '@biomejs/biome', 'tsx', '@cyclonedx/cyclonedx-npm'])
       expect(names.has(dev), dev).toBe(false);
   });
 });

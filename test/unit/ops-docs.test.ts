@@ -164,7 +164,9 @@ describe('.env.example', () => {
   const example = parseEnv(read('.env.example'));
 
   it('names every variable the bot reads, each with a comment, no value filled in', () => {
-    expect(Object.keys(example).sort()).toEqual([...VARIABLES].sort());
+    // REDIS_PASSWORD is docker-compose.yml's (its Redis' password), not the bot's.
+    expect(read('docker-compose.yml')).toMatch(/\$\{REDIS_PASSWORD:\?/);
+    expect(Object.keys(example).sort()).toEqual([...VARIABLES, 'REDIS_PASSWORD'].sort());
     expect(Object.values(example).every((value) => value === '')).toBe(true);
     const lines = read('.env.example').split('\n');
     for (const name of VARIABLES) {
@@ -179,11 +181,48 @@ describe('.env.example', () => {
 });
 
 describe('CHANGELOG.md', () => {
-  it('has the package version first, then 0.2.0 and 0.1.0', () => {
-    const { version } = JSON.parse(read('package.json')) as { version: string };
-    expect(version).toBe('0.3.0');
-    const versions = [...read('CHANGELOG.md').matchAll(/^## (\d+\.\d+\.\d+)\b/gm)].map((match) => match[1]);
-    expect(versions).toEqual([version, '0.2.0', '0.1.0']);
+  const { version } = JSON.parse(read('package.json')) as { version: string };
+  const sections = read('CHANGELOG.md')
+    .split(/^(?=## )/m)
+    .slice(1)
+    .map((text) => ({
+      title: text.split('\n')[0]!.slice(3).trim(),
+      body: text.split('\n').slice(1).join('\n').trim(),
+    }));
+
+  it('the package version is the top released section; above it only an empty Unreleased', () => {
+    const released = sections.findIndex((s) => /^\d+\.\d+\.\d+ \(\d{4}-\d{2}-\d{2}\)$/.test(s.title));
+    expect(sections[released]?.title.split(' ')[0]).toBe(version);
+    for (const above of sections.slice(0, released)) {
+      expect(above.title).toBe('Unreleased');
+      expect(above.body, 'entries under Unreleased belong in the release being cut').toBe('');
+    }
+  });
+
+  it('the released versions go down without a gap in minor versions, each dated', () => {
+    const versions = sections.filter((s) => s.title !== 'Unreleased').map((s) => s.title.split(' ')[0]!);
+    expect(versions).toEqual(['0.5.0', '0.4.0', '0.3.0', '0.2.0', '0.1.0']);
+    expect(version).toBe(versions[0]);
+  });
+
+  it('the release says what an upgrade from the one before changes', () => {
+    const top = sections.find((s) => s.title.startsWith(`${version} `))!;
+    expect(top.body).toMatch(/^### Upgrading from 0\.4$/m);
+    for (const needed of ['SEAL_KEY', 'REDIS_PASSWORD', 'Redis']) expect(top.body).toContain(needed);
+  });
+
+  it('the README names the same version, and so do the release artifacts', () => {
+    expect(read('README.md')).toMatch(new RegExp(`\\bVersion ${version.replaceAll('.', '\\.')}\\b`));
+    expect(read('README.md').match(/\bVersion \d+\.\d+\.\d+/g)).toEqual([`Version ${version}`]);
+    const lock = JSON.parse(read('package-lock.json')) as {
+      version: string;
+      packages: Record<string, { version?: string }>;
+    };
+    expect(lock.version).toBe(version);
+    expect(lock.packages['']?.version).toBe(version);
+    // `npm run release` names its artifacts after package.json's version.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the script's own template, as text
+    expect(read('scripts/release.mjs')).toContain('`${pkg.name}-${pkg.version}.tgz`');
   });
 });
 
@@ -193,5 +232,13 @@ describe('.ci/run', () => {
     expect(ci).toMatch(/^set -euo pipefail$/m);
     expect(ci).toMatch(/^npm ci\b/m);
     expect(ci).toMatch(/^npm test$/m);
+  });
+
+  it('installs nothing of its own: the README’s command does (npm test’s pretest installs chromium and redis-server)', () => {
+    const ci = read('.ci/run');
+    expect(ci).not.toMatch(/apt-get install/);
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.pretest).toBe('node scripts/test-deps.mjs');
+    expect(readme).toMatch(/^npm ci && npm test\b/m);
   });
 });

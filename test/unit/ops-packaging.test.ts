@@ -1,11 +1,15 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { freePort } from '../../sim/local-redis.ts';
 import { startHealthServer } from '../../src/observability/http.ts';
 
 // Docker does not run here: these check what can be checked without it, and run the health checks for real.
@@ -121,6 +125,13 @@ describe('Dockerfile', () => {
   });
 });
 
+/** The Dockerfile's global ARGs (before the first FROM), e.g. NODE_VERSION. */
+function dockerArgs(): Record<string, string> {
+  const head = read('Dockerfile').split(/^FROM\s/m)[0]!;
+  return Object.fromEntries([...head.matchAll(/^ARG\s+(\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+}
+const lockfile = JSON.parse(read('package-lock.json')) as { packages: Record<string, { version?: string }> };
+
 describe('Node.js', () => {
   it('the suite runs on the LTS that engines, the node devDependency, @types/node and the image name', () => {
     const lts = major(pkg.engines.node);
@@ -130,22 +141,37 @@ describe('Node.js', () => {
     expect(major(pkg.devDependencies.node!)).toBe(lts);
     expect(major(pkg.devDependencies['@types/node']!)).toBe(lts);
     expect(pkg.allowScripts?.node).toBe(true);
-    for (const stage of stages) expect(stage.from).toMatch(new RegExp(`^FROM node:${lts}-`));
+    expect(major(dockerArgs().NODE_VERSION!)).toBe(lts);
     expect(read('README.md')).toMatch(new RegExp(`Node\\.js ${lts}\\b`));
   });
 
-  it('pins every base image by digest (the tag kept for the reader) and says how to update it', () => {
+  it('the image runs exactly the Node.js the tests run on: ARG NODE_VERSION is the lockfile’s node package', () => {
+    const tested = lockfile.packages['node_modules/node']?.version;
+    expect(tested).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(dockerArgs().NODE_VERSION).toBe(tested);
+    // The suite itself: `npm test` runs vitest on node_modules/.bin/node.
+    expect(process.versions.node).toBe(tested);
     for (const stage of stages)
-      expect(stage.from).toMatch(/^FROM [a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}(\s+AS\s+\w+)?$/i);
+      expect(stage.from).toMatch(/^FROM node:\$\{NODE_VERSION\}-bookworm-slim@\$\{NODE_DIGEST\}\s+AS\s+\w+$/);
+  });
+
+  it('pins every base image by digest (the tag kept for the reader) and says how to update it', () => {
+    expect(dockerArgs().NODE_DIGEST).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(new Set(stages.map((s) => s.from.split(/\s+/)[1])).size).toBe(1);
-    expect(read('Dockerfile')).toMatch(/docker buildx imagetools inspect node:24-bookworm-slim/);
+    expect(read('Dockerfile')).toMatch(/docker buildx imagetools inspect node:X\.Y\.Z-bookworm-slim/);
+  });
+
+  it('carries the release’s SBOM, made in the build stage by the script `npm run release` uses', () => {
+    expect(stages[0]!.lines).toContain('RUN node scripts/sbom.mjs /app/sbom.cdx.json');
+    expect(runtime.lines).toContain('COPY --from=build /app/sbom.cdx.json ./sbom.cdx.json');
+    expect(read('scripts/release.mjs')).toMatch(/import \{ sbomOf \} from '\.\/sbom\.mjs'/);
   });
 });
 
 describe('docker-compose.yml', () => {
   it('runs Redis 7 with the append-only file on, no eviction, and a volume', () => {
     const redis = compose.services.redis!;
-    expect(redis.image).toMatch(/^redis:7/);
+    expect(redis.image).toMatch(/^redis:7\.\d+\.\d+-alpine@sha256:[0-9a-f]{64}$/);
     const command = (redis.command ?? []).join(' ');
     expect(command).toMatch(/--appendonly yes/);
     expect(command).toMatch(/--maxmemory-policy noeviction/);
@@ -184,7 +210,11 @@ describe('docker-compose.yml', () => {
     expect(roles).toEqual({ web: 'bot', worker: 'worker', scheduler: 'scheduler' });
     for (const name of ['bot', 'worker', 'scheduler']) {
       const service = compose.services[name]!;
-      expect(service.environment?.REDIS_URL).toBe('redis://redis:6379');
+      // .env's REDIS_URL wins when it has one; else compose's Redis as its ACL user, with .env's REDIS_PASSWORD.
+      expect(service.environment?.REDIS_URL).toBe(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's interpolation, not a template
+        '${REDIS_URL:-redis://cloudops:${REDIS_PASSWORD:?set REDIS_PASSWORD in .env (openssl rand -hex 32)}@redis:6379}',
+      );
       expect(service.env_file?.[0]?.path).toBe('.env');
     }
     // `--scale worker=3` needs no fixed name and no published port.
@@ -215,6 +245,75 @@ describe('docker-compose.yml', () => {
     // The image has dist/ and no tsx: the compiled simulator.
     expect(command).toMatch(/^node dist\/sim\/cloud\/main\.js --port 8080\b/);
     expect(read('docker-compose.yml')).toMatch(/CLOUD_API_URL=http:\/\/cloud-sim:8080 in \.env/);
+  });
+});
+
+describe('compose images', () => {
+  it('pins every image it pulls by digest; the ones it builds come from the Dockerfile’s pinned base', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      if (service.build) expect(service.image, name).toBe('cloudops:local');
+      else expect(service.image, name).toMatch(/^[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}$/);
+    }
+  });
+});
+
+describe('compose’s Redis command, run for real', () => {
+  it('one ACL user with REDIS_PASSWORD, the default user off, on no published port', async () => {
+    const redis = compose.services.redis!;
+    expect(redis.ports).toBeUndefined();
+    expect(redis.environment?.REDIS_PASSWORD).toBe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's interpolation, not a template
+      '${REDIS_PASSWORD:?set REDIS_PASSWORD in .env (openssl rand -hex 32)}',
+    );
+    // The command as compose runs it ($$ is compose's escaped $), with the ACL file in a temp dir, the image's
+    // entrypoint as a pass-through, and loopback, a free port and a temp dir appended (its "$@").
+    const dir = await mkdtemp(join(tmpdir(), 'cloudops-compose-redis-'));
+    await writeFile(join(dir, 'docker-entrypoint.sh'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    const [shell, flag, script, name] = (redis.command ?? []).map((part) => part.replaceAll('$$', '$'));
+    expect([shell, flag, name]).toEqual(['sh', '-c', 'redis']);
+    const port = await freePort();
+    const password = 'compose-redis-pw-7f3a';
+    const child = spawn(
+      shell!,
+      [
+        flag!,
+        script!.replaceAll('/tmp/users.acl', join(dir, 'users.acl')),
+        name!,
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+      ],
+      {
+        env: { PATH: `${dir}:${process.env.PATH ?? ''}`, REDIS_PASSWORD: password },
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
+    const clients: Redis[] = [];
+    const client = (options: RedisOptions) => {
+      const c = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, ...options });
+      c.on('error', () => undefined);
+      clients.push(c);
+      return c;
+    };
+    try {
+      const user = client({ username: 'cloudops', password });
+      await expect.poll(() => user.ping().catch(() => 'no'), { timeout: 20_000 }).toBe('PONG');
+      await expect(client({}).ping()).rejects.toThrow(/NOAUTH/);
+      await expect(client({ username: 'cloudops', password: 'wrong' }).ping()).rejects.toThrow(/WRONGPASS/);
+      expect(await user.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
+      expect(await user.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
+      // The ACL file holds the password's SHA-256, not the password.
+      expect(await readFile(join(dir, 'users.acl'), 'utf8')).not.toContain(password);
+    } finally {
+      for (const c of clients) c.disconnect();
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
