@@ -19,8 +19,8 @@ import {
 } from '../model/types.ts';
 import type { VerifiedBy } from '../model/verification.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
-import { inStorageOrder, revised, stripProtected, verifiedDetail } from './changes.ts';
-import { newRequestId, type RequestKeys, requestKeys } from './keys.ts';
+import { freshRequest, inStorageOrder, revised, stripProtected, verifiedDetail } from './changes.ts';
+import { type RequestKeys, requestKeys } from './keys.ts';
 import {
   DAY_MS,
   DEFAULT_AUDIT_RETENTION_DAYS,
@@ -114,7 +114,7 @@ export class RequestStore {
   /** Stores a new request with a fresh id; audits 'created' (with `createdDetail`, e.g. the rule applied) and its initial state. */
   async create(input: NewRequest, actor: string, createdDetail?: string): Promise<CloudRequest> {
     const at = this.now();
-    let request = this.newRequest(input, at);
+    let request = freshRequest(input, at);
     for (let round = 0; round < MAX_CHAIN_ROUNDS; round++) {
       const version = this.audit.policyVersion();
       const reservation = await this.chain.reserve([
@@ -135,22 +135,9 @@ export class RequestStore {
       }
       this.chain.settle(reservation, { written: false });
       // A collision of two random ids is astronomically rare; draw again rather than overwrite.
-      request = this.newRequest(input, at);
+      request = freshRequest(input, at);
     }
     throw new AuditChainBusyError('the audit chain kept moving: too many concurrent writes');
-  }
-
-  private newRequest(input: NewRequest, at: Date): CloudRequest {
-    return inStorageOrder({
-      ...input,
-      id: newRequestId(),
-      version: 1,
-      revision: 1,
-      createdAt: at.toISOString(),
-      updatedAt: at.toISOString(),
-      nextStep: 0,
-      outcomes: [],
-    });
   }
 
   /**
