@@ -1,5 +1,5 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
@@ -243,6 +243,31 @@ describe('cloudops audit verify on Redis', () => {
     expect(verified.stderr).toBe('');
     // Each request: created, pending, approved.
     expect(verified.stdout).toBe('audit chain in Redis verified: 150 entries, hashes and seals\n');
+  });
+});
+
+describe("an operator's CLI act", () => {
+  it('names the OS user and host, and the name given with --as, in a chained entry', async () => {
+    const policyFile = join(dir, `${prefix}.yml`);
+    await writeFile(
+      policyFile,
+      `approvers: [U0LEAD]\nagents:\n  - name: night-agent\n    token_sha256: "${'ab'.repeat(32)}"\n    on_behalf_of: U0DEV\n`,
+    );
+    const run = await cloudops(['agents', 'disable', 'night-agent', '--as', 'alice'], {
+      POLICY_FILE: policyFile,
+    });
+    expect(run.stderr).toBe('');
+    const [entry] = (await rows()).map(
+      ([, fields]) => JSON.parse(fields[1] as string) as Record<string, unknown>,
+    );
+    expect(entry).toMatchObject({
+      act: 'agent',
+      actor: `cli:alice@${hostname()}`,
+      details: 'disabled agent night-agent',
+      requester: { cli: { user: userInfo().username, host: hostname(), as: 'alice' } },
+    });
+    expect(entry?.policy_version).toMatch(/^[0-9a-f]{12}$/);
+    expect((await cloudops(['audit', 'verify'])).stdout).toContain('verified: 1 entries, hashes and seals');
   });
 });
 
