@@ -110,7 +110,7 @@ export function verifyChain(records: ReadRecord[], options: VerifyOptions = {}):
         record.seal ? 'changed' : 'unsealed',
         record.seal
           ? `entry ${record.id} was changed: its seal does not match (rewritten without the key)`
-          : `entry ${record.id} has no seal`,
+          : `entry ${record.id} has no seal (written without SEAL_KEY, or added by someone without it)`,
       );
     if (expected !== undefined && record.prev !== expected) {
       const chained = records.filter((r) => typeof r.hash === 'string');
