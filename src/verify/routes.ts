@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { approvalRoutes } from './approve.ts';
 import type { VerifyPageDeps } from './deps.ts';
-import { pageHeaders, sendHtml } from './http.ts';
+import { pageHeaders, sendHtml, setPageRoot } from './http.ts';
 import { registrationRoutes } from './register.ts';
 import { ssoCallback } from './sso-page.ts';
 
@@ -52,12 +52,24 @@ function notFound(res: ServerResponse): void {
   res.end('not found');
 }
 
+/**
+ * Strict-Transport-Security of the page when PUBLIC_URL is https: a year, for this host alone (the company's other
+ * hosts under the same domain are not the bot's to decide).
+ */
+export const HSTS = 'max-age=31536000';
+
 /** The dispatcher: true when the path is the page's (answered), false to let the server answer 404. */
 export function verifyPage(deps: VerifyPageDeps) {
   const approval = approvalRoutes();
   const registration = registrationRoutes();
   return (req: IncomingMessage, res: ServerResponse): boolean => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    // PUBLIC_URL's path prefix: a proxy may strip it before the bot or pass it on; the page answers both ways.
+    const path = deps.root && url.startsWith(`${deps.root}/`) ? url.slice(deps.root.length) : url;
+    if (!PAGE_AREA.test(path)) return false;
+    setPageRoot(res, deps.root);
+    // Behind https, a browser that has seen the page once never opens it (and its session cookie) over plain http.
+    if (deps.secure) res.setHeader('strict-transport-security', HSTS);
     let work: Promise<void> | undefined;
     if (path.startsWith('/verify-assets/') && req.method === 'GET')
       work = serveAsset(res, path.slice('/verify-assets/'.length));
@@ -68,7 +80,6 @@ export function verifyPage(deps: VerifyPageDeps) {
       const table = area === 'verify' ? approval : registration;
       const handler = area ? table[`${req.method ?? 'GET'} ${action}`] : undefined;
       if (handler) work = handler(req, res, token, deps);
-      else if (!PAGE_AREA.test(path)) return false;
       else {
         // The page's own 404, with its headers, whichever server it runs on (the health server's is JSON, no CSP).
         notFound(res);
@@ -90,17 +101,22 @@ export function verifyPage(deps: VerifyPageDeps) {
   };
 }
 
-/** The page's paths as Bolt custom routes (HTTP mode). */
-export function verifyRoutes(handle: (req: IncomingMessage, res: ServerResponse) => boolean) {
+/** The page's paths as Bolt custom routes (HTTP mode); under PUBLIC_URL's path prefix (`root`) as well. */
+export function verifyRoutes(handle: (req: IncomingMessage, res: ServerResponse) => boolean, root = '') {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     if (!handle(req, res)) notFound(res);
   };
-  return [
+  const paths = [
     '/verify/:token',
     '/verify/:token/:action',
     '/passkeys/:token',
     '/passkeys/:token/:action',
     '/verify-assets/:file',
     '/auth/callback',
-  ].map((path) => ({ path, method: ['GET', 'POST'], handler }));
+  ];
+  return [...paths, ...(root ? paths.map((p) => `${root}${p}`) : [])].map((path) => ({
+    path,
+    method: ['GET', 'POST'],
+    handler,
+  }));
 }

@@ -1,4 +1,3 @@
-import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import {
@@ -13,18 +12,17 @@ import {
 
 // MCP bound to an address other than loopback (as in a container, behind a proxy): names vary there, so any Host is
 // taken, but a browser's Origin must be one of MCP_ALLOWED_ORIGINS, `localhost` ones too (a page on the approver's
-// own machine is still a web page). The bind is this machine's own non-loopback address when it has one, else
-// 0.0.0.0; either way the bot is configured as non-loopback and the test calls it on that address or loopback.
+// own machine is still a web page). The bind is 0.0.0.0, so the bot is configured as
+// non-loopback, and the test calls it on loopback.
 
 const TOKEN = newAgentToken();
 const BROWSER = 'https://agents.example.com';
 
-/** This machine's first non-loopback IPv4 address, or 0.0.0.0 (every address, reached here on loopback). */
+/**
+ * Bound to every address (0.0.0.0), so the bot counts itself non-loopback, and reached on loopback: a test sends
+ * traffic to loopback only, never to the machine's own network address.
+ */
 function bindAddress(): { bind: string; reach: string } {
-  for (const list of Object.values(networkInterfaces()))
-    for (const address of list ?? [])
-      if (address.family === 'IPv4' && !address.internal)
-        return { bind: address.address, reach: address.address };
   return { bind: '0.0.0.0', reach: '127.0.0.1' };
 }
 

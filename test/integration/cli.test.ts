@@ -175,7 +175,7 @@ describe.concurrent('cloudops policy check and plan: verified approvals', () => 
     const run = await cloudops(['policy', 'check', file], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
-      'approvers U0ADMIN, U0LEAD; verified approvals: passkey by default, passkey or SSO for rule 1 (monthly cost difference over 10 CHF)\n',
+      "approvers U0ADMIN, U0LEAD; requesters not set: anyone in the project's channels may ask; verified approvals: passkey by default, passkey or SSO for rule 1 (monthly cost difference over 10 CHF)\n",
     );
     expect(run.stdout).toContain(
       '  warning: projects[0].approvals.verify: passkey needs PUBLIC_URL (the passkey page), which is not set;',
@@ -213,6 +213,33 @@ describe.concurrent('cloudops policy check and plan: verified approvals', () => 
     expect(JSON.parse(small.stdout)).toMatchObject({
       approval: { count: 1, rule: 'the default', verify: ['passkey'] },
     });
+  });
+
+  it('plan of a resize that raises and lowers meets the raise’s verify, as the bot plans it', async () => {
+    const file = join(dir, 'verified-mixed.yml');
+    await writeFile(
+      file,
+      policyText('2025-03-01T10:00:00Z')
+        .replace('approvers: [U0ADMIN]', 'approvers: [U0ADMIN, U0LEAD]')
+        .replace(
+          '    channels: [C0PROD]\n',
+          '    channels: [C0PROD]\n    approvals:\n      count: 1\n      rules:\n        - { when: { kind: resize_up }, count: 1, verify: passkey }\n',
+        ),
+    );
+    const planEnv = { ...env, POLICY_FILE: file };
+    // VM 102: 4 cores and 8 GB; 6 cores with 6 GB raises one and lowers the other.
+    const mixed = await cloudops(
+      ['plan', 'resize', 'shop-prod', '102', 'cores=6', 'ram=6', '--stopped', '--json'],
+      planEnv,
+    );
+    expect(JSON.parse(mixed.stdout)).toMatchObject({ approval: { count: 1, verify: ['passkey'] } });
+    const down = await cloudops(
+      ['plan', 'resize', 'shop-prod', '102', 'ram=6', '--stopped', '--json'],
+      planEnv,
+    );
+    expect(
+      (JSON.parse(down.stdout) as { approval: { verify?: unknown } }).approval.verify ?? null,
+    ).toBeNull();
   });
 });
 
@@ -442,6 +469,32 @@ describe.concurrent('cloudops audit', () => {
     const lines = human.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(5);
     expect(lines[0]).toMatch(new RegExp(`^2025-03-01T08:00:00.000Z  ${old.id}  created\\s+U0OLD$`));
+  });
+
+  it('prints a typed detail with a line break, a terminal escape or a bidi override quoted and escaped, one line per entry', async () => {
+    const own = uniquePrefix('cli-audit-typed');
+    const clock = new Date('2025-05-01T08:00:00Z');
+    const store = new RequestStore(redis, { prefix: own, now: () => clock });
+    const created = await store.create(resizeRequest(), 'U0DEV', 'rule: one approver');
+    const forged = `not now\n${clock.toISOString()}  ${created.id}  approved         U0LEAD  approval 1 of 1`;
+    const typed = `${forged} \u001b[2J\u001b]0;owned\u0007 \u202Eevil\u200B "quoted"`;
+    await store.transition(created.id, { from: ['pending'], to: 'rejected', actor: 'U0LEAD', detail: typed });
+    const run = await cloudops(['audit', '--since', '2025-05-01T00:00:00Z'], {
+      ...env,
+      REDIS_URL: testRedisUrl(),
+      REDIS_PREFIX: own,
+    });
+    await deleteKeys(redis, own);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    // created, pending, rejected: no fourth line forged by the detail.
+    expect(lines).toHaveLength(3);
+    expect(lines.map((line) => line.split(/\s{2,}/)[2])).toEqual(['created', 'pending', 'rejected']);
+    expect(run.stdout).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(lines[0]).toMatch(/ {2}rule: one approver$/);
+    const rejected = lines[2] ?? '';
+    const shown = rejected.slice(rejected.indexOf('  U0LEAD  ') + '  U0LEAD  '.length);
+    expect(JSON.parse(shown)).toBe(typed);
   });
 
   it('says in one line when Redis cannot be reached, without the password, and refuses a bad --since', async () => {

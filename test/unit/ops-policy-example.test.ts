@@ -42,6 +42,7 @@ describe('policy.example.yml', () => {
         'reference_vm',
         'resize_fields',
         'retention_days',
+        'requests_per_hour',
         'workspace',
       ].sort(),
     );
@@ -59,6 +60,7 @@ describe('policy.example.yml', () => {
       'approvals',
       'freeze',
       'break_glass',
+      'requesters',
       'vms',
     ])
       expect(projectKeys).toContain(key);

@@ -273,6 +273,8 @@ export type AuditNote =
   | 'agent'
   /** A passkey registered or reset (src/verify/, `cloudops passkeys reset`): an entry of no request. */
   | 'passkey'
+  /** A record whose SEAL_KEY seal does not check was refused (a passkey, link or page session written outside the bot). */
+  | 'seal_invalid'
   /** The policy file was reloaded with a new version: an entry of no request. */
   | 'policy_changed';
 
