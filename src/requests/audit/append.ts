@@ -4,6 +4,7 @@
  * script of its own that writes only if the chain's head is still the one chained after.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { scrubSecrets } from '../../observability/logger.ts';
 import type { AuditBody } from '../model/audit-record.ts';
 import { requestKeys } from '../store/keys.ts';
 import { LuaScript } from '../store/lua.ts';
@@ -124,10 +125,11 @@ export class AuditAppender {
       this.head ??= fetched;
     }
     const prev = this.head;
-    const { scrub } = this.context;
-    const scrubbed = scrub
-      ? bodies.map((body) => (body.details === null ? body : { ...body, details: scrub(body.details) }))
-      : bodies;
+    // Credentials by their shape (tokens, a password in a URL) always; the configured secrets where they are known.
+    const scrub = this.context.scrub ?? ((text: string) => scrubSecrets(text, []));
+    const scrubbed = bodies.map((body) =>
+      body.details === null ? body : { ...body, details: scrub(body.details) },
+    );
     const entries = chainAfter(prev, scrubbed, this.context.sealer);
     if (entries.length > 0) {
       this.head = entries.at(-1)?.hash;
