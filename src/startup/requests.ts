@@ -19,6 +19,7 @@ import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import type { LifecycleDeps } from '../requests/lifecycle/types.ts';
 import { RequestStore } from '../requests/store/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
+import type { TicketDesk } from '../tickets/desk.ts';
 
 export function openRequests(parts: {
   redis: RedisClient;
@@ -37,6 +38,8 @@ export function openRequests(parts: {
   userGroups?: UserGroups;
   /** Seals the audit entries and names the policy version in them. */
   audit?: AuditContext;
+  /** The change-ticket systems the environment configures (docs/configuration.md#change-tickets). */
+  tickets?: TicketDesk;
 }) {
   const { redis, queues, policy, prefix, now } = parts;
   const store = new RequestStore(redis, {
@@ -61,6 +64,7 @@ export function openRequests(parts: {
     vmFacts,
     secrets: parts.secrets,
     ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
+    ...(parts.tickets ? { tickets: parts.tickets } : {}),
     agentDisabled: (name) => new AgentControls(redis, prefix, now, parts.audit).isDisabled(name),
     // A person's requests are counted as an agent's asks are, under a name no agent can have (`:` is not allowed).
     takeRequest: (user, perHour) => new AgentControls(redis, prefix, now).takeAsk(`person:${user}`, perHour),

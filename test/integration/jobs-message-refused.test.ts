@@ -1,11 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { enqueueExecution, enqueueNotify } from '../../src/jobs/queues.ts';
 import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 
 let env: JobsEnv;
 
 beforeEach(async () => {
-  env = await startJobsEnv({ name: 'jobs-refused' });
+  // The resize is held 800 ms so the message is posted while it runs: FAST_TIMEOUTS' 800 ms wait for the answer's
+  // headers would race it (a loaded run ended it 'unknown'), so this file waits 5 s.
+  env = await startJobsEnv({
+    name: 'jobs-refused',
+    cloudTimeouts: { ...FAST_TIMEOUTS, headersMs: 5_000, bodyMs: 5_000, totalMs: 10_000 },
+  });
 });
 
 afterEach(async () => {

@@ -59,13 +59,9 @@ export function requesterOf(request: CloudRequest): AuditRequester {
     : { slack: request.requester };
 }
 
-/** The request's change ticket, when it has one (a key such as CHG0012345 or OPS-42). */
+/** The request's change ticket, when it has one: its system and key (OPS-42, CHG0012345). */
 export function ticketOf(request: CloudRequest): string | null {
-  const ticket = (request as { ticket?: unknown }).ticket;
-  if (typeof ticket === 'string') return ticket;
-  if (ticket && typeof ticket === 'object' && typeof (ticket as { key?: unknown }).key === 'string')
-    return (ticket as { key: string }).key;
-  return null;
+  return request.ticket ? `${request.ticket.system} ${request.ticket.key}` : null;
 }
 
 /** The API's latest answer: the task id of a success, the status and reason otherwise. */
