@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../observability/logger.ts';
+import { auditEntryOf } from '../requests/audit/audit.ts';
 import { requestKeys } from '../requests/store/keys.ts';
 
 /** How long one XREAD blocks: the tail stops at most this long after its last waiter left. */
@@ -132,19 +133,14 @@ export class RequestChanges {
       for (const [, entries] of rows ?? []) {
         for (const [id, fields] of entries) {
           this.cursor = id;
-          const requestId = fieldOf(fields, 'requestId');
+          // Read as the audit reads it: a chained entry holds its request and act inside its JSON (`e`).
+          const { requestId, state } = auditEntryOf(id, fields);
           if (requestId) for (const waiter of this.waiters.get(requestId) ?? []) waiter();
           // An agent disabled or enabled (an entry of no request, and rare): every wait checks its agent again.
-          else if (fieldOf(fields, 'state') === 'agent')
+          else if (state === 'agent')
             for (const set of this.waiters.values()) for (const waiter of set) waiter();
         }
       }
     }
   }
-}
-
-/** A field of a stream entry's flat name/value list, or undefined. */
-function fieldOf(fields: string[], name: string): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
 }

@@ -306,12 +306,15 @@ describe('MCP over Streamable HTTP: requests', () => {
     expect((await h.store.get(request.request_id))?.state).toBe('pending');
 
     // A wait started before the approval answers once the approval moves the request.
+    const waitStarted = Date.now();
     const waiting = call(client, 'get_request', { request_id: request.request_id, wait_seconds: 30 });
     await new Promise((resolve) => setTimeout(resolve, 300));
     await h.click('approve', request.request_id, USERS.lead);
-    // Answered by the move: a wait that ran out its 30 s would answer `pending`.
+    // Answered by the move (the audit stream's tail wakes it), not by its 30 s running out: a wait that ran out would
+    // read the state it finds then, so the time is what tells the two apart.
     const moved = requestOf(await waiting);
     expect(moved.state).not.toBe('pending');
+    expect(Date.now() - waitStarted).toBeLessThan(20_000);
     const states = await followToEnd(client, request.request_id);
     const last = states.at(-1)!;
     expect(last).toMatchObject({ state: 'succeeded', final: true });
