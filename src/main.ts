@@ -4,7 +4,7 @@
  */
 // First: on a Node.js too old for the rest, one line and exit 1 before any other module runs.
 import './startup/node-guard.ts';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { withDotEnv } from './config/dotenv.ts';
@@ -14,9 +14,14 @@ import { urlCredentials } from './config/redis-connection.ts';
 import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
 import { unmetVerifyLine } from './config/verification-uses.ts';
 import { packageVersion } from './config/version.ts';
-import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
+import {
+  metricsHandlers,
+  type Readiness,
+  startHealthServer,
+  startRouteServer,
+} from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
-import { createMetrics } from './observability/metrics.ts';
+import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { stopTracing, traceLogFields } from './observability/tracing.ts';
 import { listening, StartupError } from './startup/checks.ts';
 import { openCore } from './startup/core.ts';
@@ -46,24 +51,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
   // Before anything opens: without its key a role could neither seal a decision nor check one.
   const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
-  const secrets = [
-    env.SLACK_BOT_TOKEN,
-    env.SLACK_APP_TOKEN,
-    env.SLACK_SIGNING_SECRET,
-    env.CLOUD_API_KEY,
-    env.AUDIT_WEBHOOK_SECRET,
-    env.OIDC_CLIENT_SECRET,
-    env.SEAL_KEY,
-    env.SEAL_KEY_PREVIOUS,
-    env.REDIS_SENTINEL_PASSWORD,
-    ...urlCredentials(env.REDIS_URL),
-    ...urlCredentials(env.AUDIT_WEBHOOK_URL),
-    ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
-    ...urlCredentials(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),
-    ...urlCredentials(env.HTTPS_PROXY),
-    ...urlCredentials(env.HTTP_PROXY),
-    ...tracingSecrets(env),
-  ].filter((s): s is string => s !== undefined);
+  const secrets = secretsOf(env);
   const metrics = createMetrics();
   // Tracing before the logger, whose lines then carry the trace ids; the SDK's warnings go to that logger.
   let tracingLog: Logger | undefined;
@@ -97,20 +85,15 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own answers from
     // now on: /healthz while the Socket Mode link connects, /readyz 503 until it is up.
     if (!core.runs('web') || socketMode) {
-      const healthServer: Server = await deadline.step(
-        'the health server on PORT',
-        listening(
-          'PORT',
-          env.PORT,
-          env.HOST,
-          // In Socket Mode the web role's verification page is served here too, once the web role has started.
-          startHealthServer(env.PORT, core.readiness, env.HOST, (req, res) => web?.page?.(req, res) ?? false),
-        ),
+      // In Socket Mode the web role's verification page is served here too, once the web role has started.
+      port = await openHealthServer(
+        env,
+        core.readiness,
+        deadline,
+        stages,
+        logger,
+        (req, res) => web?.page?.(req, res) ?? false,
       );
-      stages.intake.push(() => closeServer(healthServer));
-      port = portOf(healthServer, env.PORT);
-      // Where health answers before the ready line says it (PORT=0 picks a port; the Socket Mode tests ask there).
-      logger.debug({ port }, 'health server listening');
     }
     if (core.runs('web')) {
       // Each role's modules load only where it runs: a worker never loads Bolt, a web process never a worker.
@@ -121,17 +104,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
     if (core.runs('worker')) (await import('./startup/worker.ts')).startWorker(core);
     if (core.runs('scheduler')) await (await import('./startup/scheduler.ts')).startScheduler(core);
     // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
-    const metricsServer: Server = await deadline.step(
-      'the metrics server on METRICS_PORT',
-      listening(
-        'METRICS_PORT',
-        env.METRICS_PORT,
-        env.METRICS_HOST,
-        startRouteServer(env.METRICS_PORT, metricsHandlers(core.readiness, metrics), env.METRICS_HOST),
-      ),
-    );
-    stages.intake.push(() => closeServer(metricsServer));
-    const metricsPort = portOf(metricsServer, env.METRICS_PORT);
+    const metricsPort = await openMetricsServer(env, core.readiness, metrics, deadline, stages);
     logger.info(
       {
         role,
@@ -144,19 +117,7 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       'cloudops ready',
     );
 
-    let stopping: Promise<void> | undefined;
-    return {
-      port,
-      metricsPort,
-      mcpPort: web?.mcpPort,
-      metrics,
-      stop() {
-        stopping ??= stages
-          .run(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS)
-          .then(() => logger.info('cloudops stopped'));
-        return stopping;
-      },
-    };
+    return running({ port, metricsPort, mcpPort: web?.mcpPort, metrics }, stages, logger, options);
   } catch (error) {
     // Close what was opened, quickly: nothing has taken work yet, or only just.
     await stages.run(1_000);
@@ -164,6 +125,91 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       throw new StartupError(`still waiting for ${deadline.waitingFor} when the start-up deadline passed`);
     throw error;
   }
+}
+
+/** A page served beside health (the verification page in Socket Mode); false when the path is not its own. */
+type PageHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/** Every secret the environment holds, so the logger removes them from whatever it writes. */
+function secretsOf(env: Env): string[] {
+  return [
+    env.SLACK_BOT_TOKEN,
+    env.SLACK_APP_TOKEN,
+    env.SLACK_SIGNING_SECRET,
+    env.CLOUD_API_KEY,
+    env.AUDIT_WEBHOOK_SECRET,
+    env.OIDC_CLIENT_SECRET,
+    env.SEAL_KEY,
+    env.SEAL_KEY_PREVIOUS,
+    env.REDIS_SENTINEL_PASSWORD,
+    ...urlCredentials(env.REDIS_URL),
+    ...urlCredentials(env.AUDIT_WEBHOOK_URL),
+    ...urlCredentials(env.OTEL_EXPORTER_OTLP_ENDPOINT),
+    ...urlCredentials(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),
+    ...urlCredentials(env.HTTPS_PROXY),
+    ...urlCredentials(env.HTTP_PROXY),
+    ...tracingSecrets(env),
+  ].filter((s): s is string => s !== undefined);
+}
+
+/** Health on PORT from a server of its own (where Bolt does not serve it); returns the port it listens on. */
+async function openHealthServer(
+  env: Env,
+  readiness: Readiness,
+  deadline: StartupDeadline,
+  stages: ShutdownStages,
+  logger: Logger,
+  page: PageHandler,
+): Promise<number> {
+  const healthServer: Server = await deadline.step(
+    'the health server on PORT',
+    listening('PORT', env.PORT, env.HOST, startHealthServer(env.PORT, readiness, env.HOST, page)),
+  );
+  stages.intake.push(() => closeServer(healthServer));
+  const port = portOf(healthServer, env.PORT);
+  // Where health answers before the ready line says it (PORT=0 picks a port; the Socket Mode tests ask there).
+  logger.debug({ port }, 'health server listening');
+  return port;
+}
+
+/** /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise. */
+async function openMetricsServer(
+  env: Env,
+  readiness: Readiness,
+  metrics: Metrics,
+  deadline: StartupDeadline,
+  stages: ShutdownStages,
+): Promise<number> {
+  const metricsServer: Server = await deadline.step(
+    'the metrics server on METRICS_PORT',
+    listening(
+      'METRICS_PORT',
+      env.METRICS_PORT,
+      env.METRICS_HOST,
+      startRouteServer(env.METRICS_PORT, metricsHandlers(readiness, metrics), env.METRICS_HOST),
+    ),
+  );
+  stages.intake.push(() => closeServer(metricsServer));
+  return portOf(metricsServer, env.METRICS_PORT);
+}
+
+/** The started bot; its stop runs the shutdown stages once, however often it is asked. */
+function running(
+  ports: Omit<Running, 'stop'>,
+  stages: ShutdownStages,
+  logger: Logger,
+  options: StartOptions,
+): Running {
+  let stopping: Promise<void> | undefined;
+  return {
+    ...ports,
+    stop() {
+      stopping ??= stages
+        .run(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS)
+        .then(() => logger.info('cloudops stopped'));
+      return stopping;
+    },
+  };
 }
 
 /**

@@ -102,12 +102,9 @@ const BEING_SPLIT = new Set<string>([
   'src/slack/blocks/request-message.ts threadReply',
   'src/jobs/execute-worker.ts ExecuteProcessor.run',
   'src/startup/core.ts openCore',
-  'src/main.ts startCloudops',
   'src/slack/views/resize-submit.ts app.view callback',
   'src/startup/web.ts startWeb',
-  'src/cloud/client.ts CloudApiClient.send',
   'src/requests/lifecycle/create.ts create',
-  'src/config/env.ts loadEnv',
   'src/slack/blocks/modals.ts resizeModal',
 ]);
 
