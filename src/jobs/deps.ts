@@ -58,6 +58,8 @@ export interface ExecutionDeps {
   replicaAck?: ReplicaAck;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
+  /** Whether the agent of this name is disabled now (`cloudops agents disable`): its work is not sent then. */
+  agentDisabled?: (name: string) => Promise<boolean>;
 }
 
 /** Surfaces beyond the request message that follow a request's changes (App Homes, workflow steps). */

@@ -13,6 +13,13 @@ export function refusal(text: string): CallToolResult {
   return { content: [{ type: 'text', text }], isError: true };
 }
 
+/** What every tool of a disabled agent answers (`cloudops agents disable`), a wait the moment it is disabled. */
+export function disabledRefusal(agent: string): CallToolResult {
+  return refusal(
+    `Agent ${agent} is disabled: an admin stopped it (cloudops agents disable). Nothing was done.`,
+  );
+}
+
 /** Each state in words, as the request message says it (without Slack's emoji). */
 const STATE_WORDS: Record<RequestState, string> = {
   pending: 'waiting for approval',
@@ -133,7 +140,7 @@ export function cancelRefusalText(refusal: Refusal, request: CloudRequest): stri
     case 'gone':
       return `Nothing changed: request ${request.id} is gone.`;
     case 'agent_disabled':
-      return `Nothing changed: agent ${refusal.agent} is disabled.`;
+      return `Nothing changed: agent ${refusal.agent} is ${refusal.removed ? 'no longer in the policy' : 'disabled'}.`;
     default:
       return `Nothing changed: request ${request.id} cannot be cancelled now (it is ${STATE_WORDS[request.state]}).`;
   }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { agentForToken } from '../config/agents.ts';
 import { webOrigin } from '../config/env.ts';
+import { batchRefusal, callsIn, readJsonBody } from './batches.ts';
 import { createAgentServer } from './server.ts';
 import type { McpDeps } from './tools.ts';
 
@@ -37,10 +38,55 @@ function reject(
   status: number,
   message: string,
   headers: Record<string, string> = {},
+  code = -32000,
 ): void {
   // Headers already set on the answer (an allowed origin's CORS headers) stay.
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** The 429 of an agent whose open calls fill {@link MAX_OPEN_PER_AGENT}. */
+function tooMany(res: ServerResponse, agent: string): void {
+  reject(
+    res,
+    429,
+    `Agent ${agent} has ${MAX_OPEN_PER_AGENT} calls open on this server; wait for one to end`,
+    {
+      'retry-after': '1',
+    },
+  );
+}
+
+/**
+ * The places one HTTP request holds among its agent's open calls: one per JSON-RPC call it carries (a batch of
+ * waits holds as many as it has calls), all given back together when its answer closes.
+ */
+class OpenPlaces {
+  private held = 0;
+
+  constructor(
+    private readonly open: Map<string, number>,
+    private readonly key: string,
+  ) {}
+
+  /** Takes `count` more places; false (nothing taken) when that would pass {@link MAX_OPEN_PER_AGENT}. */
+  take(count: number): boolean {
+    const now = this.open.get(this.key) ?? 0;
+    if (count <= 0) return true;
+    if (now + count > MAX_OPEN_PER_AGENT) return false;
+    this.open.set(this.key, now + count);
+    this.held += count;
+    return true;
+  }
+
+  /** Gives every place back, once. */
+  release(): void {
+    if (this.held === 0) return;
+    const left = (this.open.get(this.key) ?? this.held) - this.held;
+    this.held = 0;
+    if (left > 0) this.open.set(this.key, left);
+    else this.open.delete(this.key);
+  }
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
@@ -144,23 +190,30 @@ export function mcpRequestHandler(
     if (Number.isFinite(declared) && declared > MAX_BODY_BYTES)
       return reject(res, 413, `Request body over ${MAX_BODY_BYTES} bytes`, { connection: 'close' });
     const key = agent.name.toLowerCase();
-    const held = open.get(key) ?? 0;
-    if (held >= MAX_OPEN_PER_AGENT)
-      return reject(
-        res,
-        429,
-        `Agent ${agent.name} has ${MAX_OPEN_PER_AGENT} calls open on this server; wait for one to end`,
-        { 'retry-after': '1' },
-      );
-    open.set(key, held + 1);
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const left = (open.get(key) ?? 1) - 1;
-      if (left > 0) open.set(key, left);
-      else open.delete(key);
-    };
+    // One place is taken before the body is read (a slow body holds a socket too), the rest once its calls are counted.
+    const places = new OpenPlaces(open, key);
+    if (!places.take(1)) return tooMany(res, agent.name);
+    const read = await readJsonBody(req, MAX_BODY_BYTES);
+    if (!read.ok) {
+      places.release();
+      return reject(res, read.status, read.message, read.status === 413 ? { connection: 'close' } : {});
+    }
+    const batch = batchRefusal(read.body, req.headers['mcp-protocol-version']);
+    const calls = callsIn(read.body);
+    const refusal =
+      batch ??
+      (calls > MAX_OPEN_PER_AGENT
+        ? `A batch of ${calls} calls is more than the ${MAX_OPEN_PER_AGENT} calls an agent may have open at once; send fewer`
+        : undefined);
+    if (refusal) {
+      places.release();
+      return reject(res, 400, refusal, {}, batch ? -32600 : -32000);
+    }
+    if (!places.take(calls - 1)) {
+      places.release();
+      return tooMany(res, agent.name);
+    }
+    const release = () => places.release();
     const server = createAgentServer(deps, agent, options.version);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -173,7 +226,7 @@ export function mcpRequestHandler(
     });
     try {
       await server.connect(transport);
-      await transport.handleRequest(req, res);
+      await transport.handleRequest(req, res, read.body);
     } catch (error) {
       release();
       throw error;

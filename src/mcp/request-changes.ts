@@ -132,11 +132,19 @@ export class RequestChanges {
       for (const [, entries] of rows ?? []) {
         for (const [id, fields] of entries) {
           this.cursor = id;
-          const at = fields.indexOf('requestId');
-          const requestId = at >= 0 && at % 2 === 0 ? fields[at + 1] : undefined;
+          const requestId = fieldOf(fields, 'requestId');
           if (requestId) for (const waiter of this.waiters.get(requestId) ?? []) waiter();
+          // An agent disabled or enabled (an entry of no request, and rare): every wait checks its agent again.
+          else if (fieldOf(fields, 'state') === 'agent')
+            for (const set of this.waiters.values()) for (const waiter of set) waiter();
         }
       }
     }
   }
+}
+
+/** A field of a stream entry's flat name/value list, or undefined. */
+function fieldOf(fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
 }

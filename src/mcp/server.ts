@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentPolicy } from '../config/agents.ts';
-import { refusal } from './answers.ts';
+import { disabledRefusal, refusal } from './answers.ts';
 import { INPUTS, type ToolArgs } from './inputs.ts';
 import { agentTools, type Handler, type McpDeps } from './tools.ts';
 
@@ -101,9 +101,7 @@ export function registerTools(server: McpServer, deps: McpDeps, agent: AgentPoli
         let failed = false;
         try {
           result = (await deps.controls.isDisabled(agent.name))
-            ? refusal(
-                `Agent ${agent.name} is disabled: an admin stopped it (cloudops agents disable). Nothing was done.`,
-              )
+            ? disabledRefusal(agent.name)
             : ((READ_TOOLS.has(name) ? await readLimited(deps, agent) : undefined) ??
               (await handler(args, extra.signal)));
         } catch (error) {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { cloudReason } from '../cloud/errors.ts';
 import type { PriceSource } from '../cloud/price-cache.ts';
@@ -9,12 +8,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { agentBoundRefusal } from '../requests/approval/agent-bound.ts';
 import type { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
-import {
-  AgentLimitError,
-  ApprovalUnreachableError,
-  type CheckedResize,
-  type Origin,
-} from '../requests/lifecycle/types.ts';
+import type { CheckedResize, Origin } from '../requests/lifecycle/types.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/model/types.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
 import type { RequestStore } from '../requests/store/store.ts';
@@ -24,8 +18,9 @@ import { checkLease } from '../rules/lease.ts';
 import { formatUtc } from '../rules/resize.ts';
 import { checkRestore } from '../rules/restore.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
-import type { AgentControls, AskClaim } from './agent-state.ts';
-import { answer, cancelRefusalText, refusal, requestText, requestView } from './answers.ts';
+import type { AgentControls } from './agent-state.ts';
+import { answer, cancelRefusalText, disabledRefusal, refusal, requestText, requestView } from './answers.ts';
+import { askOnceFor } from './ask-once.ts';
 import type { INPUTS, ToolArgs } from './inputs.ts';
 import type { RequestChanges } from './request-changes.ts';
 
@@ -43,25 +38,11 @@ export interface McpDeps {
   metrics: Metrics;
 }
 
-/** How long an ask waits for an identical one being made at the same moment, to answer with its request. */
-const SAME_ASK_WAIT_MS = 5_000;
-const SAME_ASK_STEP_MS = 50;
-
 /** A tool's handler for one agent; a thrown error becomes a tool error saying nothing was done. */
 export type Handler<K extends keyof typeof INPUTS> = (
   args: ToolArgs<K>,
   signal: AbortSignal,
 ) => Promise<CallToolResult>;
-
-/** What makes two asks the same change: everything but the reason (a retry may word it again). */
-function fingerprint(parts: Record<string, unknown>): string {
-  const sorted = Object.fromEntries(
-    Object.entries(parts)
-      .filter(([, value]) => value !== undefined)
-      .sort(([a], [b]) => a.localeCompare(b)),
-  );
-  return createHash('sha256').update(JSON.stringify(sorted)).digest('base64url').slice(0, 32);
-}
 
 /** The tools' handlers for `agent`. */
 export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typeof INPUTS]: Handler<K> } {
@@ -167,64 +148,7 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       `${requestText(request)} ${request.messageTs ? 'It was posted' : 'It is being posted'} in the project's Slack channel (get_request says posted: true once it is there); follow it with get_request (wait_seconds up to 60).`,
       requestView(request),
     );
-  /**
-   * Makes an ask once: an identical ask (or one with the same idempotency key) answers with the request already made;
-   * else the ask's place in the hourly limit is taken, and given back when `make` makes nothing (a refusal it
-   * throws as one of `refusals`, which becomes the answer). Agents retry: two identical asks make one request.
-   */
-  const askOnce = async (
-    change: Record<string, unknown>,
-    key: string | undefined,
-    make: () => Promise<CloudRequest>,
-  ): Promise<CallToolResult> => {
-    const print = fingerprint(change);
-    let claim: AskClaim = await deps.controls.claimAsk(agent.name, key, print);
-    // An identical ask being made right now (a retry racing its original) is awaited: it ends in a few round trips.
-    for (let waited = 0; claim.kind === 'busy' && waited < SAME_ASK_WAIT_MS; waited += SAME_ASK_STEP_MS) {
-      await new Promise((resolve) => setTimeout(resolve, SAME_ASK_STEP_MS));
-      claim = await deps.controls.claimAsk(agent.name, key, print);
-    }
-    while (claim.kind === 'made') {
-      const { requestId } = claim;
-      if (!claim.same)
-        return refusal(
-          `Not requested: idempotency key “${key}” was used for request ${requestId}, a different ask.`,
-        );
-      const existing = await deps.store.get(requestId);
-      // An identical ask made after the request ended is a new one; a key's request answers however it ended.
-      if (key !== undefined || (existing && !FINAL_STATES.includes(existing.state))) {
-        if (!existing) return refusal(`There is no request ${requestId} that agent ${agent.name} may see.`);
-        return answer(
-          `${key !== undefined ? `Already asked with idempotency key “${key}”: nothing new was made.` : `An identical request (${requestId}) is already open: nothing new was made.`} ${requestText(existing)}`,
-          requestView(existing),
-        );
-      }
-      claim = await claim.retry();
-    }
-    if (claim.kind === 'busy')
-      return refusal(
-        `Not requested: an identical request by agent ${agent.name} is still being made; ask again in a few seconds for its id.`,
-      );
-    const taken = await deps.controls.takeAsk(agent.name, agent.requests_per_hour);
-    if (!taken.ok) {
-      await claim.dropped();
-      return refusal(
-        `Not requested: agent ${agent.name} made its ${agent.requests_per_hour} requests of the last hour; it may ask again at ${taken.retryAt.toISOString()}.`,
-      );
-    }
-    let request: CloudRequest;
-    try {
-      request = await make();
-    } catch (error) {
-      // Only what was made counts: a refusal (or a failure before anything was stored) gives the place back.
-      await Promise.all([taken.release(), claim.dropped()]);
-      if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
-        return refusal(error.message);
-      throw error;
-    }
-    await claim.made(request.id);
-    return created(request);
-  };
+  const askOnce = askOnceFor(deps, agent, created);
 
   return {
     async list_clusters() {
@@ -351,9 +275,16 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       const notAllowed = args.for_hours !== undefined ? mayNot('lease') : undefined;
       if (notAllowed) return refusal(notAllowed);
       if ('refused' in checked) return refusal(checked.refused.join(' '));
-      const { reason: _reason, idempotency_key: key, vm_stopped: _stopped, ...change } = args;
       const resize = checked.resize;
-      return askOnce({ tool: 'request_resize', ...change, project: project.uuid }, key, () =>
+      // Identical is the change planned, not the words of the ask: a field named at the size it has changes nothing.
+      const change = {
+        tool: 'request_resize',
+        project: project.uuid,
+        vm_id: args.vm_id,
+        steps: resize.check.steps,
+        for_hours: args.for_hours,
+      };
+      return askOnce(change, args.idempotency_key, () =>
         deps.requests.createResize(origin(project), { ...resize, reason: args.reason }),
       );
     },
@@ -397,9 +328,13 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
       const waitMs = Math.round((args.wait_seconds ?? 0) * 1000);
       if (waitMs > 0 && !FINAL_STATES.includes(request.state)) {
         const from = request.state;
+        let disabled = false;
         await deps.changes.waitFor(
           request.id,
           async () => {
+            // An admin's disable ends the wait at once (the change tail wakes every wait on an agent's entry).
+            disabled = await deps.controls.isDisabled(agent.name);
+            if (disabled) return true;
             const now = await deps.store.get(request.id);
             if (now) request = now;
             return !now || now.state !== from;
@@ -407,6 +342,7 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
           waitMs,
           signal,
         );
+        if (disabled) return disabledRefusal(agent.name);
       }
       return answer(requestText(request), requestView(request));
     },

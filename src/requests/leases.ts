@@ -24,6 +24,9 @@ const RETURN_ENDED: readonly RequestState[] = [
   'resolved_failed',
 ];
 
+/** How soon a lease's due item comes back while "Keep it" is written: what announces the keep after a stop. */
+const KEEP_RETRY_MS = 60_000;
+
 /** The lease's due item: its offer first, then one reminder a day. */
 export function leaseItem(requestId: string): DueItem {
   return { kind: 'lease', requestId };
@@ -116,8 +119,10 @@ export async function endReturnedLease(ending: LeaseEnding, request: CloudReques
     { note: 'lease', actor: 'cloudops', detail: `returned by request ${request.id}` },
     (current) => returnedPatch(current, request.id, at),
   );
+  // Run again after a stop that came after the note, it finds the lease closed by this return: it announces that.
+  const closed = ended.request;
+  if (closed?.lease?.returned?.requestId === request.id) await ending.announce(closed, 'lease_returned');
   await ending.dropDue([leaseItem(leaseId)]);
-  if (ended.ok) await ending.announce(ended.request, 'lease_returned');
 }
 
 export interface LeaseDeps {
@@ -161,10 +166,14 @@ export class Leases {
     const now = this.deps.now();
     const step = leaseStep(request, vm.lastIncreaseAt, now);
     const at = now.toISOString();
+    // Each case notes, announces, and only then moves the due item on: a process stopping in between leaves the item
+    // to be taken again after its claim, which finds the note and announces it (the announcement's fixed job id and
+    // the reply's record make a second one post nothing new).
     switch (step.next) {
       case 'none':
-        return;
+        return this.announceEnd(request);
       case 'wait':
+        if (request.lease?.offeredAt) await this.announceLast(request);
         return outbox.dueAt(leaseItem(requestId), step.until);
       case 'offer': {
         const changed = changedSince(request, vm);
@@ -176,8 +185,8 @@ export class Leases {
               ? { lease: { ...current.lease, offeredAt: at, ...(changed ? { changedSince: changed } : {}) } }
               : undefined,
         );
-        await outbox.dueAt(leaseItem(requestId), nextReminderAt(now));
         if (noted.ok) await outbox.announce(noted.request, 'lease_offer');
+        await outbox.dueAt(leaseItem(requestId), nextReminderAt(now));
         return;
       }
       case 'remind': {
@@ -189,11 +198,25 @@ export class Leases {
               ? { lease: { ...current.lease, remindedAt: at, reminders: step.count } }
               : undefined,
         );
-        await outbox.dueAt(leaseItem(requestId), nextReminderAt(now));
         if (noted.ok) await outbox.announce(noted.request, 'lease_reminder', step.count);
+        await outbox.dueAt(leaseItem(requestId), nextReminderAt(now));
         return;
       }
     }
+  }
+
+  /** The offer or the latest reminder again, for a note whose announcement a stopped process may not have sent. */
+  private async announceLast(request: CloudRequest): Promise<void> {
+    const reminders = request.lease?.reminders ?? 0;
+    if (reminders > 0) await this.deps.outbox.announce(request, 'lease_reminder', reminders);
+    else await this.deps.outbox.announce(request, 'lease_offer');
+  }
+
+  /** A closed lease's end again (kept, or returned), for a stop between its note and its announcement. */
+  private async announceEnd(request: CloudRequest): Promise<void> {
+    if (request.leaseOpen || !request.lease) return;
+    if (request.lease.kept) await this.deps.outbox.announce(request, 'lease_kept');
+    else if (request.lease.returned) await this.deps.outbox.announce(request, 'lease_returned');
   }
 
   /** Whether `user` may return or keep: the requester or one of the request's approvers, while the lease is open. */
@@ -214,7 +237,11 @@ export class Leases {
     const allowed = await this.mayAct(request, user);
     if (!allowed.ok) return allowed;
     const reason = scrubSecrets(typed, this.deps.secrets);
-    const at = this.deps.now().toISOString();
+    const now = this.deps.now();
+    const at = now.toISOString();
+    // The lease's due item comes back within a minute: a stop after the note below leaves it to announce the keep
+    // (were Keep refused, the item finds the lease open and moves itself back to its time).
+    await this.deps.outbox.dueAt(leaseItem(request.id), new Date(now.getTime() + KEEP_RETRY_MS));
     let current: CloudRequest = request;
     // A new return asked for meanwhile fails the write below (it names another return): withdraw that one too.
     for (let attempt = 0; ; attempt++) {
@@ -261,8 +288,8 @@ export class Leases {
 
   /** After the write that kept the lease: its reminders stop and the thread is told. */
   private async keptNow(kept: CloudRequest): Promise<Decision> {
-    await this.deps.outbox.dropDue([leaseItem(kept.id)]);
     await this.deps.outbox.announce(kept, 'lease_kept');
+    await this.deps.outbox.dropDue([leaseItem(kept.id)]);
     return { ok: true, request: kept };
   }
 

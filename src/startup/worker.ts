@@ -8,6 +8,7 @@ import { ReplicaAck } from '../jobs/replica-ack.ts';
 import { startRetentionSweeper } from '../jobs/retention-sweeper.ts';
 import { startStrandedSweeper } from '../jobs/stranded-sweeper.ts';
 import { startStepCompletion } from '../jobs/workflow-steps.ts';
+import { AgentControls } from '../mcp/agent-state.ts';
 import { startHomeBackfill } from '../requests/home-backfill.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
 import { homeRenderer } from '../slack/blocks/home.ts';
@@ -46,6 +47,7 @@ export function startWorker(core: Core): void {
   const backfill = startHomeBackfill(connection, prefix, logger);
   stages.intake.push(() => backfill.stop());
   const steps = startStepCompletion({ connection, prefix, store, slack: core.slack, logger });
+  const agentControls = new AgentControls(records, prefix, now);
   const execution = createExecution({
     connection: core.jobsRedis,
     prefix,
@@ -71,6 +73,8 @@ export function startWorker(core: Core): void {
     vmLock: options.vmLock,
     // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
     replicaAck: new ReplicaAck(records, core.replicas?.current),
+    // Read right before each POST: a disabled agent's approved work does not run.
+    agentDisabled: (name) => agentControls.isDisabled(name),
   });
   // The sweepers stop with the intake: they would otherwise enqueue into queues that are closing.
   const sweeper = startStrandedSweeper(

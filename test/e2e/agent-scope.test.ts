@@ -31,6 +31,9 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const ODD_UUID = '5d0c1f2e-0000-4000-8000-000000000401';
 const CTO = 'U0CTO';
+const COSTLY_UUID = '5d0c1f2e-0000-4000-8000-000000000501';
+const COSTLY_CHANNEL = 'C0COSTLY';
+const START = new Date();
 
 /**
  * shop-prod: decreases need nobody, small increases neither. VM 103 is listed by name only (its size is unknown to
@@ -43,7 +46,7 @@ function policyYaml(start: Date): string {
   - name: ${name}
     token_sha256: ${tokenHash(token)}
     on_behalf_of: ${USERS.dev2}
-    projects: [shop-prod, shop-frozen, shop-odd]
+    projects: [shop-prod, shop-frozen, shop-odd, shop-costly]
     may: [${may}]
     requests_per_hour: 50${extra}`;
   return `
@@ -88,6 +91,17 @@ ${PROD_VMS}
     vms:
       - { vmid: 401, name: odd-1, cores: 2, ram_gb: 4, os_disk_gb: 50, cpu_class: regular, wan_mode: 'off' }
       - { vmid: 402, name: odd-2, cores: 2, ram_gb: 8, os_disk_gb: 50, cpu_class: regular, wan_mode: 'off' }
+  - name: shop-costly
+    uuid: ${COSTLY_UUID}
+    cluster: zone-1
+    channels: [${COSTLY_CHANNEL}]
+    approvers: [${USERS.lead}, ${USERS.lead2}]
+    approvals:
+      count: 1
+      rules:
+        - { name: large cuts, when: { kind: resize_down, monthly_delta_under: -20 }, count: 2 }
+    vms:
+      - { vmid: 501, name: costly-1, cores: 4, ram_gb: 16, os_disk_gb: 50, cpu_class: regular, wan_mode: 'off' }
 agents:${agent('down-agent', TOKENS.down, 'resize_down', '\n    unattended: true')}${agent('up-agent', TOKENS.up, 'resize_up')}${agent('bounded-agent', TOKENS.bounded, 'resize_up', '\n    max_monthly_delta: 5')}${agent('night-agent', TOKENS.night, 'resize_up', '\n    unattended: true')}${agent('full-agent', TOKENS.full, 'resize_up, resize_down, restore')}
 `;
 }
@@ -98,6 +112,7 @@ const clients: Client[] = [];
 beforeAll(async () => {
   h = await startHarness({
     role: 'all',
+    now: START,
     policyYaml,
     env: () => ({ MCP_PORT: '0' }),
     startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
@@ -380,5 +395,90 @@ describe('a request is checked again when it is approved and when it runs (item 
     );
     expect(postsTo(201)).toHaveLength(posts);
     expect(h.sim.vm(STAGING_UUID, 201).cores).toBe(4);
+  });
+});
+
+describe('the re-check at an approval judges the cost as it is then (issue 44: guarantees no test protected)', () => {
+  // zone-1's RAM costs 0.0040 EUR/GB/h: 2.92 EUR a GB a month. The bot caches prices for minutes, so each price
+  // change is followed by a restart (the cache starts empty), as a new price list reaches a bot in time.
+  const ram = (gb: number) => ask('shop-costly', 501, { ram_gb: gb, vm_stopped: true });
+  let grew = '';
+  let cut = '';
+  let unknown = '';
+
+  it('asks made at today’s prices each need one approval', async () => {
+    const grown = await call(await connect(TOKENS.up), 'request_resize', ram(20));
+    const cutting = await call(await connect(TOKENS.full), 'request_resize', ram(12));
+    const small = await call(await connect(TOKENS.bounded), 'request_resize', ram(17));
+    for (const made of [grown, cutting, small]) {
+      expect(made.isError, textOf(made)).toBeFalsy();
+      expect(made.structuredContent).toMatchObject({ state: 'pending', approvals: { needed: 1 } });
+    }
+    [grew, cut, unknown] = [idOf(grown), idOf(cutting), idOf(small)];
+    expect((await h.store.get(grew))?.cost?.diffMonthly).toBe('11.68');
+    expect((await h.store.get(cut))?.cost?.diffMonthly).toBe('-11.68');
+  });
+
+  it('a request whose cost grew since it was made is refused at its approval, nothing sent', async () => {
+    h.sim.setPrice('zone-1', 'ram', '0.0080');
+    await h.restart();
+    await h.click('approve', grew, USERS.lead, COSTLY_CHANNEL);
+    const refused = await h.waitForRequest(grew, (r) => r.state !== 'pending');
+    expect(refused.state).toBe('refused');
+    expect(refused.approvals ?? []).toEqual([]);
+    expect(refused.outcomes.at(-1)?.reason).toBe(
+      'Not sent: its cost changed since it was made: +11.68 EUR a month then, +23.36 EUR a month now. Make a new request if it is still needed.',
+    );
+    expect(postsTo(501)).toHaveLength(0);
+  });
+
+  it('a cost that now needs more approvals than it was made with is refused: it needs N approvals now', async () => {
+    // The cut saves twice as much at the new price: past -20 a month, the rule for large cuts asks for two.
+    await h.click('approve', cut, USERS.lead, COSTLY_CHANNEL);
+    const refused = await h.waitForRequest(cut, (r) => r.state !== 'pending');
+    expect(refused.state).toBe('refused');
+    expect(refused.outcomes.at(-1)?.reason).toBe(
+      'Not sent: with its cost now -23.36 EUR a month, it needs 2 approvals (rule 1 (large cuts)), and it was made needing 1 approval. Make a new request if it is still needed.',
+    );
+    expect(postsTo(501)).toHaveLength(0);
+  });
+
+  it('a cost nobody can tell any more does not pass an agent’s max_monthly_delta at the approval', async () => {
+    h.sim.setPrice('zone-1', 'ram', 'n/a');
+    await h.restart();
+    await h.click('approve', unknown, USERS.lead, COSTLY_CHANNEL);
+    const refused = await h.waitForRequest(unknown, (r) => r.state !== 'pending');
+    expect(refused.state).toBe('refused');
+    expect(refused.outcomes.at(-1)?.reason).toBe(
+      'Not sent: agent bounded-agent may add at most 5 EUR a month, and the cost of this change is not known now.',
+    );
+    expect(postsTo(501)).toHaveLength(0);
+    h.sim.setPrice('zone-1', 'ram', '0.0040');
+    await h.restart();
+  });
+});
+
+describe('an agent removed from the policy (issue 44)', () => {
+  it('leaves no request of it approvable: its bounds went with it', async () => {
+    const client = await connect(TOKENS.up);
+    const asked = await call(client, 'request_resize', ask('shop-costly', 501, { cores: 5 }));
+    expect(asked.isError, textOf(asked)).toBeFalsy();
+    const id = idOf(asked);
+    // The operator deletes up-agent from the policy file and restarts the bot.
+    const without = policyYaml(START).replace(/\n {2}- name: up-agent\n(?: {4}.*\n)+/, '\n');
+    expect(without).not.toContain('up-agent');
+    await h.restart(without);
+    try {
+      const seen = h.slack.ephemerals(COSTLY_CHANNEL, USERS.lead).length;
+      await h.click('approve', id, USERS.lead, COSTLY_CHANNEL);
+      await h.slack.waitFor(() => h.slack.ephemerals(COSTLY_CHANNEL, USERS.lead).length > seen);
+      expect(h.slack.ephemerals(COSTLY_CHANNEL, USERS.lead).at(-1)?.text).toBe(
+        `Request \`${id}\` was asked by agent up-agent, which is no longer in the policy: it cannot be approved without the limits the policy gave it. Reject or cancel it instead.`,
+      );
+      expect((await h.store.get(id))?.state).toBe('pending');
+      expect(postsTo(501)).toHaveLength(0);
+    } finally {
+      await h.restart(policyYaml(START));
+    }
   });
 });

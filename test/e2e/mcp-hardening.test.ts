@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +8,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
 import { AgentControls } from '../../src/mcp/agent-state.ts';
@@ -132,6 +133,39 @@ function raw(
     signal,
   });
 }
+/** A list_clusters call over node:http, which (unlike fetch) sends the `Host` header it is given. */
+function postWithHost(host: string, token: string): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify(toolCall(1, 'list_clusters', {}));
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: h.bot.mcpPort,
+        path: '/mcp',
+        method: 'POST',
+        headers: {
+          host,
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 const toolCall = (id: number, name: string, args: Record<string, unknown>) => ({
   jsonrpc: '2.0',
   id,
@@ -278,6 +312,106 @@ describe('HTTP', () => {
     await call(client, 'cancel_request', { request_id: asked.request_id });
   });
 
+  it('a JSON-RPC batch counts each of its calls against MAX_OPEN_PER_AGENT, not as one HTTP request', async () => {
+    const client = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(client, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 102,
+        cores: 5,
+        reason: 'batched waits',
+      }),
+    );
+    const waits = (first: number, count: number) =>
+      Array.from({ length: count }, (_, i) =>
+        toolCall(first + i, 'get_request', { request_id: asked.request_id, wait_seconds: 60 }),
+      );
+    // Batches are part of protocol version 2025-03-26 (what a client that sends no version speaks).
+    const old = { authorization: `Bearer ${TOKENS.crowd}`, 'mcp-protocol-version': '2025-03-26' };
+    // More calls in one batch than an agent may have open: refused whole, nothing of it runs.
+    const tooMany = await raw('POST', old, waits(100, MAX_OPEN_PER_AGENT + 1));
+    expect(tooMany.status).toBe(400);
+    expect(await tooMany.text()).toContain(
+      `A batch of ${MAX_OPEN_PER_AGENT + 1} calls is more than the ${MAX_OPEN_PER_AGENT} calls`,
+    );
+    const stop = new AbortController();
+    const half = MAX_OPEN_PER_AGENT / 2;
+    const held = raw('POST', old, waits(200, half), stop.signal).catch(() => undefined);
+    try {
+      // Half the places are held by one POST: a second batch of the other half and one more is refused.
+      await expect
+        .poll(async () => (await raw('POST', old, waits(300, half + 1))).status, { timeout: 20_000 })
+        .toBe(429);
+      const refused = await raw('POST', old, waits(400, half + 1));
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      // The places left serve calls one by one.
+      expect((await raw('POST', old, toolCall(1, 'list_clusters', {}))).status).toBe(200);
+    } finally {
+      stop.abort();
+      await held;
+    }
+    await expect
+      .poll(async () => (await raw('POST', old, waits(500, half + 1).slice(0, 1))).status, {
+        timeout: 20_000,
+      })
+      .toBe(200);
+    await call(client, 'cancel_request', { request_id: asked.request_id });
+  });
+
+  it('a JSON-RPC batch is refused under the protocol versions that dropped batching (2025-06-18 and later)', async () => {
+    for (const version of ['2025-06-18', LATEST_PROTOCOL_VERSION]) {
+      const got = await raw(
+        'POST',
+        { authorization: `Bearer ${TOKENS.reader}`, 'mcp-protocol-version': version },
+        [toolCall(1, 'list_clusters', {}), toolCall(2, 'list_clusters', {})],
+      );
+      expect(got.status).toBe(400);
+      const body = (await got.json()) as { error: { code: number; message: string } };
+      expect(body.error.code).toBe(-32600);
+      expect(body.error.message).toBe(
+        `JSON-RPC batches are not part of MCP protocol version ${version}: send one call per POST`,
+      );
+    }
+    // Without the header, an initialize in the batch names the version it speaks.
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: LATEST_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'batcher', version: '1' },
+      },
+    };
+    const initialized = await raw('POST', { authorization: `Bearer ${TOKENS.reader}` }, [initialize]);
+    expect(initialized.status).toBe(400);
+    expect(await initialized.text()).toContain(
+      `JSON-RPC batches are not part of MCP protocol version ${LATEST_PROTOCOL_VERSION}`,
+    );
+    // The same batch under 2025-03-26 is served.
+    const served = await raw(
+      'POST',
+      { authorization: `Bearer ${TOKENS.reader}`, 'mcp-protocol-version': '2025-03-26' },
+      [toolCall(1, 'list_clusters', {}), toolCall(2, 'list_clusters', {})],
+    );
+    expect(served.status).toBe(200);
+    expect(await served.text()).toContain('"id":2');
+  });
+
+  it('bound to loopback, a call naming a foreign Host is refused even without an Origin (DNS rebinding)', async () => {
+    const port = h.bot.mcpPort;
+    for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1.evil.example:${port}`]) {
+      const got = await postWithHost(host, TOKENS.deploy);
+      expect(got.status, host).toBe(403);
+      expect(got.body).toContain('Host not allowed: this MCP server answers on loopback names only');
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+      const got = await postWithHost(host, TOKENS.deploy);
+      expect(got.status, host).toBe(200);
+    }
+  });
+
   it('Origin: null is refused, as any origin not listed', async () => {
     const got = await raw(
       'POST',
@@ -415,6 +549,47 @@ describe('asks', () => {
     await call(client, 'cancel_request', { request_id: fresh.request_id });
   });
 
+  it('identical asks with different idempotency keys make one open request; each key then answers it', async () => {
+    const client = await connect(TOKENS.deploy);
+    const before = (await h.requests(CHANNELS.prod)).length;
+    const ask = { project: 'shop-prod', vm_id: 101, cores: 5, reason: 'keyed retries' };
+    const answers = [];
+    for (const key of ['run-1', 'run-2', 'run-3'])
+      answers.push(await call(client, 'request_resize', { ...ask, idempotency_key: key }));
+    const id = requestOf(answers[0]!).request_id;
+    for (const got of answers.slice(1)) {
+      expect(got.isError, textOf(got)).toBeFalsy();
+      expect(requestOf(got).request_id).toBe(id);
+      expect(textOf(got)).toContain(`An identical request (${id}) is already open`);
+    }
+    expect((await h.requests(CHANNELS.prod)).length).toBe(before + 1);
+    // The keys of the answered asks now name that request, however it ends.
+    await call(client, 'cancel_request', { request_id: id });
+    const retried = await call(client, 'request_resize', { ...ask, idempotency_key: 'run-3' });
+    expect(requestOf(retried)).toMatchObject({ request_id: id, state: 'cancelled' });
+  });
+
+  it('identical is judged on the planned change: a field named at the size the VM has asks for nothing more', async () => {
+    const client = await connect(TOKENS.deploy);
+    const before = (await h.requests(CHANNELS.prod)).length;
+    // VM 101 has 4 GB of RAM: `ram_gb: 4` changes nothing, so both asks plan cores 2 → 6 alone.
+    const first = requestOf(
+      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 101, cores: 6, reason: 'plain' }),
+    );
+    const second = await call(client, 'request_resize', {
+      project: 'shop-prod',
+      vm_id: 101,
+      cores: 6,
+      ram_gb: 4,
+      reason: 'naming the RAM it has',
+    });
+    expect(second.isError, textOf(second)).toBeFalsy();
+    expect(requestOf(second).request_id).toBe(first.request_id);
+    expect(textOf(second)).toContain(`An identical request (${first.request_id}) is already open`);
+    expect((await h.requests(CHANNELS.prod)).length).toBe(before + 1);
+    await call(client, 'cancel_request', { request_id: first.request_id });
+  });
+
   it('a refusal an agent reads carries no Slack markup', async () => {
     const client = await connect(TOKENS.deploy);
     const asked = requestOf(
@@ -431,6 +606,73 @@ describe('asks', () => {
     expect(refused.isError).toBe(true);
     expect(textOf(refused)).not.toMatch(/[`*]|<@|<!|:[a-z_]+:/);
     expect(textOf(refused)).toContain(asked.request_id);
+  });
+
+  it('agents disable reaches an open get_request wait: it answers that the agent is disabled, at once', async () => {
+    // The wait is on a request of another agent: disabling writes nothing on it, only on the agent.
+    const asker = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(asker, 'request_resize', { project: 'shop-prod', vm_id: 102, cores: 11, reason: 'watched' }),
+    );
+    const waiter = await connect(TOKENS.other);
+    const started = performance.now();
+    const waiting = call(waiter, 'get_request', { request_id: asked.request_id, wait_seconds: 60 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    try {
+      await cli('agents', 'disable', 'other-agent');
+      const disabledAt = performance.now();
+      const answered = await waiting;
+      const late = performance.now() - disabledAt;
+      expect(answered.isError).toBe(true);
+      expect(textOf(answered)).toBe(
+        'Agent other-agent is disabled: an admin stopped it (cloudops agents disable). Nothing was done.',
+      );
+      expect(late).toBeLessThan(5_000);
+      console.info(
+        `mcp-hardening: a wait answered ${Math.round(late)} ms after agents disable (${Math.round(performance.now() - started)} ms after it began)`,
+      );
+    } finally {
+      await cli('agents', 'enable', 'other-agent');
+    }
+    await call(asker, 'cancel_request', { request_id: asked.request_id });
+  });
+
+  it('agents disable ends a batch of waits at once, each answered disabled, and gives their places back', async () => {
+    const asker = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(asker, 'request_resize', {
+        project: 'shop-prod',
+        vm_id: 102,
+        cores: 13,
+        reason: 'watched too',
+      }),
+    );
+    const headers = { authorization: `Bearer ${TOKENS.other}`, 'mcp-protocol-version': '2025-03-26' };
+    const waits = Array.from({ length: MAX_OPEN_PER_AGENT }, (_, i) =>
+      toolCall(700 + i, 'get_request', { request_id: asked.request_id, wait_seconds: 60 }),
+    );
+    const answered = raw('POST', headers, waits).then((r) => r.text());
+    try {
+      // Every place is held by the one batch.
+      await expect
+        .poll(async () => (await raw('POST', headers, toolCall(1, 'list_clusters', {}))).status, {
+          timeout: 20_000,
+        })
+        .toBe(429);
+      await cli('agents', 'disable', 'other-agent');
+      const disabledAt = performance.now();
+      const text = await answered;
+      expect(performance.now() - disabledAt).toBeLessThan(5_000);
+      expect(text.split('Agent other-agent is disabled').length - 1).toBe(MAX_OPEN_PER_AGENT);
+    } finally {
+      await cli('agents', 'enable', 'other-agent');
+    }
+    await expect
+      .poll(async () => (await raw('POST', headers, toolCall(2, 'list_clusters', {}))).status, {
+        timeout: 20_000,
+      })
+      .toBe(200);
+    await call(asker, 'cancel_request', { request_id: asked.request_id });
   });
 
   it('a disabled agent’s open requests say so in Slack and cannot be approved until it is enabled again', async () => {

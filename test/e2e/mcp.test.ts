@@ -292,6 +292,8 @@ describe('MCP over Streamable HTTP: requests', () => {
     const message = await h.requestMessage(request.request_id);
     const shown = JSON.stringify(message.blocks);
     expect(shown).toContain(`Asked by agent deploy-agent for <@${USERS.dev}>`);
+    // The stand-in holds the message once Slack answered; the bot stores its ts a moment later: wait for that state.
+    await h.waitForRequest(request.request_id, (r) => r.messageTs !== undefined);
     const seenPosted = requestOf(await call(client, 'get_request', { request_id: request.request_id }));
     expect(seenPosted.posted).toBe(true);
 

@@ -105,4 +105,35 @@ describe('keeping a lease', () => {
     const kept = await h.waitForRequest(lease.id, (r) => r.leaseOpen === false);
     expect(kept.lease?.kept).toMatchObject({ by: USERS.lead, reason: 'the sale goes on' });
   });
+  it('a return asked for after Keep (its 24-hour offer submitted late) is withdrawn as the lease names it, never run', async () => {
+    const lease = await leased('resize shop-prod 101 cores=3 for=2h');
+    h.clock.set(new Date(new Date(lease.lease?.startedAt ?? '').getTime() + 3 * HOUR));
+    // The developer asks for the return: within the 24 hours, the form offers to schedule it.
+    const seen = h.slack.views.length;
+    await h.click('lease_return', lease.id, USERS.dev);
+    const form = (await h.openedView(seen)).view;
+    const submitted = await h.submitView(form, { confirm: ['stopped'] }, USERS.dev);
+    expect(submitted.json?.response_action).toBe('push');
+    const offer = submitted.json?.view as Record<string, unknown>;
+    // Meanwhile the lead keeps the size, through the Keep form.
+    const views = h.slack.views.length;
+    await h.click('lease_keep', lease.id, USERS.lead);
+    const keepForm = (await h.openedView(views)).view;
+    expect((await h.submitView(keepForm, { keep_reason: 'we keep it' }, USERS.lead)).json).toEqual({
+      response_action: 'clear',
+    });
+    await h.waitForRequest(lease.id, (r) => r.leaseOpen === false);
+    // The developer submits the offer afterwards: the return is made, and withdrawn as the kept lease refuses it.
+    expect((await h.submitView(offer, {}, USERS.dev)).json).toEqual({ response_action: 'clear' });
+    const back = await h.nextRequest();
+    expect(back.params).toMatchObject({ returnOf: lease.id });
+    const withdrawn = await h.waitForRequest(back.id, (r) => r.state === 'cancelled');
+    expect(await h.auditOf(withdrawn.id)).toContain(
+      `cancelled cloudops withdrawn: the lease of request ${lease.id} was kept`,
+    );
+    const kept = await h.store.get(lease.id);
+    expect(kept?.lease).toMatchObject({ kept: { by: USERS.lead, reason: 'we keep it' } });
+    expect(kept?.lease?.returnRequestId).toBeUndefined();
+    expect(resizesOf(101).map((a) => a.body)).toEqual([{ cores: 3 }]);
+  });
 });

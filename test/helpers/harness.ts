@@ -242,8 +242,11 @@ export interface Harness {
   ): Promise<{ ts: string; text?: string; blocks?: unknown[] }>;
   /** A request's audit entries as "state actor detail" lines, oldest first. */
   auditOf(requestId: string): Promise<string[]>;
-  /** Stops the bot and starts it again on the same Redis, clock, cloud sim and Slack stand-in (a new port). */
-  restart(): Promise<void>;
+  /**
+   * Stops the bot and starts it again on the same Redis, clock, cloud sim and Slack stand-in (a new port); with
+   * `policyYaml`, on that policy from now on (an operator's edit of the policy file, then a restart).
+   */
+  restart(policyYaml?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -267,7 +270,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     typeof options.policyYaml === 'function'
       ? options.policyYaml(start)
       : (options.policyYaml ?? defaultPolicyYaml(start));
-  const policy = parsePolicy(policyYaml, 'test-policy.yml');
+  let policy = parsePolicy(policyYaml, 'test-policy.yml');
   const signingSecret = randomBytes(16).toString('hex');
   const botToken = `xoxb-test-${randomBytes(8).toString('hex')}`;
   const appToken = `xapp-1-test-${randomBytes(8).toString('hex')}`;
@@ -493,12 +496,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       }
       return out;
     },
-    async restart() {
+    async restart(edited) {
       await bot.stop();
+      if (edited !== undefined) policy = parsePolicy(edited, 'test-policy.yml');
       bot = await startBot();
       baseUrl = `http://127.0.0.1:${bot.port}`;
       eventsUrl = `${baseUrl}/slack/events`;
-      Object.assign(harness, { bot, baseUrl, eventsUrl });
+      Object.assign(harness, { bot, baseUrl, eventsUrl, policy });
     },
     async close() {
       await bot.stop();

@@ -83,6 +83,7 @@ async function runChild(): Promise<void> {
   const { RequestStore } = await import('../../src/requests/store/store.ts');
   const { VmFactsStore } = await import('../../src/requests/vm-facts.ts');
   const { createRequestRenderer } = await import('../../src/slack/blocks/request-message.ts');
+  const { AgentControls } = await import('../../src/mcp/agent-state.ts');
 
   const config = JSON.parse(process.env.CLOUDOPS_WORKER_CONFIG ?? '{}') as WorkerProcessConfig;
   const { QUEUE_REDIS_OPTIONS } = await import('../../src/jobs/redis-options.ts');
@@ -118,6 +119,7 @@ async function runChild(): Promise<void> {
     stalledIntervalMs: config.stalledIntervalMs ?? 1_000,
     retry: { execute: FAST_RETRY, notify: FAST_RETRY },
     vmLock: FAST_VM_LOCK,
+    agentDisabled: (name) => new AgentControls(redis, config.prefix).isDisabled(name),
   });
   process.once('SIGTERM', () => {
     void execution.close(5_000).then(() => process.exit(0));

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { FAST_TIMEOUTS } from '../../src/cloud/client.ts';
-import { replyId } from '../../src/jobs/queues.ts';
+import { enqueueExecution, enqueueNotify, replyId } from '../../src/jobs/queues.ts';
 import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { NotReplicatedError, ReplicaAck } from '../../src/jobs/replica-ack.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -281,10 +281,19 @@ describe('a failover that loses the success it was waiting for', () => {
     }
     const ack = new FailoverAfterSuccess(jobs.redis, () => 1);
     jobs.startWorkers({ replicaAck: ack });
-    const request = await jobs.queueRequest(resizeOf(jobs, 102, { cores: 6 }));
-    const outcome = async () =>
-      (await jobs.metrics.jobs.get()).values.find((v) => v.labels.queue === 'execute' && v.value > 0)?.labels
+    // The notify worker confirms its writes too: its post of the request message, running late beside the success,
+    // could play the failover in the success's place (or between the success's two writes). The message is posted
+    // first, its job ended, and only then is the request queued: the one confirm that sees 'succeeded' is the run's.
+    const input = resizeOf(jobs, 102, { cores: 6 });
+    const request = await jobs.store.create({ ...input, state: 'queued' }, input.requester);
+    await enqueueNotify(jobs.queues, { type: 'post-request', requestId: request.id });
+    const ended = async (queue: string) =>
+      (await jobs.metrics.jobs.get()).values.find((v) => v.labels.queue === queue && v.value > 0)?.labels
         .outcome;
+    await expect.poll(() => ended('notify'), { timeout: WAIT_MS }).toBeDefined();
+    expect((await jobs.store.get(request.id))?.messageTs).toBeDefined();
+    await enqueueExecution(jobs.queues, request, new Date());
+    const outcome = () => ended('execute');
     // The job ends without announcing a success the store no longer holds.
     await expect.poll(outcome, { timeout: WAIT_MS }).toBeDefined();
     expect(ack.failed).toBe(true);

@@ -3,14 +3,15 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { parsePolicy } from '../../src/config/policy.ts';
 import { DueTimes, startDueScheduler } from '../../src/jobs/due-times.ts';
 import { createOutbox } from '../../src/jobs/outbox.ts';
-import { createQueues, type Queues } from '../../src/jobs/queues.ts';
+import { createQueues, type Queues, replyId } from '../../src/jobs/queues.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics } from '../../src/observability/metrics.ts';
 import { createApprovalPolicy, type UserGroups } from '../../src/requests/approval/approvers.ts';
 import { AuditLog } from '../../src/requests/audit/audit.ts';
+import { endReturnedLease, type LeaseEnding, leaseItem } from '../../src/requests/leases.ts';
 import { RequestLifecycle } from '../../src/requests/lifecycle/request-lifecycle.ts';
 import type { LifecycleDeps } from '../../src/requests/lifecycle/types.ts';
-import type { CloudRequest } from '../../src/requests/model/types.ts';
+import type { CloudRequest, Lease, ReplyEvent } from '../../src/requests/model/types.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
@@ -261,6 +262,167 @@ describe('due times', () => {
     const audit = await new AuditLog(redis, prefix).read({ requestId: created.id });
     // Both fell due at the same time: either may have been noted first.
     expect(audit.map((e) => e.state).sort()).toEqual(['created', 'escalation', 'pending', 'reminder']);
+    expect(await due.earliest()).toBeUndefined();
+  });
+});
+
+describe('a lease stopped between its note and its announcement (issue 44)', () => {
+  const HOUR = 3_600_000;
+  const DAY = 24 * HOUR;
+  /** The lifecycle of a process that stops right after its note: its announcement never leaves. */
+  const stopping = () =>
+    new RequestLifecycle({
+      ...lifecycleDeps,
+      outbox: {
+        ...lifecycleDeps.outbox,
+        announce: async () => {
+          throw new Error('the process stopped here');
+        },
+      },
+    });
+  const schedulerOf = (requests: RequestLifecycle) =>
+    startDueScheduler(
+      {
+        due,
+        handlers: { lease: (id) => requests.leases.due(id) },
+        now: () => clock,
+        logger: createLogger({ level: 'silent' }),
+      },
+      { pollMs: 10_000, leaseMs: 60_000, batch: 10 },
+    );
+  /** A temporary increase that ran three days ago for two hours; its lease is open. */
+  async function leased(lease: Partial<Lease> = {}): Promise<CloudRequest> {
+    const input = resizeRequest({ state: 'queued', target: { cores: 4 } });
+    if (input.params.kind === 'resize')
+      input.params = { ...input.params, lease: { term: { hours: 2 }, returnTo: { cores: 2 } } };
+    return succeeded(await store.create(input, 'U0DEV'), {
+      leaseOpen: true,
+      lease: {
+        startedAt: new Date(clock.getTime() - 3 * DAY).toISOString(),
+        endsAt: new Date(clock.getTime() - 3 * DAY + 2 * HOUR).toISOString(),
+        ...lease,
+      },
+    });
+  }
+  /** `request` as its run's success write leaves it. */
+  async function succeeded(request: CloudRequest, patch: Partial<CloudRequest> = {}): Promise<CloudRequest> {
+    const sending = await store.transition(request.id, {
+      from: ['queued'],
+      to: 'sending',
+      actor: 'cloudops',
+    });
+    if (!sending.ok) throw new Error(`request ${request.id} did not move to sending`);
+    const ran = await store.transition(request.id, {
+      from: ['sending'],
+      to: 'succeeded',
+      actor: 'cloudops',
+      patch: { nextStep: 1, ...patch },
+    });
+    if (!ran.ok) throw new Error(`request ${request.id} did not move to succeeded`);
+    return ran.request;
+  }
+  const job = (requestId: string, event: ReplyEvent, step?: number) =>
+    queues.notify.getJob(replyId({ requestId, event, step }));
+
+  it('an offer noted before the stop is announced when the item is taken again; the reminder is due a day after the offer', async () => {
+    const request = await leased();
+    await due.set(leaseItem(request.id), clock);
+    const offeredAt = clock.toISOString();
+    await schedulerOf(stopping()).stop();
+    expect((await store.get(request.id))?.lease?.offeredAt).toBe(offeredAt);
+    expect(await job(request.id, 'lease_offer')).toBeUndefined();
+
+    clock = new Date(clock.getTime() + 61_000);
+    await schedulerOf(lifecycle).stop();
+    expect(await job(request.id, 'lease_offer')).toBeDefined();
+    expect((await due.earliest())?.toISOString()).toBe(new Date(Date.parse(offeredAt) + DAY).toISOString());
+    const audit = await new AuditLog(redis, prefix).read({ requestId: request.id });
+    expect(audit.filter((e) => e.state === 'lease').map((e) => e.detail)).toEqual(['return offered']);
+  });
+
+  it('an offer announced before a stop that came ahead of its next due time is not announced twice', async () => {
+    const request = await leased();
+    await due.set(leaseItem(request.id), clock);
+    const offeredAt = clock.toISOString();
+    // This process notes and announces, then stops before it moves the due item on.
+    const stopsAtDue = new RequestLifecycle({
+      ...lifecycleDeps,
+      outbox: {
+        ...lifecycleDeps.outbox,
+        dueAt: async () => {
+          throw new Error('the process stopped here');
+        },
+      },
+    });
+    await schedulerOf(stopsAtDue).stop();
+    expect(await job(request.id, 'lease_offer')).toBeDefined();
+    clock = new Date(clock.getTime() + 61_000);
+    await schedulerOf(lifecycle).stop();
+    const offers = (await queues.notify.getJobs(['waiting', 'delayed', 'active', 'completed'])).filter(
+      (j) => j.id === replyId({ requestId: request.id, event: 'lease_offer' }),
+    );
+    expect(offers).toHaveLength(1);
+    expect((await due.earliest())?.toISOString()).toBe(new Date(Date.parse(offeredAt) + DAY).toISOString());
+  });
+
+  it('a reminder noted before the stop is announced when the item is taken again', async () => {
+    const offeredAt = new Date(clock.getTime() - DAY - HOUR).toISOString();
+    const request = await leased({ offeredAt });
+    await due.set(leaseItem(request.id), clock);
+    await schedulerOf(stopping()).stop();
+    expect((await store.get(request.id))?.lease?.reminders).toBe(1);
+    expect(await job(request.id, 'lease_reminder', 1)).toBeUndefined();
+
+    clock = new Date(clock.getTime() + 61_000);
+    const remindedAt = (await store.get(request.id))?.lease?.remindedAt ?? '';
+    await schedulerOf(lifecycle).stop();
+    expect(await job(request.id, 'lease_reminder', 1)).toBeDefined();
+    expect((await due.earliest())?.toISOString()).toBe(new Date(Date.parse(remindedAt) + DAY).toISOString());
+    const audit = await new AuditLog(redis, prefix).read({ requestId: request.id });
+    expect(audit.filter((e) => e.state === 'lease').map((e) => e.detail)).toEqual(['reminder 1']);
+  });
+
+  it('"Keep it" noted before the stop is announced within a minute, by the lease’s due item', async () => {
+    const request = await leased({ offeredAt: new Date(clock.getTime() - HOUR).toISOString() });
+    await due.set(leaseItem(request.id), new Date(clock.getTime() + DAY - HOUR));
+    await expect(stopping().leases.keep(request, 'U0DEV', 'still busy')).rejects.toThrow('stopped here');
+    expect((await store.get(request.id))?.lease?.kept?.reason).toBe('still busy');
+    expect(await job(request.id, 'lease_kept')).toBeUndefined();
+
+    clock = new Date(clock.getTime() + 61_000);
+    await schedulerOf(lifecycle).stop();
+    expect(await job(request.id, 'lease_kept')).toBeDefined();
+    expect(await due.earliest()).toBeUndefined();
+  });
+
+  it('"Back to … The lease is closed." is announced when the return is run again after a stop', async () => {
+    const lease = await leased({ offeredAt: new Date(clock.getTime() - HOUR).toISOString() });
+    await due.set(leaseItem(lease.id), new Date(clock.getTime() + DAY - HOUR));
+    const input = resizeRequest({ state: 'queued', target: { cores: 2 } });
+    if (input.params.kind === 'resize') input.params = { ...input.params, returnOf: lease.id };
+    const back = await succeeded(await store.create(input, 'U0DEV'));
+    const ending = (announce: LeaseEnding['announce']): LeaseEnding => ({
+      store,
+      dropDue: (items) => due.drop(items),
+      announce,
+    });
+    await expect(
+      endReturnedLease(
+        ending(async () => {
+          throw new Error('the process stopped here');
+        }),
+        back,
+        clock,
+      ),
+    ).rejects.toThrow('stopped here');
+    expect((await store.get(lease.id))?.leaseOpen).toBe(false);
+    // The worker's job runs again (its request succeeded): the lease is closed, and its end is announced now.
+    await endReturnedLease(
+      ending((r, e) => lifecycleDeps.outbox.announce(r, e)),
+      back,
+      clock,
+    );
+    expect(await job(lease.id, 'lease_returned')).toBeDefined();
     expect(await due.earliest()).toBeUndefined();
   });
 });

@@ -20,21 +20,41 @@ export interface Durability {
 /** What a run's moves read and write; the execute worker's deps satisfy it. */
 export interface RunDeps extends RecheckDeps {
   store: RequestStore;
+  /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
+  agentDisabled?: (name: string) => Promise<boolean>;
   /** With Sentinels: a run's end state is made to outlive a failover ({@link settleDurably}). */
   replicaAck?: Durability;
 }
 
 /**
- * The checks a run passes right before its first POST leaves, on what is known of the VM now: a lease's return whose
- * lease was kept meanwhile is not sent, and the rules are checked again ({@link recheckRequest}). The sentence why
- * nothing is sent, or undefined when it may go.
+ * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
+ * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile, and the
+ * rules are checked again ({@link recheckRequest}). The sentence why nothing is sent, or undefined when it may go.
  */
 export async function beforeSend(
   deps: RunDeps,
   request: CloudRequest,
   known: VmKnown,
 ): Promise<string | undefined> {
-  return (await leaseKeptMeanwhile(deps, request)) ?? (await recheckRequest(deps, request, known, 'run'));
+  return (
+    (await agentStopped(deps, request)) ??
+    (await leaseKeptMeanwhile(deps, request)) ??
+    (await recheckRequest(deps, request, known, 'run'))
+  );
+}
+
+/**
+ * An agent's request whose agent an admin disabled (or removed from the policy) after its approval: it waited for a
+ * freeze's end, its scheduled time, or a worker, and does not run now. Read at the run, not at the approval.
+ */
+async function agentStopped(deps: RunDeps, request: CloudRequest): Promise<string | undefined> {
+  const name = request.agent?.name;
+  if (name === undefined) return undefined;
+  if (!deps.policy.agents.some((a) => a.name.toLowerCase() === name.toLowerCase()))
+    return `Not sent: agent ${name} is no longer in the policy, so the work it asked for does not run. Ask again if the change is still needed.`;
+  if (await deps.agentDisabled?.(name))
+    return `Not sent: agent ${name} is disabled (cloudops agents disable), so the work it asked for does not run. Enable it and ask again if the change is still needed.`;
+  return undefined;
 }
 
 /**

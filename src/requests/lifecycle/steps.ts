@@ -40,14 +40,14 @@ export async function check(
   const notAllowed = await deps.approvals.may(request, user, act);
   if (notAllowed) return notAllowed;
   if (!startsFrom(act, request).includes(request.state)) return { code: 'already', request };
-  // What a disabled agent asked waits for no one: approving or breaking glass for it is refused, with why.
+  // What a disabled agent asked waits for no one: approving or breaking glass for it is refused, with why. An agent
+  // removed from the policy took its limits (max_monthly_delta, may) with it: what it asked is refused the same way.
   const agent = request.agent?.name;
-  if (
-    agent !== undefined &&
-    (act === 'approve' || act === 'break_glass') &&
-    (request.agent?.disabled || (await deps.agentDisabled?.(agent)))
-  )
-    return { code: 'agent_disabled', agent };
+  if (agent !== undefined && (act === 'approve' || act === 'break_glass')) {
+    if (!agentInPolicy(deps, agent)) return { code: 'agent_disabled', agent, removed: true };
+    if (request.agent?.disabled || (await deps.agentDisabled?.(agent)))
+      return { code: 'agent_disabled', agent };
+  }
   if ((act === 'approve' || act === 'reject') && (await own.expireIfDue(request)))
     return { code: 'expired', request };
   return undefined;
@@ -116,4 +116,9 @@ export async function freeze(
 /** The freeze's reason, in parentheses, for an audit detail. */
 export function reasonText(hit: FreezeHit): string {
   return hit.reason ? ` (${hit.reason})` : '';
+}
+
+/** Whether the policy still names agent `name` (names are matched as `cloudops agents` matches them). */
+export function agentInPolicy(deps: Pick<LifecycleDeps, 'policy'>, name: string): boolean {
+  return deps.policy.agents.some((a) => a.name.toLowerCase() === name.toLowerCase());
 }

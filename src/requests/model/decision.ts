@@ -25,8 +25,11 @@ export type Refusal =
   | { code: 'expired'; request: CloudRequest }
   /** It is not in the store any more. */
   | { code: 'gone' }
-  /** Asked by an agent an admin has disabled: nobody may approve or run it until the agent is enabled again. */
-  | { code: 'agent_disabled'; agent: string }
+  /**
+   * Asked by an agent an admin has disabled: nobody may approve or run it until the agent is enabled again. `removed`:
+   * the agent is no longer in the policy, so neither are the limits it was asked under.
+   */
+  | { code: 'agent_disabled'; agent: string; removed?: true }
   /** The lease was kept or returned already. */
   | { code: 'lease_closed'; request: CloudRequest }
   /** The lease's return is already being sent (or has just run): Keep waits for its outcome. */

@@ -22,6 +22,8 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
     case 'gone':
       return 'This request is gone.';
     case 'agent_disabled':
+      if (refusal.removed)
+        return `Request \`${request.id}\` was asked by agent ${refusal.agent}, which is no longer in the policy: it cannot be ${act === 'approve' ? 'approved' : 'run'} without the limits the policy gave it. Reject or cancel it instead.`;
       return `Request \`${request.id}\` was asked by agent ${refusal.agent}, which an admin has disabled (\`cloudops agents disable\`): it cannot be ${act === 'approve' ? 'approved' : 'run'} until the agent is enabled again. Reject or cancel it instead.`;
     case 'not_requester':
       return 'Only the requester can cancel this request.';
