@@ -230,8 +230,9 @@ function logLine(level: 'info' | 'error', fields: Record<string, unknown>, msg: 
 }
 
 /** A stop asked for by a signal while the bot was still starting: not a failure. */
-class StopRequested extends Error {
-  override readonly name = 'StopRequested';
+class StopRequestedError extends Error {
+  override readonly name = 'StopRequestedError';
+  readonly code = 'STOP_REQUESTED';
 }
 
 /**
@@ -252,7 +253,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     }, SHUTDOWN_DEADLINE_MS - 250).unref();
     if (!running) {
       logLine('info', { signal }, `${signal} received while starting, stopping`);
-      stopRequested.abort(new StopRequested(signal));
+      stopRequested.abort(new StopRequestedError(signal));
       return;
     }
     logLine('info', { signal }, `${signal} received, finishing running work`);
@@ -302,7 +303,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     });
   } catch (error) {
     // Stopped while starting: what was opened is closed; a call still pending (Slack's auth.test) is dropped.
-    if (error instanceof StopRequested) process.exit(0);
+    if (error instanceof StopRequestedError) process.exit(0);
     return fail(`could not start: ${(error as Error).message}`);
   }
   if (signalled) {

@@ -255,6 +255,7 @@ export type Env = z.infer<typeof envSchema>;
 /** Configuration problems, each phrased as one line for the operator naming its variable. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  readonly code = 'CONFIG_INVALID';
   /** Every problem found, one line each (`VARIABLE: what is wrong`). */
   readonly problems: string[];
 

@@ -93,6 +93,7 @@ export async function startMcp(core: Core): Promise<number | undefined> {
 /** How `cloudops mcp` ended. */
 export class McpStdioError extends Error {
   override readonly name = 'McpStdioError';
+  readonly code = 'MCP_STDIO_FAILED';
 }
 
 /**
