@@ -89,7 +89,7 @@ export function createExecution(deps: ExecutionDeps): Execution {
   const notifyWorker = new Worker<NotifyJob, string>(
     QUEUE_NAMES.notify,
     (job: Job<NotifyJob>, token?: string) =>
-      withRequestId(job.data.requestId, () => notify.process(job, token)),
+      withRequestId('requestId' in job.data ? job.data.requestId : '', () => notify.process(job, token)),
     {
       ...common,
       concurrency: concurrency.notify,

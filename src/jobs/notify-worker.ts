@@ -93,6 +93,7 @@ export class NotifyProcessor {
   /** The BullMQ processor. */
   async process(job: Job<NotifyJob>, token?: string): Promise<NotifyOutcome> {
     const data = job.data;
+    if (data.type === 'dm') return this.directMessage(data);
     // A reply's "posted" record is looked up with the request, in the same round trip.
     const [request, replied] = await Promise.all([
       this.deps.store.get(data.requestId),
@@ -137,7 +138,17 @@ export class NotifyProcessor {
         return this.report(request, data, replied);
       case 'expire':
         return this.expire(job, request, token);
+      case 'dm':
+        return this.directMessage(data);
     }
+  }
+
+  /** A direct message about no request: retried as every report is, until Slack takes it or refuses it for good. */
+  private async directMessage(data: Extract<NotifyJob, { type: 'dm' }>): Promise<NotifyOutcome> {
+    await this.slackCall('chat.postMessage', () =>
+      this.deps.slack.chat.postMessage({ channel: data.user, text: data.text }),
+    );
+    return 'posted';
   }
 
   /** Tells the other surfaces about the change; their failure never holds up the report. */

@@ -67,7 +67,9 @@ export interface ExecuteJobData {
 export type NotifyJob =
   | { type: 'post-request' | 'sync-message' | 'expire'; requestId: string }
   | { type: 'thread-reply'; requestId: string; event: ReplyEvent; step?: number }
-  | { type: 'report'; requestId: string; event: ReplyEvent; step?: number };
+  | { type: 'report'; requestId: string; event: ReplyEvent; step?: number }
+  /** A direct message to a person that is about no request (a passkey registered for them); `id` makes it once. */
+  | { type: 'dm'; user: string; text: string; id: string };
 
 /** Creates the execute and notify queues on one connection (ioredis with `maxRetriesPerRequest: null`). */
 export function createQueues(connection: Redis | Cluster, prefix: string): Queues {
@@ -147,6 +149,8 @@ export function notifyJobId(job: NotifyJob): string | undefined {
       return replyId(job);
     case 'sync-message':
       return undefined;
+    case 'dm':
+      return ['dm', job.id].join(ID_SEPARATOR);
   }
 }
 

@@ -85,6 +85,18 @@ export function healthRoutes(readiness: Readiness) {
 }
 
 /**
+ * Every HTTP server of the bot (Bolt's in HTTP mode, the health and page server otherwise) reads a request's headers
+ * within 10 s and the whole request within 30 s, and checks both every 2 s: a client that trickles a request in (or
+ * never finishes it) holds a connection that long at most, not Node's minutes.
+ */
+export const SERVER_TIMEOUTS = {
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  keepAliveTimeout: 5_000,
+  connectionsCheckingInterval: 2_000,
+} as const;
+
+/**
  * A small GET-only server for `handlers` (the health routes where Bolt serves no HTTP, and `/metrics` always), and
  * whatever `more` answers (true when it did: the verification page in Socket Mode). Listens on every interface
  * unless `host` is given.
@@ -95,7 +107,7 @@ export async function startRouteServer(
   host?: string,
   more?: (req: IncomingMessage, res: ServerResponse) => boolean,
 ): Promise<Server> {
-  const server = createServer((req, res) => {
+  const server = createServer(SERVER_TIMEOUTS, (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const handler = req.method === 'GET' ? handlers[path] : undefined;
     if (handler) handler(req, res);

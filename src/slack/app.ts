@@ -3,6 +3,7 @@ import { App, type CustomRoute, ErrorCode, HTTPReceiver, LogLevel } from '@slack
 import type { Env } from '../config/env.ts';
 import { fetchThrough, outboundDispatcher, proxyConfigured } from '../config/outbound.ts';
 import { redactQuery } from '../config/redis-connection.ts';
+import { SERVER_TIMEOUTS } from '../observability/http.ts';
 import { scrubSecrets } from '../observability/logger.ts';
 import { tracingOn } from '../observability/tracing.ts';
 import { register as registerApprove } from './actions/approve.ts';
@@ -162,7 +163,9 @@ export function createSlackApp(
     app,
     async start(port, host = DEFAULT_HOST) {
       await app.init();
-      const server = (await (link ? app.start() : app.start({ port, host }))) as Server | undefined;
+      const server = (await (link ? app.start() : app.start({ port, host }, SERVER_TIMEOUTS))) as
+        | Server
+        | undefined;
       const address = server?.address?.();
       return { port: typeof address === 'object' && address ? address.port : undefined };
     },

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userGroupsOf } from '../config/policy.ts';
 import { createHomeOpens } from '../jobs/home.ts';
+import { enqueueNotify } from '../jobs/queues.ts';
 import { StepTokens } from '../jobs/workflow-steps.ts';
 import { healthRoutes } from '../observability/http.ts';
 import { createSlackApp, type SlackApp } from '../slack/app.ts';
@@ -45,21 +46,25 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
   const { env, policy, fastRedis, prefix, stages, deadline } = core;
   const digestOf = (channel: string) => core.digests.scheduler.get(channel);
   // The approvers' links and their page run where PUBLIC_URL says browsers reach this role.
+  // PUBLIC_URL's path prefix ('' for none): what a proxy in front may strip, and what browsers' paths carry.
+  const root = env.PUBLIC_URL === undefined ? '' : new URL(env.PUBLIC_URL).pathname.replace(/\/+$/, '');
   const linkStore =
-    env.PUBLIC_URL === undefined ? undefined : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now);
+    env.PUBLIC_URL === undefined
+      ? undefined
+      : new LinkStore(fastRedis, prefix, env.PUBLIC_URL, core.now, core.sealKeys);
   const page =
     linkStore && env.PUBLIC_URL !== undefined
       ? verifyPage({
           links: linkStore,
-          sessions: new PageSessions(fastRedis, prefix),
-          passkeys: new PasskeyStore(fastRedis, prefix, core.now),
+          sessions: new PageSessions(fastRedis, prefix, core.sealKeys),
+          passkeys: new PasskeyStore(fastRedis, prefix, core.now, core.sealKeys),
           requests: core.store,
           approver: core.requests,
           rp: relyingParty(env.PUBLIC_URL),
           secure: env.PUBLIC_URL.startsWith('https:'),
-          notify: async (user, text) => {
-            await core.slack.chat.postMessage({ channel: user, text });
-          },
+          root,
+          // Through the notify queue: a rate limit or an outage delays the DM, never loses it.
+          notify: (user, text, id) => enqueueNotify(core.queues, { type: 'dm', user, text, id }),
           logger: core.logger,
           redis: fastRedis,
           prefix,
@@ -120,7 +125,7 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
       }),
     },
     // In HTTP mode Bolt's server also answers health and the page; in Socket Mode the health server does (src/main.ts).
-    socketMode ? [] : [...healthRoutes(core.readiness), ...(page ? verifyRoutes(page) : [])],
+    socketMode ? [] : [...healthRoutes(core.readiness), ...(page ? verifyRoutes(page, root) : [])],
     { guard: new RedeliveryGuard(fastRedis, prefix), policy: core.options.reconnectPolicy },
   );
   stages.intake.push(() => app.stop());

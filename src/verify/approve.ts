@@ -2,7 +2,16 @@ import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import type { VerifyClaims } from '../requests/model/verification.ts';
 import { type PageHandler, requestMoved, type VerifyPageDeps } from './deps.ts';
 import { approvalPage } from './html.ts';
-import { readJson, scriptPostSession, sendHtml, sendJson, sendOutcome, sessionCookie } from './http.ts';
+import {
+  readJson,
+  scriptPostSession,
+  sendHtml,
+  sendJson,
+  sendOutcome,
+  sessionCookie,
+  sessionIdOf,
+  TOO_MANY_OPENS,
+} from './http.ts';
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion } from './passkeys.ts';
@@ -22,14 +31,18 @@ async function openClaims(deps: VerifyPageDeps, token: string) {
   return { claims: state.purpose.claims };
 }
 
-const show: PageHandler = async (_req, res, token, deps) => {
+const show: PageHandler = async (req, res, token, deps) => {
   const { claims, refusal } = await openClaims(deps, token);
   if (!claims) return sendOutcome(res, refusal, false);
   const request = await deps.requests.get(claims.requestId);
   const moved = requestMoved(request, claims.version);
   if (moved || !request) return sendOutcome(res, moved === 'gone' ? linkRefusal('unknown') : CHANGED, false);
-  const base = `/verify/${token}`;
-  const session = await deps.sessions.open(tokenKey(token));
+  const base = `${deps.root}/verify/${token}`;
+  const link = tokenKey(token);
+  // A page opened again in the same browser keeps its session; a new one counts against the link's cap.
+  const session =
+    (await deps.sessions.resume(sessionIdOf(req, link, deps), link)) ?? (await deps.sessions.open(link));
+  if (!session) return sendOutcome(res, TOO_MANY_OPENS, false);
   sendHtml(
     res,
     200,
@@ -40,8 +53,9 @@ const show: PageHandler = async (_req, res, token, deps) => {
       base,
       csrf: session.csrf,
       ssoAvailable: deps.sso !== undefined,
+      root: deps.root,
     }),
-    { 'set-cookie': sessionCookie(session.id, base, deps.secure) },
+    { 'set-cookie': sessionCookie(session.id, base, link, deps) },
     // Chrome applies form-action to the redirect that follows the SSO form: the provider's origin is allowed too.
     deps.sso ? [deps.sso.issuerOrigin] : [],
   );
@@ -54,7 +68,7 @@ function sessionOf(
   token: string,
   deps: VerifyPageDeps,
 ) {
-  return scriptPostSession(req, res, deps.sessions, tokenKey(token), deps.rp.origin);
+  return scriptPostSession(req, res, deps, tokenKey(token));
 }
 
 const passkeyOptions: PageHandler = async (req, res, token, deps) => {
@@ -82,7 +96,10 @@ const passkeyAnswer: PageHandler = async (req, res, token, deps) => {
   if (!credential) return sendOutcome(res, FOREIGN_PASSKEY, true);
   const counter = await checkAssertion(deps.rp, challenge, response, credential);
   if (counter === undefined) return sendOutcome(res, PASSKEY_FAILED, true);
-  await deps.passkeys.touch(claims.teamId, claims.approver, credential.id, counter);
+  // A passkey a reset removed after it was read approves nothing; nor does a second answer with the same counter.
+  const touched = await deps.passkeys.touch(claims.teamId, claims.approver, credential.id, counter);
+  if (touched === 'gone') return sendOutcome(res, FOREIGN_PASSKEY, true);
+  if (touched === 'replayed') return sendOutcome(res, PASSKEY_FAILED, true);
   // A request that moved on refuses the link as it is; the link is left for the page to say so again.
   const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
   if (moved) return sendOutcome(res, moved === 'gone' ? linkRefusal('unknown') : CHANGED, true);

@@ -17,10 +17,15 @@ export interface VerifyPageDeps {
   requests: { get(id: string): Promise<CloudRequest | undefined> };
   approver: VerifiedApprover;
   rp: RelyingParty;
-  /** PUBLIC_URL is https: cookies are Secure. */
+  /** PUBLIC_URL is https: cookies are Secure and `__Host-`. */
   secure: boolean;
-  /** Sends `user` a direct message (a passkey registered for them). */
-  notify(user: string, text: string): Promise<void>;
+  /** PUBLIC_URL's path prefix without a trailing slash ('' for none): the browser's paths carry it. */
+  root: string;
+  /**
+   * Has `user` sent a direct message (a passkey registered for them), retried until Slack takes it; `id` names the
+   * message so that it is sent once.
+   */
+  notify(user: string, text: string, id: string): Promise<void>;
   logger: Logger;
   /** Where the page keeps what an SSO login needs to finish. */
   redis: Redis | Cluster;

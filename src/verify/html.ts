@@ -62,13 +62,14 @@ const METHOD_WORDS: Record<VerifyMethod, string> = {
   sso: 'a fresh login at your company SSO',
 };
 
-function layout(title: string, body: string, data = ''): string {
+/** The page around `body`; `root` is PUBLIC_URL's path prefix (assets are served under it). */
+function layout(title: string, body: string, data = '', root = ''): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
 <title>${esc(title)} · cloudops</title>
-<link rel="stylesheet" href="/verify-assets/page.css">
+<link rel="stylesheet" href="${esc(root)}/verify-assets/page.css">
 </head><body><main id="main"${data}>
 <h1>${esc(title)}</h1>
 ${body}
@@ -84,6 +85,8 @@ export function approvalPage(input: {
   base: string;
   csrf: string;
   ssoAvailable: boolean;
+  /** PUBLIC_URL's path prefix ('' for none). */
+  root: string;
 }): string {
   const { request, methods, base, csrf } = input;
   const passkey = methods.includes('passkey')
@@ -100,12 +103,12 @@ export function approvalPage(input: {
 ${passkey}${sso}
 <p id="status" role="status" aria-live="polite"></p>
 <p class="small">No passkey yet? Open cloudops in Slack, App Home, and choose Register a passkey.</p>
-<script src="/verify-assets/simplewebauthn-browser.js"></script>
-<script src="/verify-assets/page.js"></script>`;
+${scripts(input.root)}`;
   return layout(
     'Verify your approval',
     body,
     ` data-mode="approve" data-base="${esc(base)}" data-csrf="${esc(csrf)}"`,
+    input.root,
   );
 }
 
@@ -118,12 +121,14 @@ export function registrationPage(input: {
   base: string;
   csrf: string;
   sso: 'off' | 'needed' | 'done';
+  /** PUBLIC_URL's path prefix ('' for none). */
+  root: string;
 }): string {
-  const { existing, base, csrf, sso } = input;
+  const { existing, base, csrf, sso, root } = input;
   if (sso === 'needed') {
     const body = `<p>Registering a passkey needs a login at your company SSO first.</p>
 <form method="post" action="${esc(base)}/sso"><input type="hidden" name="csrf" value="${esc(csrf)}"><p><button type="submit" id="sso">Log in with SSO</button></p></form>`;
-    return layout('Register a passkey', body);
+    return layout('Register a passkey', body, '', root);
   }
   const proofNeeded = sso === 'off' && existing > 0;
   const intro =
@@ -135,24 +140,32 @@ export function registrationPage(input: {
   const body = `${intro}
 <p><button type="button" id="register">${proofNeeded ? 'Verify, then register' : 'Register a passkey'}</button></p>
 <p id="status" role="status" aria-live="polite"></p>
-<script src="/verify-assets/simplewebauthn-browser.js"></script>
-<script src="/verify-assets/page.js"></script>`;
+${scripts(root)}`;
   return layout(
     'Register a passkey',
     body,
     ` data-mode="register" data-base="${esc(base)}" data-csrf="${esc(csrf)}" data-existing="${proofNeeded ? existing : 0}"`,
+    root,
   );
 }
 
 /** After the SSO login for a registration: back to the registration page, by a link on this site. */
-export function continuePage(href: string): string {
+export function continuePage(href: string, root: string): string {
   return layout(
     'Logged in',
     `<p>You logged in with SSO as the person this link was sent to.</p><p><a id="continue" href="${esc(href)}">Continue to register a passkey</a></p>`,
+    '',
+    root,
   );
 }
 
 /** A page that says what happened (a result or a refusal) and nothing else. */
-export function messagePage(title: string, text: string, tone: 'ok' | 'refused'): string {
-  return layout(title, `<p class="${tone}" id="outcome" data-tone="${tone}">${esc(text)}</p>`);
+export function messagePage(title: string, text: string, tone: 'ok' | 'refused', root = ''): string {
+  return layout(title, `<p class="${tone}" id="outcome" data-tone="${tone}">${esc(text)}</p>`, '', root);
+}
+
+/** The WebAuthn library and the page's script, from this server (under PUBLIC_URL's path prefix). */
+function scripts(root: string): string {
+  return `<script src="${esc(root)}/verify-assets/simplewebauthn-browser.js"></script>
+<script src="${esc(root)}/verify-assets/page.js"></script>`;
 }

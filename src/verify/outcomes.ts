@@ -23,6 +23,13 @@ export function linkRefusal(status: Exclude<LinkState['status'], 'open'>): Outco
         tone: 'refused',
         status: 410,
       };
+    case 'reset':
+      return {
+        title: 'This link was ended',
+        text: `An administrator reset the passkeys of the person this link was sent to, which ends every registration page open at the time. ${NOTHING} Ask for a new link on the App Home (Register a passkey).`,
+        tone: 'refused',
+        status: 410,
+      };
     default:
       return {
         title: 'Unknown link',

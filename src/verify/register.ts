@@ -4,17 +4,17 @@ import { registrationPage } from './html.ts';
 import {
   type Outcome,
   readJson,
-  SESSION_COOKIE,
   scriptPostSession,
   sendHtml,
   sendJson,
   sendOutcome,
   sessionCookie,
+  sessionIdOf,
+  TOO_MANY_OPENS,
 } from './http.ts';
-import { tokenKey } from './links.ts';
+import { linkKey, tokenKey } from './links.ts';
 import { FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion, checkRegistration, registrationOptions } from './passkeys.ts';
-import { cookieOf } from './sessions.ts';
 import { ssoStart } from './sso-page.ts';
 
 /*
@@ -41,17 +41,18 @@ async function openFor(deps: VerifyPageDeps, token: string) {
 const show: PageHandler = async (req, res, token, deps) => {
   const { who, refusal } = await openFor(deps, token);
   if (!who) return sendOutcome(res, refusal, false);
-  const base = `/passkeys/${token}`;
-  const session: { id: string; csrf: string; proven?: string } =
-    (await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token))) ??
-    (await deps.sessions.open(tokenKey(token)));
+  const base = `${deps.root}/passkeys/${token}`;
+  const link = tokenKey(token);
+  const session: { id: string; csrf: string; proven?: string } | undefined =
+    (await deps.sessions.resume(sessionIdOf(req, link, deps), link)) ?? (await deps.sessions.open(link));
+  if (!session) return sendOutcome(res, TOO_MANY_OPENS, false);
   const existing = await deps.passkeys.count(who.teamId, who.user);
   const sso = deps.sso ? (session.proven?.startsWith('sso:') ? 'done' : 'needed') : 'off';
   sendHtml(
     res,
     200,
-    registrationPage({ existing, base, csrf: session.csrf, sso }),
-    { 'set-cookie': sessionCookie(session.id, base, deps.secure) },
+    registrationPage({ existing, base, csrf: session.csrf, sso, root: deps.root }),
+    { 'set-cookie': sessionCookie(session.id, base, link, deps) },
     deps.sso ? [deps.sso.issuerOrigin] : [],
   );
 };
@@ -80,7 +81,7 @@ async function postContext(
   token: string,
   deps: VerifyPageDeps,
 ) {
-  const found = await scriptPostSession(req, res, deps.sessions, tokenKey(token), deps.rp.origin);
+  const found = await scriptPostSession(req, res, deps, tokenKey(token));
   if (!found) return undefined;
   const { who, refusal } = await openFor(deps, token);
   if (!who) return void sendOutcome(res, refusal, true);
@@ -107,9 +108,15 @@ const proof: PageHandler = async (req, res, token, deps) => {
   if (!credential) return sendOutcome(res, FOREIGN_PASSKEY, true);
   const counter = await checkAssertion(deps.rp, challenge, response, credential);
   if (counter === undefined) return sendOutcome(res, PASSKEY_FAILED, true);
-  await deps.passkeys.touch(teamId, user, credential.id, counter);
-  await deps.sessions.set(context.id, 'proven', credential.id);
-  sendJson(res, 200, { proven: true });
+  const touched = await deps.passkeys.touch(teamId, user, credential.id, counter);
+  if (touched === 'gone') return sendOutcome(res, FOREIGN_PASSKEY, true);
+  if (touched === 'replayed') return sendOutcome(res, PASSKEY_FAILED, true);
+  // The proof goes to a new session (new cookie, new CSRF token): a session id planted in this browser before, which
+  // its planter also holds, proves nothing.
+  const link = tokenKey(token);
+  const renewed = await deps.sessions.renew(context.id, link, credential.id);
+  const cookie = sessionCookie(renewed.id, `${deps.root}/passkeys/${token}`, link, deps);
+  sendJson(res, 200, { proven: true, csrf: renewed.csrf }, { 'set-cookie': cookie });
 };
 
 const options: PageHandler = async (req, res, token, deps) => {
@@ -124,6 +131,34 @@ const options: PageHandler = async (req, res, token, deps) => {
   sendJson(res, 200, created);
 };
 
+/** The page's proof no longer holds: the passkey it proved was removed, or someone registered first meanwhile. */
+export const PROOF_STALE: Outcome = {
+  title: 'Verify again',
+  text: 'What this page verified no longer holds: the passkey you verified with was removed (cloudops passkeys reset), or another passkey was registered for you meanwhile. Nothing was registered. Open a new link from the App Home.',
+  tone: 'refused',
+  status: 409,
+};
+
+/** The credential id is held already (another person's passkey, or one of yours). */
+export const CREDENTIAL_TAKEN: Outcome = {
+  title: 'Passkey already registered',
+  text: 'A passkey with this credential id is registered already. Nothing was registered.',
+  tone: 'refused',
+  status: 409,
+};
+
+/** What the registration rests on, and how the audit says it. */
+function proofOf(deps: VerifyPageDeps, existing: number, proven: string | undefined) {
+  if (proven?.startsWith('sso:'))
+    return { proof: { kind: 'sso' as const }, how: `after an SSO login, subject ${proven.slice(4)}` };
+  if (deps.sso === undefined && existing === 0 && proven === undefined)
+    return { proof: { kind: 'first' as const }, how: 'first passkey, trusted on first use' };
+  return {
+    proof: { kind: 'passkey' as const, id: proven ?? '' },
+    how: `added after verifying with passkey ${proven}`,
+  };
+}
+
 const register: PageHandler = async (req, res, token, deps) => {
   const context = await postContext(req, res, token, deps);
   if (!context) return;
@@ -136,19 +171,30 @@ const register: PageHandler = async (req, res, token, deps) => {
   if (!challenge || !response) return sendOutcome(res, PASSKEY_FAILED, true);
   const credential = await checkRegistration(deps.rp, challenge, response);
   if (!credential) return sendOutcome(res, PASSKEY_FAILED, true);
-  const used = await deps.links.consume(token);
-  if (used !== 'ok') return sendOutcome(res, linkRefusal(used), true);
-  const proven = context.session.proven;
-  const how = proven?.startsWith('sso:')
-    ? `after an SSO login, subject ${proven.slice(4)}`
-    : existing === 0
-      ? 'first passkey, trusted on first use'
-      : `added after verifying with passkey ${proven}`;
-  await deps.passkeys.put(teamId, user, credential, `registered passkey ${credential.id} (${how})`);
-  await deps.notify(
+  const { proof, how } = proofOf(deps, existing, context.session.proven);
+  const added = await deps.passkeys.add({
+    teamId,
     user,
-    `A passkey was registered for you on the cloudops verification page (${existing === 0 ? 'your first' : 'an additional one'}). If this was not you, tell an administrator at once: they can remove it with cloudops passkeys reset.`,
-  );
+    credential,
+    link: linkKey(deps.prefix, token),
+    proof,
+    detail: `registered passkey ${credential.id} (${how})`,
+  });
+  if (added === 'proof_stale') return sendOutcome(res, PROOF_STALE, true);
+  if (added === 'taken') return sendOutcome(res, CREDENTIAL_TAKEN, true);
+  if (added !== 'ok') return sendOutcome(res, linkRefusal(added), true);
+  // Queued, not sent from here: Slack's rate limits and outages delay the warning, never lose it, and the page tells
+  // the truth (the passkey is stored) whatever Slack answers.
+  await deps
+    .notify(
+      user,
+      `A passkey was registered for you on the cloudops verification page (${existing === 0 ? 'your first' : 'an additional one'}). If this was not you, tell an administrator at once: they can remove it with cloudops passkeys reset.`,
+      `passkey.${credential.id}`,
+    )
+    .catch((error: unknown) => {
+      // Stored and audited already: the page still says so; the operator learns the warning was not queued.
+      deps.logger.error({ err: error, user }, 'the "passkey registered" DM could not be queued');
+    });
   sendOutcome(
     res,
     {

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { approvalRoutes } from './approve.ts';
 import type { VerifyPageDeps } from './deps.ts';
-import { pageHeaders, sendHtml } from './http.ts';
+import { pageHeaders, sendHtml, setPageRoot } from './http.ts';
 import { registrationRoutes } from './register.ts';
 import { ssoCallback } from './sso-page.ts';
 
@@ -57,7 +57,10 @@ export function verifyPage(deps: VerifyPageDeps) {
   const approval = approvalRoutes();
   const registration = registrationRoutes();
   return (req: IncomingMessage, res: ServerResponse): boolean => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    // PUBLIC_URL's path prefix: a proxy may strip it before the bot or pass it on; the page answers both ways.
+    const path = deps.root && url.startsWith(`${deps.root}/`) ? url.slice(deps.root.length) : url;
+    setPageRoot(res, deps.root);
     let work: Promise<void> | undefined;
     if (path.startsWith('/verify-assets/') && req.method === 'GET')
       work = serveAsset(res, path.slice('/verify-assets/'.length));
@@ -90,17 +93,22 @@ export function verifyPage(deps: VerifyPageDeps) {
   };
 }
 
-/** The page's paths as Bolt custom routes (HTTP mode). */
-export function verifyRoutes(handle: (req: IncomingMessage, res: ServerResponse) => boolean) {
+/** The page's paths as Bolt custom routes (HTTP mode); under PUBLIC_URL's path prefix (`root`) as well. */
+export function verifyRoutes(handle: (req: IncomingMessage, res: ServerResponse) => boolean, root = '') {
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     if (!handle(req, res)) notFound(res);
   };
-  return [
+  const paths = [
     '/verify/:token',
     '/verify/:token/:action',
     '/passkeys/:token',
     '/passkeys/:token/:action',
     '/verify-assets/:file',
     '/auth/callback',
-  ].map((path) => ({ path, method: ['GET', 'POST'], handler }));
+  ];
+  return [...paths, ...(root ? paths.map((p) => `${root}${p}`) : [])].map((path) => ({
+    path,
+    method: ['GET', 'POST'],
+    handler,
+  }));
 }

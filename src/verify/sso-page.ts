@@ -4,17 +4,22 @@ import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { requestMoved } from './deps.ts';
 import { continuePage, messagePage } from './html.ts';
 import {
+  type CookieScope,
   pageHeaders,
   postSession,
   readBody,
-  SESSION_COOKIE,
+  rootOf,
   SESSION_ENDED,
   sendHtml,
   sendOutcome,
+  sessionCookie,
+  sessionIdOf,
+  TOO_MANY_OPENS,
 } from './http.ts';
 import { tokenKey } from './links.ts';
 import { CHANGED, decisionOutcome, linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
 import { cookieOf, setCookie } from './sessions.ts';
+import { SsoError } from './sso-errors.ts';
 import type { SsoPending } from './sso-flow.ts';
 
 /*
@@ -24,8 +29,19 @@ import type { SsoPending } from './sso-flow.ts';
  * Lax because the provider's redirect back is a cross-site top-level GET.
  */
 
-const SSO_COOKIE = 'cloudops_sso';
 const PENDING_MS = 10 * 60_000;
+
+/** The SSO cookie: `__Host-` (Path=/) on https; on http (trials) scoped to the callback's path. */
+function ssoCookie(deps: CookieScope & { root: string }, value: string, maxAgeS: number): string {
+  return setCookie(ssoCookieName(deps), value, {
+    path: deps.secure ? '/' : `${deps.root}/auth/callback`,
+    sameSite: 'Lax',
+    secure: deps.secure,
+    maxAgeS,
+  });
+}
+
+const ssoCookieName = (scope: CookieScope) => (scope.secure ? '__Host-cloudops_sso' : 'cloudops_sso');
 
 interface PendingLogin {
   pending: SsoPending;
@@ -47,16 +63,11 @@ export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
   return async (req, res, token, deps) => {
     // A POST without this link's page session is answered before its body is read: a stranger's body that never
     // ends would otherwise hold the connection until the server's request timeout.
-    const opened = await deps.sessions.resume(cookieOf(req, SESSION_COOKIE), tokenKey(token));
+    const link = tokenKey(token);
+    const opened = await deps.sessions.resume(sessionIdOf(req, link, deps), link);
     if (!opened || !deps.sso) return sendOutcome(res, SESSION_ENDED, false);
     const form = new URLSearchParams((await readBody(req)) ?? '');
-    const found = await postSession(
-      req,
-      deps.sessions,
-      tokenKey(token),
-      deps.rp.origin,
-      form.get('csrf') ?? undefined,
-    );
+    const found = await postSession(req, deps, link, form.get('csrf') ?? undefined);
     if (!found || !deps.sso) return sendOutcome(res, SESSION_ENDED, false);
     const state = await deps.links.peek(token);
     if (state.status !== 'open') return sendOutcome(res, linkRefusal(state.status), false);
@@ -65,26 +76,35 @@ export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
     // A rule that asks for a passkey is not met by an SSO login: refused here, before the link could be used up.
     if (state.purpose.kind === 'approve' && !state.purpose.claims.methods.includes('sso'))
       return sendOutcome(res, SSO_NOT_ACCEPTED, false);
-    const start = await deps.sso.flow.begin();
+    // Each start keeps what the login needs for ten minutes: a flood of starts on one link is refused.
+    if (!(await deps.sessions.ssoStart(link))) return sendOutcome(res, TOO_MANY_OPENS, false);
+    let start: Awaited<ReturnType<typeof deps.sso.flow.begin>>;
+    try {
+      start = await deps.sso.flow.begin();
+    } catch (error) {
+      // The provider down or its discovery document unusable: the page says which (docs/approvals.md), not a 500.
+      if (!(error instanceof SsoError)) throw error;
+      return sendOutcome(res, { ...NOT_STARTED, text: `${error.message}. ${NOT_STARTED.text}` }, false);
+    }
     const id = randomBytes(32).toString('base64url');
     const record: PendingLogin = { pending: start.pending, token, area, session: found.id };
     await deps.redis.set(pendingKey(deps, id), JSON.stringify(record), 'PX', PENDING_MS);
     res.writeHead(303, {
       ...redirectHeaders,
       location: start.url,
-      'set-cookie': setCookie(SSO_COOKIE, id, {
-        path: '/auth/callback',
-        sameSite: 'Lax',
-        secure: deps.secure,
-        maxAgeS: PENDING_MS / 1000,
-      }),
+      'set-cookie': ssoCookie(deps, id, PENDING_MS / 1000),
     });
     res.end();
   };
 }
 
-const cleared = (secure: boolean) =>
-  setCookie(SSO_COOKIE, '', { path: '/auth/callback', sameSite: 'Lax', secure, maxAgeS: 0 });
+/** The SSO login could not start: the provider's words follow. */
+const NOT_STARTED = {
+  title: 'The SSO login could not start',
+  text: 'Nothing was counted. Try again in a moment; if it persists, tell an administrator (cloudops doctor checks the provider).',
+  tone: 'refused' as const,
+  status: 502,
+};
 
 /** The login of another person than the approver: nothing counts. */
 const ANOTHER_PERSON = {
@@ -106,12 +126,19 @@ export async function ssoCallback(
   res: ServerResponse,
   deps: VerifyPageDeps,
 ): Promise<void> {
-  const id = cookieOf(req, SSO_COOKIE);
+  const id = cookieOf(req, ssoCookieName(deps));
   const sso = deps.sso;
   const json = id && sso ? await deps.redis.getdel(pendingKey(deps, id)) : null;
-  const extra = { 'set-cookie': cleared(deps.secure) };
+  const cleared = ssoCookie(deps, '', 0);
+  const extra = { 'set-cookie': cleared };
+  const root = rootOf(res);
   const page = (o: { title: string; text: string; tone: 'ok' | 'refused'; status?: number }) =>
-    sendHtml(res, o.status ?? (o.tone === 'ok' ? 200 : 409), messagePage(o.title, o.text, o.tone), extra);
+    sendHtml(
+      res,
+      o.status ?? (o.tone === 'ok' ? 200 : 409),
+      messagePage(o.title, o.text, o.tone, root),
+      extra,
+    );
   if (!json || !sso) return page(SESSION_ENDED);
   const login = JSON.parse(json) as PendingLogin;
   const state = await deps.links.peek(login.token);
@@ -138,11 +165,15 @@ export async function ssoCallback(
     asciiFold(identity.email) === asciiFold(expected);
   if (!matches) return page(ANOTHER_PERSON);
   if (purpose.kind === 'register') {
-    // The registration page learns the login through its own session, then registers.
-    await deps.sessions.set(login.session, 'proven', `sso:${identity.subject}`);
+    // The registration page learns the login through a new session that replaces the one that started it (new id,
+    // new cookie): a session id planted in the browser before the login, which its planter also holds, proves nothing.
+    const link = tokenKey(login.token);
+    const renewed = await deps.sessions.renew(login.session, link, `sso:${identity.subject}`);
+    const path = `${deps.root}/passkeys/${login.token}`;
+    const session = sessionCookie(renewed.id, path, link, deps);
     // A link, not a redirect: a redirect chain that began at the provider (another site) would not carry the
     // page's SameSite=Strict session cookie, and the page would not know the login.
-    return sendHtml(res, 200, continuePage(`/passkeys/${login.token}`), extra);
+    return sendHtml(res, 200, continuePage(path, root), { 'set-cookie': [cleared, session] });
   }
   const claims = purpose.claims;
   const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);

@@ -14,7 +14,7 @@ import {
 } from './harness.ts';
 import { type OidcAccount, startOidcProvider, type TestOidcProvider } from './oidc-provider.ts';
 import { clickOnHome, openHome } from './slack-events.ts';
-import { type Forwarder, startForwarder } from './verify-browser.ts';
+import { type Forwarder, startForwarder, startStrippingProxy } from './verify-browser.ts';
 
 /*
  * What the tests of verified approvals share: their policy (the default policy's head, shop-prod with web-1 and db-1,
@@ -78,6 +78,8 @@ export interface VerifyPage {
 export interface VerifyPageOptions extends Pick<HarnessOptions, 'policyYaml' | 'now' | 'logLevel'> {
   /** The people of a real OpenID Provider the bot is configured for (OIDC_*); none: no SSO. */
   oidc?: OidcAccount[];
+  /** PUBLIC_URL's path prefix (e.g. `/cloudops`), served by a proxy that strips it before the bot. */
+  pathPrefix?: string;
 }
 
 /**
@@ -92,8 +94,10 @@ export async function startVerifyPage(options: VerifyPageOptions): Promise<Verif
 export async function startVerifyPage(
   options: VerifyPageOptions,
 ): Promise<VerifyPage & { op?: TestOidcProvider }> {
-  const forwarder = await startForwarder();
-  const publicUrl = `http://localhost:${forwarder.port}`;
+  const forwarder = options.pathPrefix
+    ? await startStrippingProxy(options.pathPrefix)
+    : await startForwarder();
+  const publicUrl = `http://localhost:${forwarder.port}${options.pathPrefix ?? ''}`;
   let op: TestOidcProvider | undefined;
   try {
     if (options.oidc)
@@ -160,6 +164,12 @@ export async function passkeyRegistrationLink(h: Harness, user: string): Promise
   await h.slack.waitFor(() => h.slack.homeOf(user));
   const seen = h.slack.messages(user).length;
   await clickOnHome(h, 'passkey_register', '', user);
-  const dm = await h.slack.waitFor(() => h.slack.messages(user)[seen]);
+  // The DM with the link's button: a "passkey registered" DM (queued, so it may come at any time) is not it.
+  const dm = await h.slack.waitFor(() =>
+    h.slack
+      .messages(user)
+      .slice(seen)
+      .find((m) => urlButtonOf(m.blocks) !== undefined),
+  );
   return urlButtonOf(dm.blocks) ?? '';
 }

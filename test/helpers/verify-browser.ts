@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
@@ -86,6 +87,48 @@ export async function startForwarder(): Promise<Forwarder> {
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * A reverse proxy that serves the bot under a path prefix and strips it before forwarding (as a company's proxy in
+ * front of `https://intra.example/cloudops` would): only paths under `prefix` reach the bot; others answer 404.
+ */
+export async function startStrippingProxy(prefix: string): Promise<Forwarder> {
+  let targetPort: number | undefined;
+  const server = createHttpServer((req, res) => {
+    const url = req.url ?? '/';
+    if (targetPort === undefined || !url.startsWith(`${prefix}/`)) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      return void res.end('not under the prefix');
+    }
+    const upstream = httpRequest(
+      {
+        host: '127.0.0.1',
+        port: targetPort,
+        method: req.method,
+        path: url.slice(prefix.length),
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    target(port) {
+      targetPort = port;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
         server.close(() => resolve());
       }),
   };

@@ -215,6 +215,33 @@ describe.concurrent('cloudops policy check and plan: verified approvals', () => 
       approval: { count: 1, rule: 'the default', verify: ['passkey'] },
     });
   });
+
+  it('plan of a resize that raises and lowers meets the raise’s verify, as the bot plans it', async () => {
+    const file = join(dir, 'verified-mixed.yml');
+    await writeFile(
+      file,
+      policyText('2025-03-01T10:00:00Z')
+        .replace('approvers: [U0ADMIN]', 'approvers: [U0ADMIN, U0LEAD]')
+        .replace(
+          '    channels: [C0PROD]\n',
+          '    channels: [C0PROD]\n    approvals:\n      count: 1\n      rules:\n        - { when: { kind: resize_up }, count: 1, verify: passkey }\n',
+        ),
+    );
+    const planEnv = { ...env, POLICY_FILE: file };
+    // VM 102: 4 cores and 8 GB; 6 cores with 6 GB raises one and lowers the other.
+    const mixed = await cloudops(
+      ['plan', 'resize', 'shop-prod', '102', 'cores=6', 'ram=6', '--stopped', '--json'],
+      planEnv,
+    );
+    expect(JSON.parse(mixed.stdout)).toMatchObject({ approval: { count: 1, verify: ['passkey'] } });
+    const down = await cloudops(
+      ['plan', 'resize', 'shop-prod', '102', 'ram=6', '--stopped', '--json'],
+      planEnv,
+    );
+    expect(
+      (JSON.parse(down.stdout) as { approval: { verify?: unknown } }).approval.verify ?? null,
+    ).toBeNull();
+  });
 });
 
 describe('cloudops policy check: user groups', () => {

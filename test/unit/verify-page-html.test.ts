@@ -6,11 +6,14 @@ import { setCookie } from '../../src/verify/sessions.ts';
 // The page's headers and markup that the browser tests (http://localhost) cannot show: Secure cookies on https,
 // and escaping of whatever a request carries.
 describe('the verification page', () => {
-  it('its session cookie is HttpOnly, SameSite=Strict, scoped to the link, and Secure on https', () => {
-    expect(sessionCookie('abc', '/verify/tok', true)).toBe(
-      'cloudops_page=abc; Path=/verify/tok; Max-Age=600; HttpOnly; SameSite=Strict; Secure',
+  it('its session cookie is HttpOnly, SameSite=Strict, scoped to the link; on https Secure and __Host- (Path=/)', () => {
+    const link = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+    expect(sessionCookie('abc', '/verify/tok', link, { secure: true })).toBe(
+      '__Host-cloudops_page_a1b2c3d4e5f60718=abc; Path=/; Max-Age=600; HttpOnly; SameSite=Strict; Secure',
     );
-    expect(sessionCookie('abc', '/verify/tok', false)).not.toContain('Secure');
+    expect(sessionCookie('abc', '/verify/tok', link, { secure: false })).toBe(
+      'cloudops_page=abc; Path=/verify/tok; Max-Age=600; HttpOnly; SameSite=Strict',
+    );
     expect(
       setCookie('cloudops_sso', 'id', {
         path: '/auth/callback',

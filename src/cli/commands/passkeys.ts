@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import { redisKeyPrefix } from '../../config/redis-connection.ts';
 import { PasskeyStore } from '../../verify/passkeys.ts';
 import { policyOf } from '../cloud.ts';
-import { CliError, type CliIo, UsageError, write } from '../io.ts';
+import { type CliIo, UsageError, write } from '../io.ts';
 import { withCliRedis } from '../redis.ts';
 
 export const PASSKEYS_USAGE = 'cloudops passkeys reset <slack-user-id>';
@@ -28,11 +28,17 @@ export async function passkeysCommand(io: CliIo, args: string[], json: boolean):
   if (!/^[UW][A-Z0-9]{2,}$/.test(user))
     throw new UsageError(`"${user.slice(0, 32)}" is not a Slack user id (like U0123ABCD): ${PASSKEYS_USAGE}`);
   const policy = await policyOf(io);
-  const team = policy.workspace;
-  if (!team) throw new CliError(`${io.env.POLICY_FILE} names no workspace; passkeys are kept per workspace`);
-  const removed = await withCliRedis(io.env, (redis) =>
-    new PasskeyStore(redis, redisKeyPrefix(io.env), io.now).reset(team, user, operator()),
-  );
+  const removed = await withCliRedis(io.env, async (redis) => {
+    const store = new PasskeyStore(redis, redisKeyPrefix(io.env), io.now);
+    // Without `workspace:` the bot keeps passkeys under the team id Slack sends: every workspace where the person
+    // has any is reset (Slack user ids do not repeat across workspaces).
+    const found = policy.workspace ? [policy.workspace] : await store.teamsOf(user);
+    // None found: still one audited reset, which finds nothing to remove.
+    const teams = found.length > 0 ? found : [''];
+    let count = 0;
+    for (const team of teams) count += await store.reset(team, user, operator());
+    return count;
+  });
   if (json) await write(io.stdout, `${JSON.stringify({ user, removed })}\n`);
   else
     await write(

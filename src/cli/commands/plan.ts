@@ -8,6 +8,7 @@ import {
   planApproval,
   resizeFacts,
   verifyText,
+  withIncreaseVerify,
 } from '../../requests/approval/approval-rules.ts';
 import type { CostPreview } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
@@ -149,12 +150,21 @@ function approvalPlan(
 ): ApprovalPlan {
   const kind = check.decreases.length > 0 ? 'resize_down' : 'resize_up';
   const { createdAt: _c, lastIncreaseAt: _l, ...before } = vm;
-  const facts = resizeFacts(
-    { kind: 'resize', target, steps: check.steps, before, confirmedStopped: false },
-    kind,
-    typeof cost === 'string' ? undefined : cost.diffMonthly,
-  );
-  return planApproval(approvalsOf(policy, project), project.approval[kind], facts, policy.currency);
+  const planOf = (k: 'resize_up' | 'resize_down') =>
+    planApproval(
+      approvalsOf(policy, project),
+      project.approval[k],
+      resizeFacts(
+        { kind: 'resize', target, steps: check.steps, before, confirmedStopped: false },
+        k,
+        typeof cost === 'string' ? undefined : cost.diffMonthly,
+      ),
+      policy.currency,
+    );
+  // As the bot plans it: a decrease that also raises something meets the increase's verification too.
+  const direction = classifyChange(vm, target).direction;
+  const raises = direction === 'mixed' || direction === 'unknown';
+  return withIncreaseVerify(planOf(kind), kind === 'resize_down' && raises ? planOf('resize_up') : undefined);
 }
 
 /** "Approval: 2 approvals (rule 1 (…)), each verified by passkey or SSO." */

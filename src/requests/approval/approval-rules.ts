@@ -45,6 +45,8 @@ export interface ApprovalPlan {
    * one. The matching rule's `verify` replaces the block's; a plan of no approval has none.
    */
   verify?: VerifyMethod[];
+  /** Where `verify` came from: the applying rule's own, or its block's (which an agent's own `verify` replaces). */
+  verifyFrom?: 'rule' | 'block';
 }
 
 const FIELD_CHANGE: Record<keyof ResizeTarget, ChangeName> = {
@@ -140,7 +142,21 @@ export function planApproval(
     ? { count: rule.count, rule: describeRule(rule, index, currency) }
     : { count: approvals.count, rule: 'the default' };
   const verify = rule?.verify ?? approvals.verify;
-  return plan.count > 0 && verify ? { ...plan, verify } : plan;
+  if (plan.count === 0 || !verify) return plan;
+  return { ...plan, verify, verifyFrom: rule?.verify ? 'rule' : 'block' };
+}
+
+/**
+ * A resize planned as `resize_down` that also raises something (a mixed change, or one whose direction is unknown)
+ * must meet the verification an increase would need too: the methods both accept, else the increase's. `increase`
+ * is the plan of the same change as `resize_up`.
+ */
+export function withIncreaseVerify(plan: ApprovalPlan, increase: ApprovalPlan | undefined): ApprovalPlan {
+  const also = increase?.count ? increase.verify : undefined;
+  if (!also || plan.count === 0) return plan;
+  if (!plan.verify) return { ...plan, verify: also, verifyFrom: 'rule' };
+  const both = plan.verify.filter((m) => also.includes(m));
+  return { ...plan, verify: both.length > 0 ? both : also };
 }
 
 /** "passkey", "SSO", "passkey or SSO": the methods as the message and the CLI name them. */

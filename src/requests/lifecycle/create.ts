@@ -10,6 +10,7 @@ import {
   resizeKindFor,
   restoreFacts,
   verifyText,
+  withIncreaseVerify,
 } from '../approval/approval-rules.ts';
 import type { RequestApproval } from '../approval/approvers.ts';
 import { costPreview } from '../cost-preview.ts';
@@ -47,12 +48,12 @@ export async function previewResize(
 ): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
   const { project } = resize;
   const cost = await resizeCost(deps, resize);
-  const { kind, params } = resizeRequested(deps, resize, cost?.preview?.diffMonthly);
+  const { kind, params, increase } = resizeRequested(deps, resize, cost?.preview?.diffMonthly);
   const facts = resizeFacts(params, kind, cost?.preview?.diffMonthly);
   return {
     cost: cost?.preview,
     costNote: cost?.note,
-    approval: approvalFor(deps, origin, project, project.approval[kind], facts),
+    approval: approvalFor(deps, origin, project, project.approval[kind], facts, increase),
   };
 }
 
@@ -61,7 +62,7 @@ export async function createResize(acts: Acts, origin: Origin, resize: CheckedRe
   const { deps } = acts;
   const { project, vm, check } = resize;
   const cost = await resizeCost(deps, resize);
-  const { kind, params } = resizeRequested(deps, resize, cost?.preview?.diffMonthly);
+  const { kind, params, increase } = resizeRequested(deps, resize, cost?.preview?.diffMonthly);
   const mode = project.approval[kind];
   const overBound =
     origin.agent && agentBoundRefusal(origin.agent, cost?.preview?.diffMonthly, deps.policy.currency);
@@ -86,6 +87,7 @@ export async function createResize(acts: Acts, origin: Origin, resize: CheckedRe
     notes,
     cost: cost?.preview,
     runAt: resize.runAt,
+    increase,
   });
   if (resize.returnOf) await acts.leases.returnRequested(resize.returnOf, created);
   return created;
@@ -130,7 +132,8 @@ function resizeCost(deps: LifecycleDeps, resize: CheckedResize) {
 
 /**
  * The policy's approval plan; for an agent that is not `unattended`, never fewer than one person; for an agent with
- * `verify`, verified approvals (by the rule's own methods where it names some).
+ * `verify`, verified approvals (by the rule's own methods where it names some, else the agent's, over its block's);
+ * for a resize planned as a decrease that also raises something, the increase's verification too (`increase`).
  */
 function approvalFor(
   deps: LifecycleDeps,
@@ -138,6 +141,7 @@ function approvalFor(
   project: ProjectPolicy,
   mode: 'required' | 'none',
   facts: RuleFacts,
+  increase?: RequestApproval,
 ): RequestApproval {
   const planned = deps.approvals.planFor(project, mode, facts);
   const plan =
@@ -145,7 +149,11 @@ function approvalFor(
       ? { ...planned, count: 1, rule: AGENT_NEEDS_PERSON }
       : planned;
   const agentVerify = origin.agent?.verify;
-  return agentVerify && plan.count > 0 && !plan.verify ? { ...plan, verify: agentVerify } : plan;
+  const own =
+    agentVerify && plan.count > 0 && plan.verifyFrom !== 'rule'
+      ? { ...plan, verify: agentVerify, verifyFrom: 'rule' as const }
+      : plan;
+  return { ...own, ...withIncreaseVerify(own, increase) };
 }
 
 /** Stores a checked request, has its message posted, and queues it at once when no approval is needed. */
@@ -162,10 +170,12 @@ async function create(
     notes: string[];
     cost?: CostPreview;
     runAt?: Date;
+    /** A resize planned as a decrease that also raises something: the plan of its increase. */
+    increase?: RequestApproval;
   },
 ): Promise<CloudRequest> {
   const { deps } = acts;
-  const plan = approvalFor(deps, origin, project, fields.mode, fields.facts);
+  const plan = approvalFor(deps, origin, project, fields.mode, fields.facts, fields.increase);
   const unreachable = await deps.approvals.unreachable(project, origin.user, plan.count);
   if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
   const needsApproval = plan.count > 0;
@@ -262,13 +272,14 @@ function scheduleWaiting(
 
 /**
  * What a checked resize asks for: its parameters, and the approval kind it is planned as, classified field by field
- * (one that raises and lowers, or whose direction is unknown, is the kind that needs more approvals).
+ * (one that raises and lowers, or whose direction is unknown, is the kind that needs more approvals; planned as a
+ * decrease, it carries the increase's plan, whose verification it must meet too).
  */
 function resizeRequested(
   deps: LifecycleDeps,
   resize: CheckedResize,
   monthlyDelta: string | undefined,
-): { kind: 'resize_up' | 'resize_down'; params: ResizeParams } {
+): { kind: 'resize_up' | 'resize_down'; params: ResizeParams; increase?: RequestApproval } {
   const { createdAt: _c, lastIncreaseAt: _l, ...before } = resize.vm;
   const params: ResizeParams = {
     kind: 'resize',
@@ -280,9 +291,11 @@ function resizeRequested(
     ...(resize.returnOf ? { returnOf: resize.returnOf } : {}),
   };
   const { project } = resize;
-  const kind = resizeKindFor(
-    classifyChange(resize.vm, resize.target).direction,
-    (k) => deps.approvals.planFor(project, project.approval[k], resizeFacts(params, k, monthlyDelta)).count,
-  );
-  return { kind, params };
+  const planOf = (k: 'resize_up' | 'resize_down') =>
+    deps.approvals.planFor(project, project.approval[k], resizeFacts(params, k, monthlyDelta));
+  const direction = classifyChange(resize.vm, resize.target).direction;
+  const kind = resizeKindFor(direction, (k) => planOf(k).count);
+  // Planned as a decrease, a change that raises anything still meets what the increase would have to verify.
+  const raises = direction === 'mixed' || direction === 'unknown';
+  return { kind, params, ...(kind === 'resize_down' && raises ? { increase: planOf('resize_up') } : {}) };
 }

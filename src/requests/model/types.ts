@@ -271,7 +271,9 @@ export type AuditNote =
   /** An agent disabled or enabled (`cloudops agents`): an entry of no request. */
   | 'agent'
   /** A passkey registered or reset (src/verify/, `cloudops passkeys reset`): an entry of no request. */
-  | 'passkey';
+  | 'passkey'
+  /** A record whose SEAL_KEY seal does not check was refused (a passkey, link or page session written outside the bot). */
+  | 'seal_invalid';
 
 /** One line of the audit log. */
 export interface AuditEntry {

@@ -46,6 +46,16 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
         ],
       });
     } catch (error) {
+      if ((error as { code?: unknown }).code === 'TOO_MANY_LINKS') {
+        // Each open link is a page someone could keep: the person uses one they have, or waits for them to expire.
+        await deps.slack.chat
+          .postMessage({
+            channel: user,
+            text: 'You have several registration links open already (the last ones sent to you here). Use one of them, or ask again in 10 minutes when they have expired.',
+          })
+          .catch(() => undefined);
+        return;
+      }
       // Neither the link nor the message's text reach the log: the link is a secret.
       deps.logger.warn({ err: error, user }, 'could not send a passkey registration link');
     }

@@ -4,7 +4,9 @@
   const main = document.getElementById('main');
   const status = document.getElementById('status');
   if (!main || !status) return;
-  const { base, csrf, mode } = main.dataset;
+  const { base, mode } = main.dataset;
+  // Replaced when a proof renews the page's session (a new cookie and a new token).
+  let csrf = main.dataset.csrf;
   const webauthn = window.SimpleWebAuthnBrowser;
 
   const post = async (path, body) => {
@@ -62,7 +64,10 @@
   if (mode === 'register' && register)
     register.addEventListener('click', () =>
       run(register, async () => {
-        if (main.dataset.existing !== '0') await assert('/proof');
+        if (main.dataset.existing !== '0') {
+          const proof = await assert('/proof');
+          if (proof.csrf) csrf = proof.csrf;
+        }
         const optionsJSON = await post('/register-options');
         const response = await webauthn.startRegistration({ optionsJSON });
         return post('/register', { response });
