@@ -103,9 +103,6 @@ const BEING_SPLIT = new Set<string>([
   'src/jobs/execute-worker.ts ExecuteProcessor.run',
   'src/startup/core.ts openCore',
   'src/slack/views/resize-submit.ts app.view callback',
-  'src/startup/web.ts startWeb',
-  'src/requests/lifecycle/create.ts create',
-  'src/slack/blocks/modals.ts resizeModal',
 ]);
 
 const key = (f: { where: string; name: string }) => `${f.where.replace(/:\d+$/, '')} ${f.name}`;

@@ -223,6 +223,22 @@ async function create(
     ]);
     return created;
   }
+  return runWithoutApproval(acts, created, plan, now, expiresAt, expiresFrom);
+}
+
+/**
+ * A request no one needs to approve: its message is posted, then it is frozen when a freeze covers its time, else
+ * queued at once.
+ */
+async function runWithoutApproval(
+  acts: Acts,
+  created: CloudRequest,
+  plan: RequestApproval,
+  now: Date,
+  expiresAt: Date,
+  expiresFrom: Date,
+): Promise<CloudRequest> {
+  const { deps } = acts;
   await deps.outbox.postRequest(created.id);
   // A freeze holds count-0 work too: one that covers a scheduled run's time, not only one that covers now.
   const after = deps.approvals.afterApproval(created, expiresFrom);
