@@ -42,8 +42,30 @@ function loadMethods(dir: string): Map<string, MethodArgs> {
       properties: parsed.args?.properties ?? {},
     });
   }
+  for (const [name, described] of Object.entries(DESCRIBED_HERE))
+    if (!methods.has(name))
+      methods.set(name, { required: described.required, properties: described.properties });
   return methods;
 }
+
+/**
+ * Methods the bot calls that no copied reference file covers, described here from Slack's documentation of each
+ * (docs.slack.dev/reference/methods/<name>): the required and the accepted arguments, and the bot scopes of which
+ * any one suffices (test/unit/ops-manifest.test.ts reads them as it reads a reference file's).
+ */
+export const DESCRIBED_HERE: Record<string, MethodArgs & { botScopes: string[] }> = {
+  // Reads a channel's messages, newest first; the bot looks for its own request message by its metadata.
+  'conversations.history': {
+    botScopes: ['channels:history', 'groups:history', 'im:history', 'mpim:history'],
+    required: ['channel'],
+    properties: Object.fromEntries(
+      ['channel', 'cursor', 'include_all_metadata', 'inclusive', 'latest', 'limit', 'oldest'].map((n) => [
+        n,
+        {},
+      ]),
+    ),
+  },
+};
 
 /** Arguments that depend on each other, which the method files cannot express as `required`. */
 const ONE_OF_REQUIRED: Record<string, string[]> = {

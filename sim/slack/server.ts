@@ -513,6 +513,36 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
         const limit = typeof args.limit === 'number' ? args.limit : Number(args.limit ?? 1000) || 1000;
         return { messages: thread.slice(0, limit), has_more: thread.length > limit };
       }
+      case 'conversations.history': {
+        if (!scopes.includes('channels:history') && !scopes.includes('groups:history'))
+          return missingScope('channels:history');
+        if (!channel || !/^[CGD][A-Z0-9]+$/.test(channel)) return { ok: false, error: 'channel_not_found' };
+        const withMetadata = args.include_all_metadata === true || args.include_all_metadata === 'true';
+        const oldest = Number(args.oldest ?? 0) || 0;
+        const latest = Number(args.latest ?? 0) || Number.POSITIVE_INFINITY;
+        // Top-level messages, newest first, as Slack pages them: the cursor is the ts to continue below.
+        const below = typeof args.cursor === 'string' && args.cursor !== '' ? Number(args.cursor) : latest;
+        const found = messages
+          .filter((m) => m.channel === channel && (!m.thread_ts || m.thread_ts === m.ts))
+          .filter((m) => Number(m.ts) > oldest && Number(m.ts) < below)
+          .sort((a, b) => Number(b.ts) - Number(a.ts));
+        const limit = Math.min(Number(args.limit ?? 100) || 100, 999);
+        const page = found.slice(0, limit).map((m) => ({
+          type: 'message',
+          subtype: 'bot_message',
+          bot_id: botId,
+          text: m.text ?? '',
+          ts: m.ts,
+          ...(m.blocks ? { blocks: m.blocks } : {}),
+          ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+        }));
+        const more = found.length > limit;
+        return {
+          messages: page,
+          has_more: more,
+          ...(more ? { response_metadata: { next_cursor: page.at(-1)?.ts ?? '' } } : {}),
+        };
+      }
       case 'conversations.info':
         if (!scopes.includes('channels:read') && !scopes.includes('groups:read'))
           return missingScope('channels:read');

@@ -6,8 +6,15 @@ import { createHmac } from 'node:crypto';
 import { scrubSecrets } from '../observability/logger.ts';
 import type { AuditEntry } from '../requests/model/types.ts';
 
-/** The header carrying a batch's signature: `sha256=` and the hex HMAC-SHA256 of the body with AUDIT_WEBHOOK_SECRET. */
+/**
+ * The header carrying a batch's signature: `sha256=` and the hex HMAC-SHA256, keyed with AUDIT_WEBHOOK_SECRET, of
+ * `<timestamp>.<body>` (the timestamp header's value, a dot, the exact body), as Slack signs its requests.
+ */
 export const SIGNATURE_HEADER = 'x-cloudops-signature';
+/** The header carrying when a batch was signed, in Unix seconds: a receiver refuses one too old (a replay). */
+export const TIMESTAMP_HEADER = 'x-cloudops-timestamp';
+/** How many characters of an entry's details a trimmed entry keeps (docs/operations.md#audit-export). */
+export const TRIMMED_DETAILS = 1_000;
 
 /** One audit entry as the receiver gets it (docs/operations.md#audit-export). */
 export interface ShippedAuditEntry {
@@ -40,12 +47,32 @@ export function shippedEntry(entry: AuditEntry, secrets: readonly string[] = [])
   };
 }
 
-/** The request body of a batch: a JSON array. */
-export function batchBody(entries: readonly AuditEntry[], secrets: readonly string[] = []): string {
-  return JSON.stringify(entries.map((entry) => shippedEntry(entry, secrets)));
+/**
+ * An entry whose details are cut to {@link TRIMMED_DETAILS} characters and say so (` … [trimmed: N characters in
+ * all]`): sent when a receiver refused the entry alone as too large (413). The full entry stays in the audit log.
+ */
+export function trimmedEntry(entry: ShippedAuditEntry): ShippedAuditEntry {
+  const details = entry.details;
+  if (details === null || details.length <= TRIMMED_DETAILS) return entry;
+  const kept = Array.from(details).slice(0, TRIMMED_DETAILS).join('');
+  return { ...entry, details: `${kept} … [trimmed: ${details.length} characters in all]` };
 }
 
-/** The signature header's value for `body`. */
-export function signBody(secret: string, body: string): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+/** The request body of a batch: a JSON array; the entries whose id is in `trim` go trimmed. */
+export function batchBody(
+  entries: readonly AuditEntry[],
+  secrets: readonly string[] = [],
+  trim: ReadonlySet<string> = new Set(),
+): string {
+  return JSON.stringify(
+    entries.map((entry) => {
+      const shipped = shippedEntry(entry, secrets);
+      return trim.has(entry.id) ? trimmedEntry(shipped) : shipped;
+    }),
+  );
+}
+
+/** The signature header's value for `body` sent with the timestamp header `timestamp` (Unix seconds). */
+export function signBody(secret: string, timestamp: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
 }

@@ -8,7 +8,7 @@ import type { RedisClient } from '../config/redis-connection.ts';
 import { redisConnectionLog } from '../observability/connection-log.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { batchBody, SIGNATURE_HEADER, signBody } from './batch.ts';
+import { batchBody, SIGNATURE_HEADER, signBody, TIMESTAMP_HEADER } from './batch.ts';
 import { type AuditBatch, AuditCursor } from './cursor.ts';
 
 /** How the export batches, waits and retries; tests pass a fast one. */
@@ -120,6 +120,67 @@ export function receiverTarget(url: string): { url: string; authorization?: stri
   return { url: parsed.toString(), authorization: `Basic ${Buffer.from(credentials).toString('base64')}` };
 }
 
+/**
+ * What a receiver refused as too large (413): the batch is halved until it fits; an entry refused alone is sent once
+ * more trimmed (its details cut, saying so), and if that is refused too it is set aside (acknowledged unshipped,
+ * with an error line and `cloudops_audit_export_entries_total{outcome="set_aside"}`: it stays in the audit log).
+ * Batches grow back to the policy's size as they are taken.
+ */
+class TooLarge {
+  /** Entries per POST now. */
+  size: number;
+  /** Ids of entries to send trimmed. */
+  readonly trim = new Set<string>();
+
+  constructor(
+    private readonly deps: Pick<AuditShipperDeps, 'logger' | 'metrics'>,
+    private readonly cursor: AuditCursor,
+    private readonly full: number,
+  ) {
+    this.size = full;
+  }
+
+  /** The receiver answered 413 to `batch`; resolves with the wait before the next round (none). */
+  async refused(batch: AuditBatch): Promise<number> {
+    this.deps.metrics.auditExportBatches.inc({ outcome: 'too_large' });
+    if (batch.ids.length > 1) {
+      this.size = Math.max(1, Math.floor(batch.ids.length / 2));
+      this.deps.logger.info(
+        { entries: batch.ids.length, next: this.size, status: 413 },
+        'audit batch too large for the receiver; sending it in smaller batches',
+      );
+      return 0;
+    }
+    const [entry] = batch.entries;
+    const id = batch.ids[0] ?? '';
+    if (entry && !this.trim.has(id)) {
+      this.trim.add(id);
+      return 0;
+    }
+    await this.cursor.ack(batch.ids);
+    this.trim.delete(id);
+    this.deps.metrics.auditExportEntries.inc({ outcome: 'set_aside' });
+    this.deps.logger.error(
+      { id, requestId: entry?.requestId || undefined, status: 413 },
+      'audit entry set aside: the receiver refuses it even trimmed (HTTP 413); it stays in the audit log (cloudops audit)',
+    );
+    return 0;
+  }
+
+  /** `batch` was answered 2xx: trimmed entries in it are told, and batches grow back. */
+  shipped(batch: AuditBatch): void {
+    for (const id of batch.ids) {
+      if (!this.trim.delete(id)) continue;
+      this.deps.metrics.auditExportEntries.inc({ outcome: 'trimmed' });
+      this.deps.logger.warn(
+        { id, status: 413 },
+        'audit entry too large for the receiver; shipped trimmed (the full entry stays in the audit log)',
+      );
+    }
+    this.size = Math.min(this.full, this.size * 2);
+  }
+}
+
 /** A running export: `stop` lets a POST in flight finish within `budgetMs`, then cuts it (its batch stays unshipped). */
 export interface AuditShipper {
   stop(budgetMs?: number): Promise<void>;
@@ -139,14 +200,20 @@ export function startAuditShipper(
   const cut = new AbortController();
   let failures = 0;
   let groupReady = false;
+  const tooLarge = new TooLarge(deps, cursor, policy.batch);
 
   const post = async (batch: AuditBatch): Promise<Failure | undefined> => {
-    const body = batchBody(batch.entries, deps.secrets);
+    const body = batchBody(batch.entries, deps.secrets, tooLarge.trim);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': deps.userAgent,
     };
-    if (deps.secret) headers[SIGNATURE_HEADER] = signBody(deps.secret, body);
+    if (deps.secret) {
+      // Signed at each POST: a retried batch carries its own time, and a receiver refuses one captured long ago.
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      headers[TIMESTAMP_HEADER] = timestamp;
+      headers[SIGNATURE_HEADER] = signBody(deps.secret, timestamp, body);
+    }
     if (target.authorization) headers.authorization = target.authorization;
     try {
       const response = await request(target.url, {
@@ -171,9 +238,11 @@ export function startAuditShipper(
       await cursor.ensureGroup();
       groupReady = true;
     }
-    const batch = await cursor.take(policy.batch);
+    const batch = await cursor.take(tooLarge.size);
     if (batch.ids.length === 0) return policy.idleMs;
     const failure = batch.entries.length > 0 ? await post(batch) : undefined;
+    // Too large for the receiver: split, trimmed or set aside at once, never the same batch again and again.
+    if (failure && 'status' in failure && failure.status === 413) return tooLarge.refused(batch);
     if (failure) {
       deps.metrics.auditExportBatches.inc({ outcome: 'failed' });
       const retryMs = Math.min(policy.maxRetryMs, policy.firstRetryMs * 2 ** failures);
@@ -183,6 +252,7 @@ export function startAuditShipper(
     }
     await cursor.ack(batch.ids);
     if (batch.entries.length > 0) deps.metrics.auditExportBatches.inc({ outcome: 'shipped' });
+    tooLarge.shipped(batch);
     failures = 0;
     log.delivered();
     // A full batch means more may wait: go on at once.

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { proxyRefusal, proxyRefusalText } from '../config/outbound.ts';
 import type { CallOutcome, CloudOperation, TimeoutPolicy } from './calls.ts';
 import {
   type CloudApiError,
@@ -96,6 +97,15 @@ export function transportError(
   status?: number,
 ): CloudApiError {
   const codes = errorCodes(error);
+  const refused = proxyRefusal(error);
+  if (refused !== undefined && status === undefined)
+    return new CloudUnavailableError(
+      operation,
+      `The service could not be reached: ${proxyRefusalText(refused)}; nothing was sent.`,
+      {
+        cause: error,
+      },
+    );
   const notSent = codes.find((code) => NOT_SENT_CODES.has(code));
   if (notSent && status === undefined) {
     const what =

@@ -4,11 +4,12 @@
  * Nothing is changed at the provider; the key never appears in what is returned.
  */
 import { request } from 'undici';
-import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
+import { outboundDispatcher, type ProxyEnv, proxyRefusal, proxyRefusalText } from '../config/outbound.ts';
 
 /** What the probe found. `date` is the API's `Date` header, for the clock check. */
 export type CloudProbe =
-  | { reachable: false; why: string }
+  /** `proxyStatus`: a proxy refused the call with that status (407: it wants credentials), nothing reached the API. */
+  | { reachable: false; why: string; proxyStatus?: number }
   | {
       reachable: true;
       clusters: number;
@@ -56,7 +57,9 @@ export async function probeCloudApi(
     try {
       list = await read('/cloud/cluster/', false);
     } catch (error) {
-      return { reachable: false, why: `${where} could not be reached (${failureCode(error)})` };
+      const proxyStatus = proxyRefusal(error);
+      const why = `${where} could not be reached${unreachedBecause(error)}`;
+      return proxyStatus === undefined ? { reachable: false, why } : { reachable: false, why, proxyStatus };
     }
     const roundTripMs = performance.now() - sentAt;
     const date = parseDate(list.headers.date);
@@ -79,7 +82,7 @@ export async function probeCloudApi(
       return {
         ...found,
         keyAccepted: false,
-        why: `the authenticated read failed (${failureCode(error)})`,
+        why: `the authenticated read failed${unreachedBecause(error)}`,
       };
     }
     await one.body.dump().catch(() => undefined);
@@ -119,6 +122,15 @@ export function parseDate(value: string | string[] | undefined): Date | undefine
   if (text === undefined) return undefined;
   const ms = Date.parse(text);
   return Number.isNaN(ms) ? undefined : new Date(ms);
+}
+
+/**
+ * What follows "could not be reached": ` (ECONNREFUSED)`, or `: the proxy asked for authentication (HTTP 407)` when a
+ * proxy refused the call (undici's own code for that, UND_ERR_INVALID_ARG or UND_ERR_ABORTED, points elsewhere).
+ */
+export function unreachedBecause(error: unknown): string {
+  const refused = proxyRefusal(error);
+  return refused === undefined ? ` (${failureCode(error)})` : `: ${proxyRefusalText(refused)}`;
 }
 
 /** The transport failure's code (ECONNREFUSED, ENOTFOUND, a timeout), never its message. */

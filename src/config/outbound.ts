@@ -4,7 +4,7 @@
  * client (Slack Web API, Socket Mode's WebSocket, uploads, the cloud API, the OTLP export, the audit export, SSO),
  * given the values parsed here, never `process.env` behind its back, so a test or a `.env` file decides.
  */
-import { Agent, type Dispatcher, EnvHttpProxyAgent, fetch as undiciFetch } from 'undici';
+import { Agent, type Dispatcher, EnvHttpProxyAgent, Pool, fetch as undiciFetch } from 'undici';
 
 /** The three variables, as parsed by the environment schema (lower-case names win over upper-case ones). */
 export interface ProxyEnv {
@@ -27,11 +27,74 @@ export function outboundDispatcher(proxy: ProxyEnv, options: Agent.Options = {})
   if (!proxyConfigured(proxy)) return new Agent(options);
   return new EnvHttpProxyAgent({
     ...options,
+    clientFactory: tunnelClient,
     // Empty strings, not undefined: undici would otherwise read process.env itself.
     httpProxy: proxy.HTTP_PROXY ?? '',
     httpsProxy: proxy.HTTPS_PROXY ?? '',
     noProxy: proxy.NO_PROXY ?? '',
   });
+}
+
+/**
+ * The proxy answered something other than success to a CONNECT, or 407 to a forwarded request: it passed nothing on,
+ * so the call surely never reached its target and may be retried as a refused connection is.
+ */
+export class ProxyRefusedError extends Error {
+  readonly code = 'PROXY_REFUSED';
+  constructor(readonly status: number) {
+    super(`The proxy refused the call (HTTP ${status})`);
+    this.name = 'ProxyRefusedError';
+  }
+}
+
+/**
+ * undici's client to the proxy, whose tunnel refusals become a {@link ProxyRefusedError}: undici 8 reports a CONNECT
+ * answered with anything but 200 as a `RequestAbortedError` (UND_ERR_ABORTED), the same code as a call cancelled while
+ * in flight, so the status would otherwise be lost and the call reported as perhaps sent.
+ */
+function tunnelClient(origin: string | URL, options: Pool.Options): Pool {
+  const pool = new Pool(origin, options);
+  const connect = pool.connect.bind(pool) as (
+    params: Dispatcher.ConnectOptions,
+  ) => Promise<Dispatcher.ConnectData>;
+  const refusing = async (params: Dispatcher.ConnectOptions): Promise<Dispatcher.ConnectData> => {
+    const data = await connect(params);
+    if (data.statusCode === 200) return data;
+    data.socket.on('error', () => undefined).destroy();
+    throw new ProxyRefusedError(data.statusCode);
+  };
+  pool.connect = refusing as Pool['connect'];
+  return pool;
+}
+
+/**
+ * The status with which a proxy refused `error`'s call, or undefined when no proxy refused it. A tunnel's refusal is
+ * ours ({@link ProxyRefusedError}); a 407 to a forwarded plain-HTTP request undici 8 reports only as an
+ * `InvalidArgumentError` (UND_ERR_INVALID_ARG) whose message names the 407: no code or field tells it apart.
+ */
+export function proxyRefusal(error: unknown): number | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && typeof current === 'object' && current !== null; depth++) {
+    if (current instanceof ProxyRefusedError) return current.status;
+    const { code, message, cause } = current as { code?: unknown; message?: unknown; cause?: unknown };
+    if (code === 'UND_ERR_INVALID_ARG' && typeof message === 'string' && /\(407\)/.test(message)) return 407;
+    current = cause;
+  }
+  return undefined;
+}
+
+/** A proxy's refusal in words for an operator, never with its credentials. */
+export function proxyRefusalText(status: number): string {
+  return status === 407
+    ? 'the proxy asked for authentication (HTTP 407)'
+    : `the proxy refused to pass the call on (HTTP ${status})`;
+}
+
+/** What to do about a proxy's refusal (doctor's advice, a start-up line). */
+export function proxyRefusalAdvice(status: number): string {
+  return status === 407
+    ? 'check the user and password in HTTPS_PROXY / HTTP_PROXY (http://user:password@proxy:port), or NO_PROXY'
+    : 'check that the proxy in HTTPS_PROXY / HTTP_PROXY allows this host, or list it in NO_PROXY';
 }
 
 /** What `@slack/web-api`'s WebClient passes to its `fetch` option (a string body: the bot uploads through SlackApi). */

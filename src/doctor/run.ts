@@ -4,7 +4,7 @@
  */
 import { type CloudProbe, probeCloudApi } from '../cloud/probe.ts';
 import { type Env, missingForRole, missingLine } from '../config/env.ts';
-import { proxyConfigured, proxyFor } from '../config/outbound.ts';
+import { proxyConfigured, proxyFor, proxyRefusalAdvice } from '../config/outbound.ts';
 import { loadPolicy, type Policy, PolicyError, userGroupsOf } from '../config/policy.ts';
 import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
@@ -174,7 +174,9 @@ export function cloudResults(probe: CloudProbe, url: string): CheckResult[] {
       fail(
         'cloud.reachable',
         `cloud API: ${probe.why}`,
-        `check CLOUD_API_URL (the service's base URL, without /cloud/…) and the network to it`,
+        probe.proxyStatus !== undefined
+          ? proxyRefusalAdvice(probe.proxyStatus)
+          : `check CLOUD_API_URL (the service's base URL, without /cloud/…) and the network to it`,
       ),
     ];
   const reachable = ok(

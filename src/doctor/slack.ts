@@ -1,6 +1,6 @@
 import { request } from 'undici';
-import { failureCode, parseDate } from '../cloud/probe.ts';
-import { outboundDispatcher, type ProxyEnv } from '../config/outbound.ts';
+import { parseDate, unreachedBecause } from '../cloud/probe.ts';
+import { outboundDispatcher, type ProxyEnv, proxyRefusal, proxyRefusalAdvice } from '../config/outbound.ts';
 import type { Policy } from '../config/policy.ts';
 import { redactUrl } from '../config/redis-connection.ts';
 import { createLogger } from '../observability/logger.ts';
@@ -62,6 +62,12 @@ async function rawCall(
   }
 }
 
+/** The proxy's advice when a proxy refused the call, else `otherwise`. */
+function unreachedAdvice(error: unknown, otherwise: string): string {
+  const refused = proxyRefusal(error);
+  return refused === undefined ? otherwise : proxyRefusalAdvice(refused);
+}
+
 /** What the bot token check learned, for the checks that follow it. */
 export interface BotTokenFindings {
   results: CheckResult[];
@@ -86,8 +92,8 @@ export async function checkBotToken(
       results: [
         fail(
           'slack.bot-token',
-          `Slack could not be reached at ${redactUrl(apiUrl)} (${failureCode(error)})`,
-          'check the network to Slack, and SLACK_API_URL if you set it',
+          `Slack could not be reached at ${redactUrl(apiUrl)}${unreachedBecause(error)}`,
+          unreachedAdvice(error, 'check the network to Slack, and SLACK_API_URL if you set it'),
         ),
       ],
     };
@@ -151,8 +157,8 @@ export async function checkAppToken(
   } catch (error) {
     return fail(
       id,
-      `Slack could not be reached at ${redactUrl(apiUrl)} (${failureCode(error)})`,
-      'check the network to Slack',
+      `Slack could not be reached at ${redactUrl(apiUrl)}${unreachedBecause(error)}`,
+      unreachedAdvice(error, 'check the network to Slack'),
     );
   }
   if (answer.body.ok === true) return ok(id, 'SLACK_APP_TOKEN opens a Socket Mode connection');

@@ -4,53 +4,21 @@ import { closedLabel, SLACK_ERROR_LABELS } from '../observability/metrics.ts';
 import { cancelUndeliverable } from '../requests/lifecycle/run-moves.ts';
 import type { CloudRequest, ReplyEvent } from '../requests/model/types.ts';
 import type { ExecutionDeps } from './deps.ts';
+import { carries, findPosted, REPLY_EVENT_TYPE, REQUEST_EVENT_TYPE } from './posted-lookup.ts';
 import { cancelExecution, enqueueNotify, type NotifyJob, removeExpireJob, replyId } from './queues.ts';
+import {
+  MessageNotPostedError,
+  SlackRefusedError,
+  SlackRetryLaterError,
+  surelyNotPosted,
+} from './slack-errors.ts';
 import { slackFailure } from './slack-failure.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
 const EXPIRE_RECHECK_MAX_MS = 60_000;
 /** "Posted" records for thread replies outlive every retry of their job (40 attempts of at most 15 min: hours). */
 export const REPLIED_TTL_S = 3 * 24 * 3600;
-/**
- * The `event_type` of the metadata every thread reply carries, with the reply's id in `event_payload.reply_id`: a
- * reply Slack accepted before a crash is found in its thread and adopted instead of posted twice.
- */
-export const REPLY_EVENT_TYPE = 'cloudops_reply';
-/** How many pages of a thread a crashed reply is looked for in (threads of a request are a few messages long). */
-const REPLY_LOOKUP_PAGES = 5;
-
-/** Slack could not take the call now (rate limit, outage, network): the job retries later. */
-export class SlackRetryLaterError extends Error {
-  override readonly name = 'SlackRetryLaterError';
-  readonly code = 'SLACK_RETRY_LATER';
-  /** From Slack's `Retry-After`, when it sent one. */
-  readonly retryAfterMs?: number;
-
-  constructor(method: string, reason: string, options: { retryAfterMs?: number; cause?: unknown } = {}) {
-    super(`${method}: ${reason}`, { cause: options.cause });
-    this.retryAfterMs = options.retryAfterMs;
-  }
-}
-
-/** Slack refused a call for good (`not_in_channel`, `channel_not_found`, …): retrying will not change it. */
-export class SlackRefusedError extends UnrecoverableError {
-  override readonly name = 'SlackRefusedError';
-  readonly code = 'SLACK_REFUSED';
-
-  constructor(
-    method: string,
-    /** Slack's error code, e.g. `not_in_channel`. */
-    readonly error: string,
-  ) {
-    super(`${method}: ${error}`);
-  }
-}
-
-/** A report needs the request message, which is not posted yet: the job retries later. */
-export class MessageNotPostedError extends Error {
-  override readonly name = 'MessageNotPostedError';
-  readonly code = 'MESSAGE_NOT_POSTED';
-}
+export { MessageNotPostedError, SlackRefusedError, SlackRetryLaterError } from './slack-errors.ts';
 
 /** How a notify job ended, for metrics.jobs. */
 export type NotifyOutcome =
@@ -168,6 +136,19 @@ export class NotifyProcessor {
     }
     // With Sentinels: post only from a master whose replica knows the message is not posted yet.
     await this.deps.replicaAck?.confirm();
+    // A post that started before (its answer lost or late, or the process gone) may be in the channel: adopted.
+    const first = await this.records.set(
+      this.sendingKey(`message:${request.id}`),
+      '1',
+      'EX',
+      REPLIED_TTL_S,
+      'NX',
+    );
+    const found = first === 'OK' ? undefined : await this.findRequestMessage(request);
+    if (found) {
+      await this.keepMessageTs(request, found, true);
+      return 'adopted';
+    }
     const message = this.deps.renderer.requestMessage(request);
     let result: Awaited<ReturnType<typeof this.deps.slack.chat.postMessage>>;
     try {
@@ -176,21 +157,63 @@ export class NotifyProcessor {
           channel: request.channel,
           text: message.text,
           blocks: withBlocks ? message.blocks : undefined,
+          metadata: { event_type: REQUEST_EVENT_TYPE, event_payload: { request_id: request.id } },
         }),
       );
     } catch (error) {
       if (error instanceof SlackRefusedError) return this.messageRefused(request, error.error);
+      // Slack answered without posting (a 429, a 503, an error): the retry posts without looking first.
+      if (surelyNotPosted(error)) await this.records.del(this.sendingKey(`message:${request.id}`));
       throw error;
     }
     if (!result.ts) throw new SlackRetryLaterError('chat.postMessage', 'no ts in the answer');
-    // The compare-and-set write returns the stored request: if its state moved while the post was under way
-    // (more than this one write since), render it once more.
-    const ts = result.ts;
+    await this.keepMessageTs(request, result.ts, false);
+    return 'posted';
+  }
+
+  /**
+   * Stores the message's ts on the request; the message is rendered once more when the request moved since `request`
+   * was read (more than this one write), or always (`stale`: an adopted copy shows what its first post showed).
+   */
+  private async keepMessageTs(request: CloudRequest, ts: string, stale: boolean): Promise<void> {
     const write = () => this.deps.store.update(request.id, { messageTs: ts }, request);
     // Kept until a replica has it (the same value again is harmless): a lost messageTs would post a second message.
     const latest = await (this.deps.replicaAck?.durably(write) ?? write());
-    if (latest && latest.version !== request.version + 1) await this.update(latest, ts);
-    return 'posted';
+    if (latest && (stale || latest.version !== request.version + 1)) await this.update(latest, ts);
+  }
+
+  /**
+   * The ts of the request's message in its channel, posted by an earlier try whose answer never came (read with
+   * conversations.history since the request was made, by the message's metadata). Without the history scope, or
+   * when Slack refuses the read, undefined: the message is posted, and may repeat.
+   */
+  private async findRequestMessage(request: CloudRequest): Promise<string | undefined> {
+    // A minute before the request was made: the bot's clock and Slack's may differ a little.
+    const oldest = String(Math.floor(new Date(request.createdAt).getTime() / 1000) - 60);
+    try {
+      return await findPosted(
+        (cursor) =>
+          this.slackCall('conversations.history', () =>
+            this.deps.slack.conversations.history({
+              channel: request.channel,
+              oldest,
+              cursor,
+              limit: 200,
+              include_all_metadata: true,
+            }),
+          ),
+        (m) => carries(m, REQUEST_EVENT_TYPE, 'request_id', request.id),
+      );
+    } catch (error) {
+      if (!(error instanceof SlackRefusedError)) throw error;
+      this.deps.logger.warn(
+        { requestId: request.id, error: error.error },
+        error.error === 'missing_scope'
+          ? 'cannot read the channel (the app lacks channels:history / groups:history): a request message interrupted by a lost answer may repeat'
+          : 'cannot read the channel; posting the request message, which may repeat',
+      );
+      return undefined;
+    }
   }
 
   private async update(request: CloudRequest, ts: string): Promise<void> {
@@ -331,28 +354,20 @@ export class NotifyProcessor {
     ts: string,
     id: string,
   ): Promise<string | undefined> {
-    let cursor: string | undefined;
     try {
-      for (let page = 0; page < REPLY_LOOKUP_PAGES; page++) {
-        const answer = await this.slackCall('conversations.replies', () =>
-          this.deps.slack.conversations.replies({
-            channel,
-            ts,
-            cursor,
-            limit: 200,
-            include_all_metadata: true,
-          }),
-        );
-        const found = answer.messages?.find(
-          (m) =>
-            m.metadata?.event_type === REPLY_EVENT_TYPE &&
-            (m.metadata.event_payload as { reply_id?: unknown } | undefined)?.reply_id === id,
-        );
-        if (found?.ts) return found.ts;
-        cursor = answer.response_metadata?.next_cursor || undefined;
-        if (!cursor) return undefined;
-      }
-      return undefined;
+      return await findPosted(
+        (cursor) =>
+          this.slackCall('conversations.replies', () =>
+            this.deps.slack.conversations.replies({
+              channel,
+              ts,
+              cursor,
+              limit: 200,
+              include_all_metadata: true,
+            }),
+          ),
+        (m) => carries(m, REPLY_EVENT_TYPE, 'reply_id', id),
+      );
     } catch (error) {
       if (!(error instanceof SlackRefusedError)) throw error;
       this.deps.logger.warn(

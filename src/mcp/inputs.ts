@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { largestTypeable, MAX_SLUG_LENGTH, MAX_VMID } from '../rules/inputs.ts';
+import { EMPTY_REASON, largestTypeable, MAX_SLUG_LENGTH, MAX_VMID, reasonProblem } from '../rules/inputs.ts';
 import { MAX_LEASE_HOURS } from '../rules/lease.ts';
 import { CPU_CLASSES, ON_OFF, WAN_MODES } from '../rules/types.ts';
 
@@ -20,6 +20,8 @@ const reason = z
   .string()
   .min(1)
   .max(500)
+  // Kept as typed (the request's message shows it cleaned and quoted); nothing readable in it is refused.
+  .refine((typed) => reasonProblem(typed) === undefined, { message: EMPTY_REASON })
   .describe('Why: shown to the approvers in Slack and kept in the audit');
 const requestId = z
   .string()

@@ -69,8 +69,11 @@ export function scrubSecrets(text: string, secrets: readonly string[] = []): str
   for (const secret of secrets) {
     if (secret.length >= MIN_SECRET_LENGTH) out = out.split(secret).join('[redacted]');
   }
-  return out;
+  return out.replace(URL_PASSWORD, '$1[redacted]@');
 }
+
+/** The password of a URL written out (`scheme://user:password@host`): the user and host are kept, for context. */
+const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/?#]*:)[^\s@/?#]+@/gi;
 
 /** How deep `cause` chains are followed in a logged error. */
 const MAX_CAUSE_DEPTH = 3;

@@ -83,6 +83,7 @@ export interface Metrics {
   auditExportBacklog: Gauge;
   /** Audit batches POSTed to AUDIT_WEBHOOK_URL, by outcome (shipped, failed). */
   auditExportBatches: Counter<'outcome'>;
+  auditExportEntries: Counter<'outcome'>;
 }
 
 /** Creates the metrics in a fresh registry, with Node's default process metrics. */
@@ -159,7 +160,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     }),
     auditExportBatches: new Counter({
       name: 'cloudops_audit_export_batches_total',
-      help: 'Audit batches POSTed to AUDIT_WEBHOOK_URL, by outcome (shipped: answered 2xx; failed)',
+      help: 'Audit batches POSTed to AUDIT_WEBHOOK_URL, by outcome (shipped: answered 2xx; too_large: 413, split; failed)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    auditExportEntries: new Counter({
+      name: 'cloudops_audit_export_entries_total',
+      help: 'Audit entries the receiver refused as too large alone (413), by outcome (trimmed: shipped with details cut; set_aside: not shipped, kept in the audit log)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

@@ -1,5 +1,6 @@
 import type { Policy } from '../config/policy.ts';
 import { scrubSecrets } from '../observability/logger.ts';
+import { cleanReason } from '../rules/inputs.ts';
 import { LEASE_FIELDS, type LeaseReturn, leaseEnd, nextReminderAt, offerAt } from '../rules/lease.ts';
 import type { VmKnown } from '../rules/types.ts';
 import { type ApprovalPolicy, isScheduledWaiting } from './approval/approvers.ts';
@@ -236,7 +237,7 @@ export class Leases {
   async keep(request: CloudRequest, user: string, typed: string): Promise<Decision> {
     const allowed = await this.mayAct(request, user);
     if (!allowed.ok) return allowed;
-    const reason = scrubSecrets(typed, this.deps.secrets);
+    const reason = cleanReason(scrubSecrets(typed, this.deps.secrets));
     const now = this.deps.now();
     const at = now.toISOString();
     // The lease's due item comes back within a minute: a stop after the note below leaves it to announce the keep

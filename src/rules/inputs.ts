@@ -227,3 +227,28 @@ export function readTargetWords<E>(
   }
   return { target };
 }
+
+/**
+ * Characters a reason never needs and that change what it shows: Unicode's format characters (bidi controls: an RTL
+ * override reorders the text around it; zero-width spaces and joiners) and control characters (line breaks and tabs
+ * are kept).
+ */
+const INVISIBLE_IN_REASON = /(?![\n\t])[\p{Cc}\p{Cf}]/gu;
+
+/** A typed reason as it is kept and shown: without invisible characters, line breaks as `\n`, trimmed. */
+export function cleanReason(typed: string): string {
+  return typed.replace(/\r\n?/g, '\n').replace(INVISIBLE_IN_REASON, '').trim();
+}
+
+/** The field error for a reason with nothing readable in it. */
+export const EMPTY_REASON =
+  'Say why in words: this reason has only spaces, line breaks or invisible characters.';
+
+/**
+ * The problem with a typed reason, or undefined when it may be kept: something was typed (an optional reason may be
+ * left out) yet nothing readable remains once spaces, line breaks and invisible characters are taken away.
+ */
+export function reasonProblem(typed: string | undefined): string | undefined {
+  if (typed === undefined || typed === '') return undefined;
+  return cleanReason(typed) === '' ? EMPTY_REASON : undefined;
+}

@@ -158,6 +158,21 @@ export class SlackApi {
           response_metadata?: { next_cursor?: string };
         }
       >('conversations.replies', args),
+    /** A channel's top-level messages, newest first; `oldest` / `latest` are message timestamps (seconds). */
+    history: (args: {
+      channel: string;
+      oldest?: string;
+      limit?: number;
+      cursor?: string;
+      include_all_metadata?: boolean;
+    }) =>
+      this.call<
+        SlackAnswer & {
+          messages?: ThreadMessage[];
+          has_more?: boolean;
+          response_metadata?: { next_cursor?: string };
+        }
+      >('conversations.history', args),
   };
 
   /** Workflow Builder steps: completed with the token Slack gave that run (sent as the bearer, never in the body). */

@@ -4,7 +4,15 @@
  */
 import { ErrorCode, WebClient } from '@slack/web-api';
 import type { Cluster, Redis } from 'ioredis';
-import { fetchThrough, outboundDispatcher, type ProxyEnv, proxyConfigured } from '../config/outbound.ts';
+import {
+  fetchThrough,
+  outboundDispatcher,
+  type ProxyEnv,
+  proxyConfigured,
+  proxyRefusal,
+  proxyRefusalAdvice,
+  proxyRefusalText,
+} from '../config/outbound.ts';
 import { describeRedis, type RedisTarget, redactUrl } from '../config/redis-connection.ts';
 import { TOKEN_REFUSED } from '../slack-api/errors.ts';
 
@@ -184,6 +192,12 @@ export async function checkSlackToken(
         return { ok: false, why: `Slack at ${where} is rate limiting` };
       // The client's fetch failed: its own deadline (TimeoutError), or the connection (the cause's code).
       const original = (error as { original?: { name?: string; cause?: { code?: string } } }).original;
+      const refused = proxyRefusal(original);
+      if (refused !== undefined)
+        return {
+          ok: false,
+          why: `Slack at ${where} could not be reached: ${proxyRefusalText(refused)}; ${proxyRefusalAdvice(refused)}`,
+        };
       if (original?.name !== 'TimeoutError')
         return {
           ok: false,

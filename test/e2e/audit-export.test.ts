@@ -28,6 +28,7 @@ const SECRET = 'audit-export-secret-5b0e9a1c';
 interface Received {
   body: string;
   signature: string | undefined;
+  timestamp: string | undefined;
 }
 
 /** A log receiver that can be taken down (connections refused) and brought back on the same port. */
@@ -43,9 +44,11 @@ class Receiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const signature = req.headers['x-cloudops-signature'];
+        const timestamp = req.headers['x-cloudops-timestamp'];
         this.batches.push({
           body: Buffer.concat(chunks).toString(),
           signature: typeof signature === 'string' ? signature : undefined,
+          timestamp: typeof timestamp === 'string' ? timestamp : undefined,
         });
         res.writeHead(204).end();
         for (const wake of this.waiters.splice(0)) wake();
@@ -191,9 +194,10 @@ describe('the audit export through a receiver outage and a restart', { timeout: 
     await receiver.until(() => all.every((id) => receiver.entries().some((e) => e.id === id)), 90_000);
     await logged(second, 'audit export delivering again');
 
-    // Every batch is a JSON array, signed with the secret over its exact body.
+    // Every batch is a JSON array, signed with the secret over its timestamp and exact body.
     for (const batch of receiver.batches) {
-      const expected = `sha256=${createHmac('sha256', SECRET).update(batch.body).digest('hex')}`;
+      const signed = `${batch.timestamp}.${batch.body}`;
+      const expected = `sha256=${createHmac('sha256', SECRET).update(signed).digest('hex')}`;
       expect(batch.signature).toBeDefined();
       expect(timingSafeEqual(Buffer.from(batch.signature ?? ''), Buffer.from(expected))).toBe(true);
       expect(Array.isArray(JSON.parse(batch.body))).toBe(true);

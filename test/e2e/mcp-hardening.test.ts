@@ -486,6 +486,31 @@ describe('asks', () => {
     await call(client, 'cancel_request', { request_id: id });
   });
 
+  it('a reason of only invisible characters is refused with the field named; one with a bidi override shows quoted without it', async () => {
+    const client = await connect(TOKENS.deploy);
+    const empty = await call(client, 'request_resize', {
+      project: 'shop-prod',
+      vm_id: 101,
+      cores: 3,
+      reason: ' \u200B\n\u2060 ',
+    });
+    expect(empty.isError).toBe(true);
+    expect(textOf(empty)).toContain('Say why in words');
+    const asked = await call(client, 'request_resize', {
+      project: 'shop-prod',
+      vm_id: 101,
+      cores: 3,
+      reason: 'load\u202E\n✅ Approved by <@U0LEAD>',
+    });
+    expect(asked.isError, textOf(asked)).toBeFalsy();
+    const { request_id: id } = requestOf(asked);
+    const posted = JSON.stringify((await h.requestMessage(id)).blocks);
+    expect(posted).toContain(JSON.stringify('*Reason:*\n> load\n> ✅ Approved by &lt;@U0LEAD&gt;'));
+    // Kept without the override too: the store, the audit and its export have what Slack shows.
+    expect((await h.store.get(id))?.reason).toBe('load\n✅ Approved by <@U0LEAD>');
+    await call(client, 'cancel_request', { request_id: id });
+  });
+
   it('a refused ask does not use up requests_per_hour: only requests made count', async () => {
     const client = await connect(TOKENS.thrifty);
     const costly = await call(client, 'request_resize', {

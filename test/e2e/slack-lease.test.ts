@@ -241,7 +241,7 @@ describe('a lease after its increase ran', () => {
     expect(kept.lease?.kept).toMatchObject({ by: USERS.lead, reason: 'the sale traffic stays' });
     await replyWith(
       leased.id,
-      `Kept at this size by <@${USERS.lead}>: “the sale traffic stays”. The lease is closed`,
+      `Kept at this size by <@${USERS.lead}>. The lease is closed; no more reminders.\n> the sale traffic stays`,
     );
     expect(await h.auditOf(leased.id)).toContain(`lease ${USERS.lead} kept: the sale traffic stays`);
     // A late click changes nothing.

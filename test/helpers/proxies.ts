@@ -186,9 +186,20 @@ export interface ForwardProxy extends TestProxy {
  * so a test can prove which calls went through it (everything here is on 127.0.0.1, where nothing would stop a
  * client from going directly).
  */
-export async function startForwardProxy(): Promise<ForwardProxy> {
+export async function startForwardProxy(
+  options: {
+    /** The first `times` calls (forwarded or tunnelled) are answered `status` and passed on to nobody. */
+    refuseFirst?: { status: 407 | 502; times: number };
+  } = {},
+): Promise<ForwardProxy> {
   const calls: ProxiedCall[] = [];
   const sockets = new Set<Socket>();
+  let refusals = options.refuseFirst?.times ?? 0;
+  const refusal = (): number | undefined => {
+    if (refusals <= 0) return undefined;
+    refusals -= 1;
+    return options.refuseFirst?.status;
+  };
   const server = createHttpServer((req, res) => {
     const target = new URL(req.url ?? '/');
     calls.push({
@@ -197,6 +208,11 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
       target: target.href,
       proxyAuthorization: req.headers['proxy-authorization'],
     });
+    const refused = refusal();
+    if (refused !== undefined) {
+      req.resume();
+      return void res.writeHead(refused, { 'proxy-authenticate': 'Basic realm="corp"' }).end();
+    }
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
@@ -240,6 +256,9 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
       target: req.url ?? '',
       proxyAuthorization: req.headers['proxy-authorization'],
     });
+    const refused = refusal();
+    if (refused !== undefined)
+      return void client.end(`HTTP/1.1 ${refused} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     const [host, port] = (req.url ?? '').split(':');
     const upstream = connect(Number(port), host ?? '', () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -256,6 +275,60 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
     socket.on('close', () => sockets.delete(socket));
   }
   server.on('connection', track);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    calls,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A proxy that refuses everything it is asked, as one whose rules or credentials say no. */
+export interface RefusingProxy extends TestProxy {
+  /** Every call it refused, in order (nothing is passed on). */
+  readonly calls: ProxiedCall[];
+}
+
+/**
+ * Answers every request and every CONNECT with `status` (407 with a `Proxy-Authenticate` challenge, as a proxy that
+ * wants a password): nothing it is asked for reaches the target.
+ */
+export async function startRefusingProxy(status: 407 | 403 | 502): Promise<RefusingProxy> {
+  const calls: ProxiedCall[] = [];
+  const sockets = new Set<Socket>();
+  const answer = (): string => {
+    const challenge = status === 407 ? 'Proxy-Authenticate: Basic realm="corp"\r\n' : '';
+    return `HTTP/1.1 ${status} Refused\r\n${challenge}Content-Length: 0\r\nConnection: close\r\n\r\n`;
+  };
+  const server = createHttpServer((req, res) => {
+    calls.push({
+      kind: 'forward',
+      method: req.method ?? '',
+      target: req.url ?? '',
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
+    res.writeHead(status, status === 407 ? { 'proxy-authenticate': 'Basic realm="corp"' } : {});
+    res.end();
+  });
+  server.on('connect', (req, client: Socket) => {
+    calls.push({
+      kind: 'connect',
+      method: 'CONNECT',
+      target: req.url ?? '',
+      proxyAuthorization: req.headers['proxy-authorization'],
+    });
+    client.end(answer());
+  });
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,7 +8,7 @@ import { Agent } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AuditShipper, startAuditShipper } from '../../src/audit-export/shipper.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { createMetrics } from '../../src/observability/metrics.ts';
+import { createMetrics, type Metrics } from '../../src/observability/metrics.ts';
 import { AUDIT_EXPORT_GROUP } from '../../src/requests/audit/audit.ts';
 import { requestKeys } from '../../src/requests/store/keys.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
@@ -47,6 +48,7 @@ const FAST = { batch: 100, idleMs: 50, firstRetryMs: 50, maxRetryMs: 200, timeou
 let redis: Redis;
 let prefix: string;
 let log: string[];
+let metrics: Metrics;
 const open: { shipper: AuditShipper; agent: Agent; receivers: TestReceiver[] }[] = [];
 
 beforeAll(() => {
@@ -68,14 +70,12 @@ afterAll(async () => {
 async function ship(
   url: string,
   receivers: TestReceiver[],
-  written: { detail?: string; secrets?: string[] } = {},
+  written: { detail?: string; secrets?: string[]; secret?: string; more?: string[] } = {},
 ): Promise<void> {
   prefix = uniquePrefix('audit-receivers');
-  await new RequestStore(redis, { prefix }).create(
-    resizeRequest(),
-    'U0DEV',
-    written.detail ?? 'rule: one approver',
-  );
+  const store = new RequestStore(redis, { prefix });
+  await store.create(resizeRequest(), 'U0DEV', written.detail ?? 'rule: one approver');
+  for (const detail of written.more ?? []) await store.create(resizeRequest(), 'U0DEV', detail);
   log = [];
   const logger = createLogger(
     { level: 'debug' },
@@ -87,15 +87,17 @@ async function ship(
     }),
   );
   const agent = new Agent();
+  metrics = createMetrics({ defaultMetrics: false });
   const shipper = startAuditShipper(
     {
       redis,
       prefix,
       url,
       secrets: written.secrets,
+      secret: written.secret,
       dispatcher: agent,
       logger,
-      metrics: createMetrics({ defaultMetrics: false }),
+      metrics,
       userAgent: 'test',
     },
     FAST,
@@ -193,4 +195,108 @@ describe('the audit export and its receiver', { timeout: 60_000 }, () => {
     // The drip resets any idle timer; only a deadline for the whole POST lets the export go on.
     await until(async () => posts >= 2 && (await pendingCount()) === 0, 'past the dripping answer');
   });
+
+  it('a receiver answering 413: the batch is split until it fits; an entry too large alone goes trimmed', async () => {
+    const bodies: string[] = [];
+    // As a proxy or a log system with a request-size limit: anything over 1,500 bytes is refused with a 413.
+    const logs = await receiver((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        if (Buffer.byteLength(body) > 1_500) return void res.writeHead(413).end();
+        bodies.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    const huge = `reason ${'x'.repeat(20_000)}`;
+    await ship(`${logs.url}/audit`, [logs], { detail: huge, more: ['second', 'third', 'fourth', 'fifth'] });
+    await until(async () => (await pendingCount()) === 0 && bodies.length > 0, 'everything shipped');
+    const shipped = bodies.flatMap((b) => JSON.parse(b) as { id: string; details: string | null }[]);
+    const ids = await redis.xrange(requestKeys(prefix).audit, '-', '+');
+    expect(new Set(shipped.map((e) => e.id))).toEqual(new Set(ids.map(([id]) => id)));
+    const trimmed = shipped.find((e) => e.details?.startsWith('reason xxx'));
+    expect(trimmed?.details).toMatch(/ … \[trimmed: 20007 characters in all\]$/);
+    expect(log.join('')).toContain('audit entry too large for the receiver; shipped trimmed');
+    expect(await metricValue('cloudops_audit_export_entries_total', { outcome: 'trimmed' })).toBe(1);
+  });
+
+  it('an entry the receiver refuses (413) even trimmed is set aside loudly: a log line and a metric, the rest ships', async () => {
+    const bodies: string[] = [];
+    const logs = await receiver((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        // One entry is refused whatever its size: only the set-aside lets the ones behind it through.
+        if (body.includes('refused-by-receiver')) return void res.writeHead(413).end();
+        bodies.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await ship(`${logs.url}/audit`, [logs], { detail: 'refused-by-receiver', more: ['behind it'] });
+    await until(async () => (await pendingCount()) === 0 && bodies.join('').includes('behind it'), 'shipped');
+    const line = log.find((l) => l.includes('audit entry set aside'));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line ?? '{}')).toMatchObject({ level: 'error', status: 413 });
+    expect(await metricValue('cloudops_audit_export_entries_total', { outcome: 'set_aside' })).toBe(1);
+  });
+
+  it('signs the timestamp with the body (x-cloudops-timestamp), so a captured batch cannot be replayed later', async () => {
+    const got: { body: string; headers: IncomingMessage['headers'] }[] = [];
+    const logs = await receiver((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        got.push({ body, headers: req.headers });
+        res.writeHead(204).end();
+      });
+    });
+    const secret = 'audit-receivers-secret-6c2e';
+    await ship(`${logs.url}/audit`, [logs], { secret });
+    await until(() => got.length > 0, 'posted');
+    const [first] = got;
+    const timestamp = String(first?.headers['x-cloudops-timestamp']);
+    expect(timestamp).toMatch(/^\d{10}$/);
+    expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(30);
+    const expected = `sha256=${createHmac('sha256', secret).update(`${timestamp}.${first?.body}`).digest('hex')}`;
+    expect(first?.headers['x-cloudops-signature']).toBe(expected);
+  });
+
+  it('scrubs a password inside a URL typed in a reason (scheme://user:password@) from what it ships', async () => {
+    const bodies: string[] = [];
+    const logs = await receiver((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      req.on('end', () => {
+        bodies.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    const detail =
+      'see https://deploy:Hunter2-pa55@git.example.com/ops/runbook and ftp://u:p%40ss-99@files.example';
+    await ship(`${logs.url}/audit`, [logs], { detail });
+    await until(async () => (await pendingCount()) === 0 && bodies.length > 0, 'shipped');
+    const shipped = bodies.join('');
+    expect(shipped).toContain(
+      'see https://deploy:[redacted]@git.example.com/ops/runbook and ftp://u:[redacted]@files.example',
+    );
+    for (const secret of ['Hunter2', 'p%40ss-99']) expect(shipped).not.toContain(secret);
+  });
 });
+
+/** The value of a counter with `labels` in the shipper's metrics (0 when never counted). */
+async function metricValue(name: string, labels: Record<string, string>): Promise<number> {
+  const text = await metrics.registry.metrics();
+  const wanted = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(',');
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${wanted}}`));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}

@@ -471,6 +471,32 @@ describe.concurrent('cloudops audit', () => {
     expect(lines[0]).toMatch(new RegExp(`^2025-03-01T08:00:00.000Z  ${old.id}  created\\s+U0OLD$`));
   });
 
+  it('prints a typed detail with a line break, a terminal escape or a bidi override quoted and escaped, one line per entry', async () => {
+    const own = uniquePrefix('cli-audit-typed');
+    const clock = new Date('2025-05-01T08:00:00Z');
+    const store = new RequestStore(redis, { prefix: own, now: () => clock });
+    const created = await store.create(resizeRequest(), 'U0DEV', 'rule: one approver');
+    const forged = `not now\n${clock.toISOString()}  ${created.id}  approved         U0LEAD  approval 1 of 1`;
+    const typed = `${forged} \u001b[2J\u001b]0;owned\u0007 \u202Eevil\u200B "quoted"`;
+    await store.transition(created.id, { from: ['pending'], to: 'rejected', actor: 'U0LEAD', detail: typed });
+    const run = await cloudops(['audit', '--since', '2025-05-01T00:00:00Z'], {
+      ...env,
+      REDIS_URL: testRedisUrl(),
+      REDIS_PREFIX: own,
+    });
+    await deleteKeys(redis, own);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    // created, pending, rejected: no fourth line forged by the detail.
+    expect(lines).toHaveLength(3);
+    expect(lines.map((line) => line.split(/\s{2,}/)[2])).toEqual(['created', 'pending', 'rejected']);
+    expect(run.stdout).not.toMatch(/(?!\n)[\p{Cc}\p{Cf}]/u);
+    expect(lines[0]).toMatch(/ {2}rule: one approver$/);
+    const rejected = lines[2] ?? '';
+    const shown = rejected.slice(rejected.indexOf('  U0LEAD  ') + '  U0LEAD  '.length);
+    expect(JSON.parse(shown)).toBe(typed);
+  });
+
   it('says in one line when Redis cannot be reached, without the password, and refuses a bad --since', async () => {
     const down = await cloudops(['audit', '--since', '24h'], {
       ...env,

@@ -12,6 +12,7 @@ import {
   isSurelyNotApplied,
 } from '../../src/cloud/errors.ts';
 import type { ResizeBody } from '../../src/cloud/types.ts';
+import { startRefusingProxy } from '../helpers/proxies.ts';
 
 const PROJECT = '0b6f7c1e-3d2a-4c55-9a53-2f1a4e8b9c10';
 const HOUR = 3_600_000;
@@ -407,6 +408,40 @@ describe('faults: the class says whether the request could have taken effect', (
     } finally {
       await refused.close();
     }
+  });
+
+  it('a proxy refusing the tunnel (502) or asking for a password (407) → CloudUnavailableError, surely not sent', async () => {
+    for (const status of [502, 407] as const) {
+      const proxy = await startRefusingProxy(status);
+      // https: the call asks the proxy for a CONNECT tunnel; http: it hands the proxy the request by absolute URI.
+      for (const baseUrl of ['https://cloud.example.test', sim.url]) {
+        const through = new CloudApiClient({
+          baseUrl,
+          apiKey: 'k-123456',
+          timeouts: FAST_TIMEOUTS,
+          proxy: {
+            HTTPS_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+            HTTP_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+          },
+        });
+        try {
+          if (status === 502 && baseUrl === sim.url) continue; // a forwarded 502 is the service's answer, below
+          const error = await failure(through.resize(PROJECT, 102, { cores: 6 }), CloudUnavailableError);
+          const said =
+            status === 407
+              ? 'the proxy asked for authentication (HTTP 407)'
+              : 'the proxy refused to pass the call on (HTTP 502)';
+          expect(error.reason, baseUrl).toBe(`The service could not be reached: ${said}; nothing was sent.`);
+          expect(isSurelyNotApplied(error)).toBe(true);
+          expect(JSON.stringify({ reason: error.reason, message: error.message })).not.toContain('s3cret');
+        } finally {
+          await through.close();
+        }
+      }
+      expect(proxy.calls.length).toBeGreaterThan(0);
+      await proxy.close();
+    }
+    expect(sim.applied).toEqual([]);
   });
 
   it('DNS failure → CloudUnavailableError, surely not sent', async () => {

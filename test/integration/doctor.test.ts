@@ -15,7 +15,7 @@ import {
   one,
   startDoctorWorld,
 } from '../helpers/doctor.ts';
-import { startForwardProxy } from '../helpers/proxies.ts';
+import { startForwardProxy, startRefusingProxy } from '../helpers/proxies.ts';
 
 // `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global
 // setup), against the cloud simulator, the Slack stand-in and Redis servers of this file's own.
@@ -127,6 +127,29 @@ describe('cloudops doctor', () => {
       expect(direct.stdout).toMatch(/^✓ cloud API accepts CLOUD_API_KEY \[direct \(NO_PROXY\)\]$/m);
       expect(direct.stdout).toMatch(/^✓ SLACK_BOT_TOKEN works: .*\[direct \(NO_PROXY\)\]$/m);
       expect(proxy.calls.length).toBe(seen);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a proxy asking for a password: each Slack and cloud check says so, with the proxy’s advice and no password', async () => {
+    const proxy = await startRefusingProxy(407);
+    try {
+      const run = await doctor([], {
+        HTTPS_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+        HTTP_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+      });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(
+        /^✗ Slack could not be reached at \S+: the proxy asked for authentication \(HTTP 407\)/m,
+      );
+      expect(run.stdout).toMatch(
+        /^✗ cloud API: http:\/\/127\.0\.0\.1:\d+ could not be reached: the proxy asked for authentication \(HTTP 407\)/m,
+      );
+      expect(run.stdout).toContain('check the user and password in HTTPS_PROXY / HTTP_PROXY');
+      for (const wrong of ['UND_ERR', 'SLACK_API_URL', 'CLOUD_API_URL', 's3cret'])
+        expect(run.stdout + run.stderr).not.toContain(wrong);
+      expect(proxy.calls.length).toBeGreaterThan(0);
     } finally {
       await proxy.close();
     }

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CloudApiClient, FAST_TIMEOUTS } from '../../src/cloud/client.ts';
 import { ACTIONS } from '../../src/slack/blocks/request-message.ts';
 import { PROJECT } from '../fixtures/requests.ts';
+import { startForwardProxy } from '../helpers/proxies.ts';
 import { type JobsEnv, resizeOf, startJobsEnv, waitForReplies } from './jobs-env.ts';
 
 let env: JobsEnv;
@@ -39,6 +41,33 @@ describe('execution: retries only what surely did not reach the API', () => {
     expect(done.state).toBe('succeeded');
     expect(resizeCalls().map((c) => c.status)).toEqual([503, 503, expect.any(Number)]);
     expect(env.sim.applied).toHaveLength(1);
+  });
+});
+
+describe('execution: a proxy refusing the call', () => {
+  it('407 twice (nothing passed on), then through: retried as not sent, one applied change, no "outcome unknown"', async () => {
+    const proxy = await startForwardProxy({ refuseFirst: { status: 407, times: 2 } });
+    const cloud = new CloudApiClient({
+      baseUrl: env.sim.url,
+      apiKey: env.sim.apiKey,
+      timeouts: FAST_TIMEOUTS,
+      proxy: { HTTP_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}` },
+    });
+    try {
+      env.startWorkers({ cloud });
+      const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+      const done = await env.waitForState(request.id, [...FINAL]);
+      expect(done.state, JSON.stringify(done.outcomes)).toBe('succeeded');
+      expect(proxy.calls.map((c) => `${c.method} ${new URL(c.target).pathname}`)).toEqual(
+        Array(3).fill(`POST /cloud/project/${PROJECT.uuid}/vm/102/upgrade/`),
+      );
+      expect(resizeCalls()).toHaveLength(1);
+      expect(env.sim.applied).toHaveLength(1);
+      expect(JSON.stringify(done)).not.toContain('s3cret');
+    } finally {
+      await cloud.close();
+      await proxy.close();
+    }
   });
 });
 

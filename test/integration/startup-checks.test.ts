@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import { checkSlackToken, StartupError } from '../../src/startup/checks.ts';
+import { startRefusingProxy } from '../helpers/proxies.ts';
 
 // The start-up's Slack check against the Slack stand-in and a peer that never answers (the child-process tests in
 // ops-fail-fast.test.ts prove the same through `npm start`; these pin the edges a loaded machine reaches).
@@ -40,5 +41,25 @@ describe('checkSlackToken', () => {
     // The server never answers: without its deadline the check would never end.
     const check = await checkSlackToken('xoxb-startup-checks', hangingUrl, 300.4);
     expect(check).toEqual({ ok: false, why: `Slack did not answer auth.test at ${hangingUrl} within 0.3 s` });
+  });
+
+  it('says a proxy asked for authentication (forwarded or tunnelled), never its password nor undici’s code', async () => {
+    const proxy = await startRefusingProxy(407);
+    try {
+      const settings = {
+        HTTP_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+        HTTPS_PROXY: `http://ops:s3cret@127.0.0.1:${proxy.port}`,
+      };
+      for (const apiUrl of [slack.apiUrl, 'https://slack.example.test/api/']) {
+        const check = await checkSlackToken('xoxb-startup-checks', apiUrl, 2_000, undefined, settings);
+        expect(check.ok).toBe(false);
+        const why = check.ok ? '' : check.why;
+        expect(why).toContain('could not be reached: the proxy asked for authentication (HTTP 407)');
+        expect(why).toContain('check the user and password in HTTPS_PROXY / HTTP_PROXY');
+        expect(why).not.toMatch(/s3cret|UND_ERR|SLACK_API_URL/);
+      }
+    } finally {
+      await proxy.close();
+    }
   });
 });

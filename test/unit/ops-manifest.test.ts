@@ -5,6 +5,7 @@ import { Ajv } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { DESCRIBED_HERE } from '../../sim/slack/checks.ts';
 
 // The Slack reference data is kept in the repository (vendor/README.md says where it came from).
 const repo = fileURLToPath(new URL('../../', import.meta.url));
@@ -100,6 +101,8 @@ function methodsCalled(): Map<string, string[]> {
 
 /** The bot scopes a method accepts (any one of them suffices), from the reference method file. */
 function botScopesOf(method: string): string[] {
+  const described = DESCRIBED_HERE[method];
+  if (described) return described.botScopes;
   const file = readJson(join(reference, 'methods', `${method}.json`));
   const scope = file.scope as { bot?: string[] } | undefined;
   return scope?.bot ?? [];
@@ -168,6 +171,8 @@ describe('manifest.yml', () => {
 
   it('every method the source calls has a reference file, so its scope is known', () => {
     const known = new Set(readdirSync(join(reference, 'methods')).map((f) => f.replace(/\.json$/, '')));
+    // The few no copied file covers are described from Slack's documentation in the stand-in's checks.
+    for (const method of Object.keys(DESCRIBED_HERE)) known.add(method);
     const unknown = [...methodsCalled().keys()].filter((method) => !known.has(method));
     expect(unknown).toEqual([]);
   });

@@ -120,7 +120,7 @@ describe('thread replies of the approval policy', () => {
         'break_glass',
       ),
     ).toBe(
-      ':rotating_light: <@U0CTO> runs this now, during the freeze (break glass): “outage &lt;now&gt; &amp; more”',
+      ':rotating_light: <@U0CTO> runs this now, during the freeze (break glass), saying:\n> outage &lt;now&gt; &amp; more',
     );
     expect(reply(stored({ state: 'queued' }), 'unfrozen')).toBe(
       'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',

@@ -28,10 +28,25 @@ export async function auditCommand(io: CliIo, since: string | undefined, json: b
       count++;
       await write(
         io.stdout,
-        `${entry.at}  ${entry.requestId}  ${entry.state.padEnd(15)}  ${entry.actor}${entry.detail ? `  ${entry.detail}` : ''}\n`,
+        `${entry.at}  ${entry.requestId}  ${entry.state.padEnd(15)}  ${shown(entry.actor)}${entry.detail ? `  ${shown(entry.detail)}` : ''}\n`,
       );
     }
     if (count === 0) await write(io.stdout, `No audit entries since ${from.toISOString()}.\n`);
     return 0;
   });
+}
+
+/** What could forge a line or reach the terminal: control and format characters (line breaks, escapes, bidi), quotes. */
+const UNSAFE = /[\p{Cc}\p{Cf}\u2028\u2029"\\]|^\s|\s$/u;
+
+/**
+ * Typed text (a reason in a detail) as one line of the listing: as it is when it holds nothing unsafe, else as a JSON
+ * string, as `--json` prints it, with format characters (bidi overrides, zero-width) escaped as well.
+ */
+export function shown(text: string): string {
+  if (!UNSAFE.test(text)) return text;
+  return JSON.stringify(text).replace(
+    /[\p{Cf}\u007F-\u009F\u2028\u2029]/gu,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

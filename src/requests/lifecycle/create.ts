@@ -1,6 +1,7 @@
 import type { ProjectPolicy } from '../../config/policy.ts';
 import { scrubSecrets } from '../../observability/logger.ts';
 import { classifyChange } from '../../rules/change-scope.ts';
+import { cleanReason } from '../../rules/inputs.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { agentBoundRefusal } from '../approval/agent-bound.ts';
 import {
@@ -195,7 +196,8 @@ async function create(
       vmName: vm.name,
       params: fields.params,
       requester: origin.user,
-      reason: fields.reason === undefined ? undefined : scrubSecrets(fields.reason, deps.secrets),
+      reason:
+        fields.reason === undefined ? undefined : cleanReason(scrubSecrets(fields.reason, deps.secrets)),
       needsApproval,
       approvers: deps.approvals.approversFor(project),
       requiredApprovals: plan.count,

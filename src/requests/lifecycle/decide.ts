@@ -1,4 +1,5 @@
 import { scrubSecrets } from '../../observability/logger.ts';
+import { cleanReason } from '../../rules/inputs.ts';
 import { isScheduledWaiting } from '../approval/approvers.ts';
 import { refuseIfChanged } from '../approval/recheck-at-approval.ts';
 import type { Decision } from '../model/decision.ts';
@@ -85,7 +86,7 @@ export async function breakGlass(
   const { deps } = acts;
   const checked = await check(acts, request, user, 'break_glass');
   if (checked) return refuse(checked);
-  const reason = scrubSecrets(typed, deps.secrets);
+  const reason = cleanReason(scrubSecrets(typed, deps.secrets));
   const at = deps.now().toISOString();
   const queued = await deps.store.transition(
     request.id,
@@ -129,7 +130,7 @@ export async function reject(
   const { deps } = acts;
   const checked = await check(acts, request, user, 'reject');
   if (checked) return refuse(checked);
-  const reason = typed === undefined ? undefined : scrubSecrets(typed, deps.secrets);
+  const reason = typed === undefined ? undefined : cleanReason(scrubSecrets(typed, deps.secrets));
   return decide(acts, request, {
     from: ['pending'],
     to: 'rejected',

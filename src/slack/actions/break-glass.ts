@@ -1,3 +1,4 @@
+import { cleanReason, reasonProblem } from '../../rules/inputs.ts';
 import { vmLabel } from '../blocks/describe.ts';
 import { breakGlassModal, FIELDS, VIEWS } from '../blocks/modals.ts';
 import { refusalText } from '../blocks/refusals.ts';
@@ -26,8 +27,10 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
     const id = view.private_metadata;
     const errors = (message: string) =>
       ack({ response_action: 'errors', errors: { [FIELDS.breakGlassReason]: message } });
-    const reason = text(readForm(view), FIELDS.breakGlassReason)?.trim();
-    if (!reason) return void (await errors('Say why it cannot wait for the freeze to end.'));
+    const typed = text(readForm(view), FIELDS.breakGlassReason) ?? '';
+    const reason = cleanReason(typed);
+    if (!reason)
+      return void (await errors(reasonProblem(typed) ?? 'Say why it cannot wait for the freeze to end.'));
     const request = await requestForView(deps, id);
     if (request === 'unavailable') return void (await errors(TRY_AGAIN));
     if (!request) return void (await errors('This request is gone.'));

@@ -1,4 +1,5 @@
 import { findProject } from '../../config/policy.ts';
+import { cleanReason, reasonProblem } from '../../rules/inputs.ts';
 import { vmLabel } from '../blocks/describe.ts';
 import { keepModal, LEASE_ACTIONS, LEASE_FIELDS_BLOCKS, LEASE_VIEWS } from '../blocks/lease.ts';
 import { resizeModal } from '../blocks/modals.ts';
@@ -67,8 +68,9 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
   router.view(LEASE_VIEWS.keep, async ({ ack, body, view }) => {
     const errors = (message: string) =>
       ack({ response_action: 'errors', errors: { [LEASE_FIELDS_BLOCKS.keepReason]: message } });
-    const reason = text(readForm(view), LEASE_FIELDS_BLOCKS.keepReason)?.trim();
-    if (!reason) return void (await errors('Say why the temporary size stays.'));
+    const typed = text(readForm(view), LEASE_FIELDS_BLOCKS.keepReason) ?? '';
+    const reason = cleanReason(typed);
+    if (!reason) return void (await errors(reasonProblem(typed) ?? 'Say why the temporary size stays.'));
     const request = await requestForView(deps, view.private_metadata);
     if (request === 'unavailable') return void (await errors(TRY_AGAIN));
     if (!request) return void (await errors('This request is gone.'));

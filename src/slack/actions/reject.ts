@@ -1,3 +1,4 @@
+import { cleanReason, reasonProblem } from '../../rules/inputs.ts';
 import { vmLabel } from '../blocks/describe.ts';
 import { FIELDS, rejectModal, VIEWS } from '../blocks/modals.ts';
 import { refusalText } from '../blocks/refusals.ts';
@@ -26,7 +27,10 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
     const request = await requestForView(deps, id);
     if (request === 'unavailable') return void (await errors(TRY_AGAIN));
     if (!request) return void (await errors('You cannot reject this request.'));
-    const reason = text(readForm(view), FIELDS.rejectReason);
+    const typed = text(readForm(view), FIELDS.rejectReason);
+    const problem = reasonProblem(typed);
+    if (problem) return void (await errors(problem));
+    const reason = typed === undefined ? undefined : cleanReason(typed);
     // The modal may have stayed open past the request's expiry: then it expires instead of being rejected.
     const decision = await withDeadline(deps.requests.reject(request, user, reason)).catch(() => undefined);
     if (!decision) return void (await errors(TRY_AGAIN));

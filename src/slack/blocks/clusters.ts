@@ -141,7 +141,7 @@ export function clustersMessages(input: ClustersListInput): PricingMessage[] {
     },
   ];
   const text = (part: number, total: number) =>
-    `Active clusters: ${clusters.length}${cheapest.length > 0 ? `, cheapest reference VM in ${cheapest.join(', ')}` : ''}${total > 1 ? ` (part ${part}/${total})` : ''}`;
+    `Active clusters: ${clusters.length}${cheapest.length > 0 ? `, cheapest reference VM in ${cheapest.map(escapeMrkdwn).join(', ')}` : ''}${total > 1 ? ` (part ${part}/${total})` : ''}`;
   return packMessages(body, head, text);
 }
 
@@ -162,7 +162,7 @@ export function clusterDetailMessage(
   if (view.description) context.unshift(truncate(escapeMrkdwn(view.description), 1000));
   blocks.push({ type: 'context', elements: context.map((c) => mrkdwn(c)) });
   return {
-    text: `Cluster ${view.name}${view.location ? ` (${view.location})` : ''}: reference VM ${costLine(view.cost, currency)}`,
+    text: `Cluster ${escapeMrkdwn(view.name)}${view.location ? ` (${escapeMrkdwn(view.location)})` : ''}: reference VM ${costLine(view.cost, currency)}`,
     blocks,
   };
 }

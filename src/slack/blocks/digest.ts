@@ -108,7 +108,7 @@ export function digestMessages(input: DigestInput): PricingMessage[] {
   const changes = diff.hasPrevious ? diff.added.length + diff.removed.length + diff.changes.length : 0;
   const text = (part: number, total: number) =>
     `Pricing digest${total > 1 ? ` (${part}/${total})` : ''}: ${counts}, ${changes} change${changes === 1 ? '' : 's'}${
-      cheapest[0] ? `, cheapest reference VM in ${cheapest.map((c) => c.name).join(', ')}` : ''
+      cheapest[0] ? `, cheapest reference VM in ${cheapest.map((c) => escapeMrkdwn(c.name)).join(', ')}` : ''
     }`;
   return packMessages(body, head, text);
 }

@@ -23,7 +23,7 @@ function costLine(request: CloudRequest): string | undefined {
 /** One waiting request: what, how much, who asked where, until when; then the channel's own Approve / Reject. */
 function waitingBlocks(request: CloudRequest): KnownBlock[] {
   const lines = [
-    `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\``,
+    `*${verb(request)} ${escapeMrkdwn(vmLabel(request))}* · \`${request.id}\``,
     summary(request),
     costLine(request),
     `${request.agent ? 'Asked by' : 'Requested by'} ${requesterText(request)} in <#${request.channel}> ${slackDate(new Date(request.createdAt))} · expires ${slackDate(new Date(request.expiresAt))}`,
@@ -61,7 +61,7 @@ function scheduledBlock(request: CloudRequest): KnownBlock {
   return {
     type: 'section',
     text: mrkdwn(
-      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\nRuns ${slackDate(new Date(request.runAt ?? request.updatedAt))} · ${request.agent ? 'asked by' : 'requested by'} ${requesterText(request)} in <#${request.channel}>`,
+      `*${verb(request)} ${escapeMrkdwn(vmLabel(request))}* · \`${request.id}\`\n${summary(request)}\nRuns ${slackDate(new Date(request.runAt ?? request.updatedAt))} · ${request.agent ? 'asked by' : 'requested by'} ${requesterText(request)} in <#${request.channel}>`,
     ),
     accessory: {
       type: 'button',
@@ -77,7 +77,7 @@ function mineBlock(request: CloudRequest): KnownBlock {
   const block: KnownBlock = {
     type: 'section',
     text: mrkdwn(
-      `*${verb(request)} ${vmLabel(request)}* · \`${request.id}\`\n${summary(request)}\n${stateLabel(request)} · in <#${request.channel}> · ${slackDate(new Date(request.updatedAt))}`,
+      `*${verb(request)} ${escapeMrkdwn(vmLabel(request))}* · \`${request.id}\`\n${summary(request)}\n${stateLabel(request)} · in <#${request.channel}> · ${slackDate(new Date(request.updatedAt))}`,
     ),
   };
   if (request.state === 'pending') {

@@ -2,7 +2,7 @@ import type { KnownBlock, ModalView } from '@slack/types';
 import type { CloudRequest } from '../../requests/model/types.ts';
 import { leaseCost, leaseEnd, leaseTermText, sizeText } from '../../rules/lease.ts';
 import { vmLabel } from './describe.ts';
-import { dayText, escapeMrkdwn, mention, mrkdwn, plain, truncate } from './text.ts';
+import { dayText, escapeMrkdwn, mention, mrkdwn, plain, quoted, truncate } from './text.ts';
 
 /** "EUR 1.23" for a lease's cost. */
 function money(request: CloudRequest, amount: string): string {
@@ -92,7 +92,7 @@ export function leaseReply(
   switch (event) {
     case 'lease_kept':
       return {
-        text: `Kept at this size by ${mention(lease?.kept?.by ?? 'unknown')}: “${escapeMrkdwn(truncate(lease?.kept?.reason ?? '', 1000))}”. The lease is closed; no more reminders.`,
+        text: `Kept at this size by ${mention(lease?.kept?.by ?? 'unknown')}. The lease is closed; no more reminders.\n${quoted(lease?.kept?.reason ?? '')}`,
       };
     case 'lease_returned':
       return {

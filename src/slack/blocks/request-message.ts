@@ -8,10 +8,12 @@ import { leaseReply, leaseText } from './lease.ts';
 import {
   actorText,
   escapeMrkdwn,
+  inlineQuoted,
   mention,
   mentionAny,
   mrkdwn,
   plain,
+  quoted,
   requesterText,
   slackDate,
   truncate,
@@ -127,10 +129,10 @@ function whoActed(request: CloudRequest): string[] {
   if (verified) lines.push(verified);
   if (request.breakGlass)
     lines.push(
-      `Run during the freeze by ${mention(request.breakGlass.by)}: “${escapeMrkdwn(truncate(request.breakGlass.reason, 300))}”`,
+      `Run during the freeze by ${mention(request.breakGlass.by)}: ${inlineQuoted(request.breakGlass.reason)}`,
     );
   if (request.rejectedBy) {
-    const why = request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 300))}”` : '';
+    const why = request.rejectReason ? `: ${inlineQuoted(request.rejectReason)}` : '';
     lines.push(`Rejected by ${mention(request.rejectedBy)}${why}`);
   }
   if (request.cancelledBy) lines.push(`Cancelled by ${actorText(request.cancelledBy)}`);
@@ -244,13 +246,13 @@ function requestMessage(request: CloudRequest): RenderedMessage {
   if (request.reason) {
     blocks.push({
       type: 'section',
-      text: mrkdwn(`*Reason:* ${escapeMrkdwn(truncate(request.reason, 1000))}`),
+      text: mrkdwn(`*Reason:*\n${quoted(request.reason)}`),
     });
   }
   blocks.push({ type: 'context', elements: [mrkdwn(whoActed(request).join(' · '))] });
   const actions = buttons(request);
   if (actions) blocks.push(actions);
-  const text = `${title(request)}: ${stateLabel(request).replace(/^:[a-z_]+: /, '')} (request ${request.id})`;
+  const text = `${escapeMrkdwn(title(request))}: ${stateLabel(request).replace(/^:[a-z_]+: /, '')} (request ${request.id})`;
   return { text, blocks };
 }
 
@@ -294,7 +296,7 @@ function threadReply(
       };
     case 'break_glass':
       return {
-        text: `:rotating_light: ${mention(request.breakGlass?.by ?? 'unknown')} runs this now, during the freeze (break glass): “${escapeMrkdwn(truncate(request.breakGlass?.reason ?? '', 1000))}”`,
+        text: `:rotating_light: ${mention(request.breakGlass?.by ?? 'unknown')} runs this now, during the freeze (break glass), saying:\n${quoted(request.breakGlass?.reason ?? '')}`,
       };
     case 'reminder': {
       const who = stillToApprove(request);
@@ -311,7 +313,7 @@ function threadReply(
     }
     case 'rejected':
       return {
-        text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}${request.rejectReason ? `: “${escapeMrkdwn(truncate(request.rejectReason, 1000))}”` : '.'} Nothing was sent to the API.`,
+        text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}. Nothing was sent to the API.${request.rejectReason ? `\n${quoted(request.rejectReason)}` : ''}`,
       };
     case 'expired':
       return {
@@ -422,7 +424,7 @@ function messageRefused(request: CloudRequest, error: string): { text: string } 
       ? 'It was cancelled; nothing was sent to the API.'
       : 'It needs no approval and had already started: its outcome comes to you here.';
   return {
-    text: `:warning: ${title(request)} (request ${request.id}) could not be posted in <#${request.channel}>: ${why}. ${state} ${todo}`,
+    text: `:warning: ${escapeMrkdwn(title(request))} (request ${request.id}) could not be posted in <#${request.channel}>: ${why}. ${state} ${todo}`,
   };
 }
 

@@ -1,4 +1,5 @@
 /** Small text helpers for Block Kit: escaping, truncation and Slack's date formatting. */
+import { cleanReason } from '../../rules/inputs.ts';
 
 /** Escapes the three characters Slack's mrkdwn treats as markup (&, <, >). */
 export function escapeMrkdwn(text: string): string {
@@ -61,4 +62,29 @@ export function plain(text: string, max = 3000): { type: 'plain_text'; text: str
 /** A mrkdwn object, cut to Slack's 3000-character section limit. */
 export function mrkdwn(text: string, max = 3000): { type: 'mrkdwn'; text: string } {
   return { type: 'mrkdwn', text: truncate(text, max) };
+}
+
+/**
+ * Typed text (a reason) as a mrkdwn quote: every line behind `>`, escaped, without invisible characters, so nothing
+ * typed can stand as a line of the bot's own ("✅ Approved by @lead") or reorder what follows it.
+ */
+export function quoted(typed: string, max = 1000): string {
+  return truncate(cleanReason(typed), max)
+    .split('\n')
+    .map((line) => `> ${escapeMrkdwn(line)}`)
+    .join('\n');
+}
+
+/** Typed text inside a line of the bot's own: escaped, between quotes, its line breaks shown as `↵`. */
+export function inlineQuoted(typed: string, max = 300): string {
+  return `“${escapeMrkdwn(truncate(cleanReason(typed).replace(/\s*\n\s*/g, ' ↵ '), max))}”`;
+}
+
+/**
+ * Something a person typed, echoed back in an answer (an unknown word, a refused value) or an answer built around it:
+ * escaped and without invisible characters, so that `<!channel>`, a disguised link or an RTL override is shown as
+ * typed instead of acted on. Whatever the answer adds of its own (`<@…>`, `<#…>`) goes around it, never through it.
+ */
+export function typedText(text: string): string {
+  return escapeMrkdwn(cleanReason(text));
 }

@@ -16,7 +16,7 @@ export function verifyLinkMessage(
 ): { text: string; blocks: KnownBlock[] } {
   const how = verifyText(methods);
   const what = `${request.kind === 'resize' ? 'Resize' : 'Restore'} ${vmLabel(request)}`;
-  const text = `Your approval of request ${request.id} (${what}) counts once you verify it (${how}). The link works once, for you alone, for 10 minutes: ${url}`;
+  const text = `Your approval of request ${request.id} (${escapeMrkdwn(what)}) counts once you verify it (${how}). The link works once, for you alone, for 10 minutes: ${url}`;
   return {
     text,
     blocks: [

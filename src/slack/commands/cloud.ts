@@ -5,6 +5,7 @@ import { closedLabel, OTHER } from '../../observability/metrics.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { jobsBlocks } from '../blocks/jobs.ts';
 import { resizeModal, restoreModal } from '../blocks/modals.ts';
+import { truncate, typedText } from '../blocks/text.ts';
 import {
   afterWaitingAcks,
   type CommandArgs,
@@ -35,7 +36,7 @@ function resolveProject(
   if (typed === undefined) return undefined;
   const project = findProject(deps.policy, typed);
   if (!project)
-    return `Unknown project \`${typed}\`. Projects here: ${here.map((p) => `\`${p.name}\``).join(', ')}.`;
+    return `Unknown project \`${typedText(truncate(typed, 64))}\`. Projects here: ${here.map((p) => `\`${p.name}\``).join(', ')}.`;
   if (!project.channels.includes(channel)) return `Not from this channel: ${whereProjectLives(project)}`;
   return project;
 }
@@ -165,7 +166,8 @@ export function register(app: App, deps: SlackDeps): void {
       case 'help':
         return void (await slack.ack(ephemeral(helpText(words))));
       case 'error':
-        return void (await slack.ack(ephemeral(`:warning: ${parsed.message}`)));
+        // The parser's words and the typed values in them: nothing of Slack's markup is meant there.
+        return void (await slack.ack(ephemeral(`:warning: ${typedText(parsed.message)}`)));
       case 'resize':
         return resize(slack, deps, parsed);
       case 'restore':
@@ -178,7 +180,7 @@ export function register(app: App, deps: SlackDeps): void {
           const known = ['resize', 'restore', 'jobs', ...words.map((w) => w.word), 'help'];
           return void (await slack.ack(
             ephemeral(
-              `:warning: Unknown word \`${parsed.name}\`. Try one of: ${known.map((w) => `\`${w}\``).join(', ')}.`,
+              `:warning: Unknown word \`${typedText(truncate(parsed.name, 64))}\`. Try one of: ${known.map((w) => `\`${w}\``).join(', ')}.`,
             ),
           ));
         }

@@ -3,7 +3,7 @@ import type { Cluster } from '../../cloud/types.ts';
 import { type ChartOutcome, postClusterChart } from '../../jobs/digest-chart.ts';
 import { clusterViews, referenceVmView } from '../blocks/cluster-views.ts';
 import { clusterDetailMessage } from '../blocks/clusters.ts';
-import { mrkdwn, truncate } from '../blocks/text.ts';
+import { escapeMrkdwn, mrkdwn, truncate, typedText } from '../blocks/text.ts';
 import type { CommandWord } from '../deps.ts';
 import { cloudErrorText } from './cloud-error.ts';
 import type { PricingContext } from './pricing-context.ts';
@@ -44,8 +44,10 @@ async function unknownText(pricing: PricingContext, name: string): Promise<strin
     .then((list) => list.map((c) => c.name).sort())
     .catch(() => undefined);
   const listed =
-    names && names.length > 0 ? ` Active clusters: ${names.map((n) => `\`${n}\``).join(', ')}.` : '';
-  return `:warning: No active cluster is called \`${name}\`.${listed}`;
+    names && names.length > 0
+      ? ` Active clusters: ${names.map((n) => `\`${escapeMrkdwn(n)}\``).join(', ')}.`
+      : '';
+  return `:warning: No active cluster is called \`${typedText(name)}\`.${listed}`;
 }
 
 /** `/cloud cluster <name>`: one cluster with its status where known and every price, unknown fields too. */
@@ -66,7 +68,7 @@ export function clusterWord(pricing: PricingContext): CommandWord {
       if (!CLUSTER_NAME.test(name)) {
         await slack.ack({
           response_type: 'ephemeral',
-          text: `:warning: A cluster name has only letters, digits, ".", "_" and "-", not \`${truncate(name, 64)}\`.`,
+          text: `:warning: A cluster name has only letters, digits, ".", "_" and "-", not \`${typedText(truncate(name, 64))}\`.`,
         });
         return;
       }
@@ -87,7 +89,9 @@ export function clusterWord(pricing: PricingContext): CommandWord {
         );
         const extra = Object.entries(cluster.extra);
         if (extra.length > 0) {
-          const line = extra.map(([key, value]) => `${key}: ${JSON.stringify(value)}`).join(' · ');
+          const line = extra
+            .map(([key, value]) => `${escapeMrkdwn(key)}: ${escapeMrkdwn(JSON.stringify(value))}`)
+            .join(' · ');
           message.blocks.push({
             type: 'context',
             elements: [mrkdwn(truncate(`Other fields: ${line}`, 2800))],

@@ -1,5 +1,5 @@
 import { DIGEST_USAGE, parseDigestCommand } from '../../pricing/schedule-parse.ts';
-import { slackDate } from '../blocks/text.ts';
+import { slackDate, typedText } from '../blocks/text.ts';
 import { type CommandWord, StoreUnavailableError, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { PricingContext } from './pricing-context.ts';
 
@@ -15,7 +15,7 @@ export function digestWord(pricing: PricingContext): CommandWord {
     async handle({ args, slack }) {
       const parsed = parseDigestCommand(args, { minIntervalMs: pricing.minIntervalMs });
       if (parsed.action === 'error') {
-        await slack.ack({ response_type: 'ephemeral', text: `:warning: ${parsed.message}` });
+        await slack.ack({ response_type: 'ephemeral', text: `:warning: ${typedText(parsed.message)}` });
         return;
       }
       await slack.ack();

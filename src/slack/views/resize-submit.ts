@@ -2,7 +2,7 @@ import { findProject } from '../../config/policy.ts';
 import type { CloudRequest } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
-import { parseVmid, parseWholeNumber } from '../../rules/inputs.ts';
+import { cleanReason, parseVmid, parseWholeNumber, reasonProblem } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
 import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../rules/types.ts';
 import { leaseClosedText } from '../blocks/lease.ts';
@@ -149,7 +149,11 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         acceptWanTwoStep,
         now: deps.now(),
       });
-      const reason = text(form, FIELDS.reason);
+      const typedReason = text(form, FIELDS.reason);
+      const reasonError = reasonProblem(typedReason);
+      if (reasonError)
+        return void (await ack({ response_action: 'errors', errors: { [FIELDS.reason]: reasonError } }));
+      const reason = typedReason === undefined ? undefined : cleanReason(typedReason);
       const asked = leaseOf(form);
       if ('errors' in asked) return void (await ack({ response_action: 'errors', errors: asked.errors }));
       const { term } = asked;

@@ -1,6 +1,6 @@
 import { findProject } from '../../config/policy.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
-import { parseVmid } from '../../rules/inputs.ts';
+import { cleanReason, parseVmid, reasonProblem } from '../../rules/inputs.ts';
 import { checkRestore } from '../../rules/restore.ts';
 import { CONFIRM, FIELDS, VIEWS } from '../blocks/modals.ts';
 import type { SlackDeps } from '../deps.ts';
@@ -39,6 +39,11 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         autostart,
         confirmedStopped: ticked(form, FIELDS.confirm, CONFIRM.stopped),
       });
+      const typedReason = text(form, FIELDS.reason);
+      const reasonError = reasonProblem(typedReason);
+      if (reasonError)
+        return void (await ack({ response_action: 'errors', errors: { [FIELDS.reason]: reasonError } }));
+      const reason = typedReason === undefined ? undefined : cleanReason(typedReason);
       if (violations.length > 0) {
         return void (await ack({
           response_action: 'errors',
@@ -50,7 +55,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'restore request', () =>
         deps.requests.createRestore(
           { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
-          { project, vm, backupSlug, autostart, reason: text(form, FIELDS.reason) },
+          { project, vm, backupSlug, autostart, reason },
         ),
       );
     } finally {
