@@ -99,7 +99,6 @@ const functions = sources(src).flatMap(functionsOf);
  */
 const BEING_SPLIT = new Set<string>([
   'src/rules/resize.ts checkResize',
-  'src/slack/blocks/request-message.ts threadReply',
   'src/jobs/execute-worker.ts ExecuteProcessor.run',
   'src/startup/core.ts openCore',
   'src/slack/views/resize-submit.ts app.view callback',
