@@ -7,8 +7,11 @@ export interface CliIo {
   policyFileSet: boolean;
   stdout: NodeJS.WritableStream;
   now: () => Date;
-  /** CLOUDOPS_AGENT_TOKEN, for `cloudops mcp` only: a secret, kept out of `env`. */
-  agentToken?: string;
+  /**
+   * `cloudops mcp` only: CLOUDOPS_URL, CLOUDOPS_AGENT_TOKEN (a secret, kept out of `env`), and the names of the
+   * bot's own variables that are set and ignored.
+   */
+  mcp?: { url: string | undefined; token: string | undefined; ignored: string[] };
 }
 
 /** A problem to report as one line on stderr; `exitCode` says which kind (1 runtime, 2 usage). */

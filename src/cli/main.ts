@@ -11,6 +11,7 @@ import { ConfigError, loadEnv } from '../config/env.ts';
 import { PolicyError } from '../config/policy.ts';
 import { withSecretFiles } from '../config/secret-files.ts';
 import { packageVersion } from '../config/version.ts';
+import { botVariablesSet } from '../mcp/stdio-client.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
 import { PLAN_USAGE } from './usage.ts';
 
@@ -28,12 +29,12 @@ Commands:
   agents list [--json]                       the policy's agents, and which are disabled
   agents disable|enable <name>               stop an agent at once, or let it ask again (audited)
   passkeys reset <user>                      remove a Slack user's passkeys (audited)
-  mcp                                        the MCP tools over stdio, for the agent of CLOUDOPS_AGENT_TOKEN
+  mcp                                        the bot's MCP tools over stdio (CLOUDOPS_URL, CLOUDOPS_AGENT_TOKEN)
   help                                       this text
   --version                                  the version of cloudops
 
 Environment (and .env in the working directory): CLOUD_API_URL, CLOUD_API_KEY, POLICY_FILE, REDIS_URL,
-REDIS_PREFIX; doctor also the SLACK_* variables; mcp also CLOUDOPS_AGENT_TOKEN.
+REDIS_PREFIX; doctor also the SLACK_* variables; mcp only CLOUDOPS_URL, CLOUDOPS_AGENT_TOKEN and the proxy.
 Exit codes: 0 ok, 1 error, 2 usage, 3 plan refused by the rules.
 `;
 
@@ -125,8 +126,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     case 'passkeys':
       return (await import('./commands/passkeys.ts')).passkeysCommand(io, rest, json);
     case 'mcp':
-      if (rest.length > 0) throw new UsageError('mcp takes no arguments (the token is CLOUDOPS_AGENT_TOKEN)');
-      return (await import('./commands/mcp.ts')).mcpCommand(io, io.agentToken);
+      if (rest.length > 0)
+        throw new UsageError(
+          'mcp takes no arguments (the bot is CLOUDOPS_URL, the token CLOUDOPS_AGENT_TOKEN)',
+        );
+      return (await import('./commands/mcp.ts')).mcpCommand(io);
     default:
       throw new UsageError(`unknown command "${command}" (see cloudops help)`);
   }
@@ -145,21 +149,49 @@ export function errorLine(error: unknown): { line: string; code: number } {
   return { line: message.split('\n')[0] ?? 'unknown error', code: 1 };
 }
 
+/** What `cloudops mcp` reads of the environment for its env: the proxy variables (either case) and LOG_LEVEL. */
+function clientVariables(raw: Record<string, string | undefined>): Record<string, string | undefined> {
+  const names = [
+    'HTTPS_PROXY',
+    'HTTP_PROXY',
+    'NO_PROXY',
+    'https_proxy',
+    'http_proxy',
+    'no_proxy',
+    'LOG_LEVEL',
+  ];
+  return Object.fromEntries(names.map((name) => [name, raw[name]]));
+}
+
+/** `cloudops mcp`'s own variables (the token may be CLOUDOPS_AGENT_TOKEN_FILE), and the bot's that are set. */
+function mcpClientConfig(raw: Record<string, string | undefined>): NonNullable<CliIo['mcp']> {
+  const { env, problems } = withSecretFiles({
+    CLOUDOPS_AGENT_TOKEN: raw.CLOUDOPS_AGENT_TOKEN,
+    CLOUDOPS_AGENT_TOKEN_FILE: raw.CLOUDOPS_AGENT_TOKEN_FILE,
+  });
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    url: raw.CLOUDOPS_URL,
+    token: env.CLOUDOPS_AGENT_TOKEN?.trim() || undefined,
+    ignored: botVariablesSet(raw),
+  };
+}
+
 /** The process entry: parses the environment, runs the command, reports one line on failure. */
 export async function main(argv = process.argv.slice(2), rawEnv = process.env): Promise<void> {
   let code: number;
   try {
     // `.env` in the working directory, under the environment, as `npm start` reads it.
     const merged = withDotEnv(rawEnv, '.env');
-    const env = loadEnv(merged);
-    // CLOUDOPS_AGENT_TOKEN_FILE too (loadEnv has checked the secret files already: this only reads them again).
-    const secrets = withSecretFiles(merged).env;
+    const mcp = argv[0] === 'mcp';
+    // `cloudops mcp` is a client of the bot: it reads the proxy and the log level alone, never the bot's secrets.
+    const env = loadEnv(mcp ? clientVariables(merged) : merged);
     code = await runCli(argv, {
       env,
       policyFileSet: (merged.POLICY_FILE ?? '').trim() !== '',
       stdout: process.stdout,
       now: () => new Date(),
-      agentToken: secrets.CLOUDOPS_AGENT_TOKEN?.trim() || undefined,
+      mcp: mcp ? mcpClientConfig(merged) : undefined,
     });
   } catch (error) {
     const { line, code: exit } = errorLine(error);

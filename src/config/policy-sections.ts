@@ -174,6 +174,17 @@ const vmFactsSchema = z
   .strict()
   .meta(nouns('a VM', 'VMs'));
 
+/** Requests one person may make in an hour when the policy does not say. */
+export const DEFAULT_PERSON_REQUESTS_PER_HOUR = 30;
+
+const RATE = 'expected a whole number of requests per hour, from 1 to 10000';
+/** A person's hourly request limit (`requests_per_hour`, top level or per project). */
+export const personRate = z
+  .number({ message: RATE })
+  .int({ message: RATE })
+  .min(1, { message: RATE })
+  .max(10_000, { message: RATE });
+
 export const projectSchema = z
   .object({
     name: z
@@ -198,6 +209,8 @@ export const projectSchema = z
     approvals: approvalsSchema.optional(),
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
+    /** Who may ask for changes here (users and user groups); unset: anyone in the project's channels. */
+    requesters: z.array(approverId).optional(),
   })
   .strict()
   .meta(nouns('a project', 'projects'));

@@ -15,9 +15,11 @@ import {
   apiField,
   approvalsSchema,
   approverId,
+  DEFAULT_PERSON_REQUESTS_PER_HOUR,
   type FreezeWindow,
   freezeWindowSchema,
   limit,
+  personRate,
   projectSchema,
 } from './policy-sections.ts';
 
@@ -44,6 +46,8 @@ const policySchema = z
     approvals: approvalsSchema.optional(),
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
+    /** How many requests one person may make in an hour, all projects together (agents have their own limit). */
+    requests_per_hour: personRate.default(DEFAULT_PERSON_REQUESTS_PER_HOUR),
     approval_ttl_hours: z
       .number()
       .positive()
@@ -328,6 +332,11 @@ export function breakGlassOf(policy: Policy, project: ProjectPolicy): string[] {
   return project.break_glass ?? policy.break_glass ?? [];
 }
 
+/** Who may ask for changes in a project: its `requesters`; undefined when unset (anyone in its channels). */
+export function requestersOf(project: ProjectPolicy): string[] | undefined {
+  return project.requesters;
+}
+
 /** Every user group (S…) the policy names, for start-up and `cloudops policy check` to resolve. */
 export function userGroupsOf(policy: Policy): string[] {
   const ids = [
@@ -338,6 +347,7 @@ export function userGroupsOf(policy: Policy): string[] {
       ...(p.approvers ?? []),
       ...(p.approvals?.escalate_to ?? []),
       ...(p.break_glass ?? []),
+      ...(p.requesters ?? []),
     ]),
   ];
   return [...new Set(ids.filter((id) => id.startsWith('S')))];

@@ -2,7 +2,7 @@
  * `NAME_FILE` for every secret variable: a path whose content is the value, as Docker and Kubernetes mount secrets
  * (docs/configuration.md#secrets-in-files), so a secret need not sit in the environment any process listing shows.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 
 /**
  * The variables that may be given as `NAME_FILE`: every one that holds a secret, whichever part of the bot reads it
@@ -57,16 +57,28 @@ export function withSecretFiles(raw: Record<string, string | undefined>): {
 }
 
 function readSecretFile(path: string): string | { why: string } {
-  let bytes: Buffer;
+  let fd: number | undefined;
   try {
-    bytes = readFileSync(path);
+    fd = openSync(path, 'r');
+    // A device or a pipe (/dev/zero, /dev/stdin) would be read forever: a secret is a file (Docker's and
+    // Kubernetes' are, behind their symlinks), and only its first bytes past the limit are ever read.
+    if (!fstatSync(fd).isFile()) return { why: `${path} is not a regular file` };
+    const buffer = Buffer.alloc(MAX_SECRET_FILE_BYTES + 1);
+    const length = readSync(fd, buffer, 0, buffer.length, 0);
+    if (length > MAX_SECRET_FILE_BYTES)
+      return {
+        why: `${path} holds more than ${MAX_SECRET_FILE_BYTES} bytes; a secret file holds the secret alone`,
+      };
+    const text = buffer
+      .subarray(0, length)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
+    if (text.trim() === '') return { why: `${path} is empty` };
+    return text;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'error';
     return { why: `${path} could not be read (${code})` };
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
-  if (bytes.length > MAX_SECRET_FILE_BYTES)
-    return { why: `${path} holds ${bytes.length} bytes; a secret file holds the secret alone` };
-  const text = bytes.toString('utf8').replace(/\r?\n$/, '');
-  if (text.trim() === '') return { why: `${path} is empty` };
-  return text;
 }

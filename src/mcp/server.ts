@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentPolicy } from '../config/agents.ts';
 import { disabledRefusal, refusal } from './answers.ts';
 import { INPUTS, type ToolArgs } from './inputs.ts';
+import { INSTRUCTIONS } from './instructions.ts';
 import { agentTools, type Handler, type McpDeps } from './tools.ts';
 
 /** The tool names, a closed set (they alone reach logs as labels). */
@@ -12,12 +13,6 @@ export const TOOL_NAMES = Object.keys(INPUTS) as (keyof typeof INPUTS)[];
 export const READS_PER_MINUTE = 120;
 /** The tools rated as reads; asks have `requests_per_hour`, and get_request and cancel_request read one request. */
 const READ_TOOLS: ReadonlySet<string> = new Set(['list_clusters', 'get_cluster', 'list_vms', 'plan_resize']);
-
-/** What an agent reads first: how asking works here. */
-const INSTRUCTIONS =
-  'cloudops resizes and restores VMs of the cloud hosting service under the team’s rules. Plan with plan_resize ' +
-  '(nothing is created), ask with request_resize or request_restore: every request is posted in the project’s ' +
-  'Slack channel and a person approves it there. Follow a request with get_request and wait_seconds.';
 
 /** An MCP server with cloudops's tools, for one authenticated agent. */
 export function createAgentServer(deps: McpDeps, agent: AgentPolicy, version: string): McpServer {

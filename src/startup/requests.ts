@@ -1,7 +1,6 @@
 /**
  * The approval policy, the request store and the lifecycle on one Redis connection, built the same way wherever
- * requests are made or decided (the bot's core, `cloudops mcp` over stdio), so a new dependency of the lifecycle
- * reaches every surface.
+ * requests are made or decided, so a new dependency of the lifecycle reaches every surface.
  */
 
 import { createPriceCache } from '../cloud/price-cache.ts';
@@ -31,7 +30,7 @@ export function openRequests(parts: {
   metrics: Metrics;
   /** Scrubbed from what people and agents type. */
   secrets: string[];
-  /** Seals and checks decisions; absent where nothing is decided (the stdio `cloudops mcp` until it is a client). */
+  /** Seals and checks decisions (SEAL_KEY). */
   sealKeys?: SealKeys;
   /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
   userGroups?: UserGroups;
@@ -54,6 +53,8 @@ export function openRequests(parts: {
     secrets: parts.secrets,
     ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
     agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
+    // A person's requests are counted as an agent's asks are, under a name no agent can have (`:` is not allowed).
+    takeRequest: (user, perHour) => new AgentControls(redis, prefix, now).takeAsk(`person:${user}`, perHour),
   };
   return { approvals, store, vmFacts, prices, lifecycleDeps, requests: new RequestLifecycle(lifecycleDeps) };
 }

@@ -52,6 +52,12 @@ function notFound(res: ServerResponse): void {
   res.end('not found');
 }
 
+/**
+ * Strict-Transport-Security of the page when PUBLIC_URL is https: a year, for this host alone (the company's other
+ * hosts under the same domain are not the bot's to decide).
+ */
+export const HSTS = 'max-age=31536000';
+
 /** The dispatcher: true when the path is the page's (answered), false to let the server answer 404. */
 export function verifyPage(deps: VerifyPageDeps) {
   const approval = approvalRoutes();
@@ -60,7 +66,10 @@ export function verifyPage(deps: VerifyPageDeps) {
     const url = (req.url ?? '/').split('?')[0] ?? '/';
     // PUBLIC_URL's path prefix: a proxy may strip it before the bot or pass it on; the page answers both ways.
     const path = deps.root && url.startsWith(`${deps.root}/`) ? url.slice(deps.root.length) : url;
+    if (!PAGE_AREA.test(path)) return false;
     setPageRoot(res, deps.root);
+    // Behind https, a browser that has seen the page once never opens it (and its session cookie) over plain http.
+    if (deps.secure) res.setHeader('strict-transport-security', HSTS);
     let work: Promise<void> | undefined;
     if (path.startsWith('/verify-assets/') && req.method === 'GET')
       work = serveAsset(res, path.slice('/verify-assets/'.length));
@@ -71,7 +80,6 @@ export function verifyPage(deps: VerifyPageDeps) {
       const table = area === 'verify' ? approval : registration;
       const handler = area ? table[`${req.method ?? 'GET'} ${action}`] : undefined;
       if (handler) work = handler(req, res, token, deps);
-      else if (!PAGE_AREA.test(path)) return false;
       else {
         // The page's own 404, with its headers, whichever server it runs on (the health server's is JSON, no CSP).
         notFound(res);

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -543,58 +542,4 @@ describe('MCP at shutdown', () => {
     }
     // Shorter than the wait's 60 s, which would otherwise end the call with the same answer.
   }, 45_000);
-});
-
-describe('MCP over stdio: cloudops mcp', () => {
-  const stdioEnv = (token?: string) => ({
-    PATH: process.env.PATH ?? '',
-    POLICY_FILE: policyFile,
-    REDIS_URL: testRedisUrl(),
-    REDIS_PREFIX: h.prefix,
-    CLOUD_API_URL: h.sim.url,
-    CLOUD_API_KEY: h.sim.apiKey,
-    ...(token ? { CLOUDOPS_AGENT_TOKEN: token } : {}),
-  });
-
-  it('refuses to start without a known token, with one line', async () => {
-    const failed = await run(process.execPath, [join(repo, 'bin/cloudops.mjs'), 'mcp'], {
-      env: stdioEnv(newAgentToken()),
-    }).catch((error: { code: number; stderr: string }) => error);
-    expect(failed).toMatchObject({ code: 1 });
-    expect((failed as { stderr: string }).stderr.trim()).toBe(
-      'cloudops: CLOUDOPS_AGENT_TOKEN is not the token of an agent in the policy (docs/agents.md)',
-    );
-  });
-
-  it('the same flows: tools, a request named in the channel, refused to its person, approved, its outcome awaited', async () => {
-    const client = new Client({ name: 'stdio-agent', version: '1.0.0' });
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(repo, 'bin/cloudops.mjs'), 'mcp'],
-      env: stdioEnv(TOKENS.stdio),
-      stderr: 'pipe',
-    });
-    await client.connect(transport as Transport);
-    clients.push(client);
-    expect((await client.listTools()).tools).toHaveLength(8);
-    const before = (await h.requests(CHANNELS.prod)).length;
-    const plan = await call(client, 'plan_resize', { project: 'shop-prod', vm_id: 102, ram_gb: 16 });
-    expect(plan.structuredContent).toMatchObject({ allowed: true, created: false });
-    expect((await h.requests(CHANNELS.prod)).length).toBe(before);
-    const asked = requestOf(await call(client, 'request_resize', resize({ cores: undefined, ram_gb: 16 })));
-    expect(asked).toMatchObject({ state: 'pending', agent: 'stdio-agent' });
-    const message = await h.requestMessage(asked.request_id);
-    expect(JSON.stringify(message.blocks)).toContain(`Asked by agent stdio-agent for <@${USERS.dev}>`);
-    const seen = h.slack.ephemerals(CHANNELS.prod, USERS.dev).length;
-    await h.click('approve', asked.request_id, USERS.dev);
-    await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.prod, USERS.dev).length > seen);
-    const waiting = call(client, 'get_request', { request_id: asked.request_id, wait_seconds: 30 });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    await h.click('approve', asked.request_id, USERS.lead2);
-    expect(requestOf(await waiting).state).not.toBe('pending');
-    const states = await followToEnd(client, asked.request_id);
-    expect(states.at(-1)).toMatchObject({ state: 'succeeded', final: true });
-    const outside = await call(client, 'list_vms', { project: 'shop-frozen' });
-    expect(outside.isError).toBe(true);
-  });
 });

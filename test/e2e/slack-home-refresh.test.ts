@@ -76,7 +76,12 @@ describe('App Home refresh', () => {
     await homeAfter(h, USERS.lead2, 0);
     const seen = publishesFor(USERS.lead2).length;
     for (let i = 0; i < 12; i++) await submit(`resize shop-prod 101 cores=${3 + i}`, USERS.dev2);
-    const made = (await h.requests()).filter((r) => r.requester === USERS.dev2 && r.state === 'pending');
+    // Each submission is acknowledged before its request is stored: the last one may still be on its way.
+    const pending = async () =>
+      (await h.requests()).filter((r) => r.requester === USERS.dev2 && r.state === 'pending');
+    for (let tries = 0; (await pending()).length < 12 && tries < 100; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const made = await pending();
     expect(made).toHaveLength(12);
     // The last publish shows all twelve.
     await h.slack.waitFor(() => {

@@ -18,12 +18,14 @@ export const STAGING_UUID = 'a3c1e2d4-5b6f-4a7b-8c9d-0e1f2a3b4c5d';
 
 /**
  * The top of the tests' policies: the workspace, its currency, the admin as approver everywhere, approvals that wait
- * a day, and the limits. A test's policy adds its projects below it.
+ * a day, and the limits; a person's hourly requests are not what these tests are about (test/e2e/slack-requesters
+ * is), and some make dozens as one person. A test's policy adds its projects below it.
  */
 export const POLICY_HEAD = `workspace: ${TEAM}
 currency: EUR
 approvers: [${USERS.admin}]
 approval_ttl_hours: 24
+requests_per_hour: 10000
 limits: { cores: 32, ram_gb: 256, os_disk_gb: 2000 }`;
 
 /** The two VMs of shop-prod as the cloud simulator seeds them, as lines of a project's `vms:`. */

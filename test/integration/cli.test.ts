@@ -176,7 +176,7 @@ describe.concurrent('cloudops policy check and plan: verified approvals', () => 
     const run = await cloudops(['policy', 'check', file], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
-      'approvers U0ADMIN, U0LEAD; verified approvals: passkey by default, passkey or SSO for rule 1 (monthly cost difference over 10 CHF)\n',
+      "approvers U0ADMIN, U0LEAD; requesters not set: anyone in the project's channels may ask; verified approvals: passkey by default, passkey or SSO for rule 1 (monthly cost difference over 10 CHF)\n",
     );
     expect(run.stdout).toContain(
       '  warning: projects[0].approvals.verify: passkey needs PUBLIC_URL (the passkey page), which is not set;',

@@ -124,7 +124,7 @@ describe('parsePolicy', () => {
       'policy.yml:11: projects[0].clutser: unknown key, did you mean `cluster`?',
     );
     expect(failure(`${GOOD}colour: blue\n`)).toBe(
-      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, approval_ttl_hours, retention_days, limits, resize_fields, reference_vm, projects, agents',
+      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, retention_days, limits, resize_fields, reference_vm, projects, agents',
     );
   });
 
@@ -136,7 +136,7 @@ describe('parsePolicy', () => {
     expect(failure(withLine(12, '    rooms: [C0PROD]')).split('\n')).toEqual([
       'policy.yml: 2 problems:',
       '  policy.yml:9: projects[0].channels: missing: expected a list of channel ids',
-      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass',
+      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass, requesters',
     ]);
   });
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -167,9 +167,30 @@ describe('NAME_FILE', () => {
   it('a file too large to be a secret is refused unread into the environment', () => {
     const { problems, env } = withSecretFiles({ SEAL_KEY_FILE: file('big', 'a'.repeat(70_000)) });
     expect(problems).toEqual([
-      `SEAL_KEY_FILE: ${join(dir, 'big')} holds 70000 bytes; a secret file holds the secret alone`,
+      `SEAL_KEY_FILE: ${join(dir, 'big')} holds more than 65536 bytes; a secret file holds the secret alone`,
     ]);
     expect(env.SEAL_KEY).toBeUndefined();
+  });
+
+  it('a device or a directory is refused at once, never read (/dev/zero would be read forever)', () => {
+    const started = Date.now();
+    const { problems, env } = withSecretFiles({ SEAL_KEY_FILE: '/dev/zero', CLOUD_API_KEY_FILE: dir });
+    expect(problems).toEqual([
+      'CLOUD_API_KEY_FILE: '.concat(dir, ' is not a regular file'),
+      'SEAL_KEY_FILE: /dev/zero is not a regular file',
+    ]);
+    expect(env.SEAL_KEY).toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('a symlink to the secret (as Kubernetes mounts them) is followed', () => {
+    const target = file('k8s-target', `${TEST_SEAL_KEY}\n`);
+    const link = join(dir, 'k8s-link');
+    symlinkSync(target, link);
+    expect(withSecretFiles({ SEAL_KEY_FILE: link })).toEqual({
+      env: { SEAL_KEY_FILE: link, SEAL_KEY: TEST_SEAL_KEY },
+      problems: [],
+    });
   });
 
   it('a variable that is not a secret has no _FILE form', () => {

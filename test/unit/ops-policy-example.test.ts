@@ -41,6 +41,7 @@ describe('policy.example.yml', () => {
         'reference_vm',
         'resize_fields',
         'retention_days',
+        'requests_per_hour',
         'workspace',
       ].sort(),
     );
@@ -58,6 +59,7 @@ describe('policy.example.yml', () => {
       'approvals',
       'freeze',
       'break_glass',
+      'requesters',
       'vms',
     ])
       expect(projectKeys).toContain(key);

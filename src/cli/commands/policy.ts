@@ -48,12 +48,14 @@ export async function policyCheckCommand(
       cluster: p.cluster ?? null,
       channels: p.channels,
       approvers: p.approvers ?? policy.approvers,
+      requesters: p.requesters ?? null,
       approval: p.approval,
       verify: verifiedApprovals(policy, p),
       vms: p.vms.length,
     })),
     agents: policy.agents.map((a) => ({ name: a.name, verify: a.verify ?? null })),
     currency: policy.currency,
+    requestsPerHour: policy.requests_per_hour,
     limits: policy.limits,
     resizeFields: {
       cpuClass: policy.resize_fields.cpu_class?.field ?? null,
@@ -69,7 +71,7 @@ export async function policyCheckCommand(
     `${path}: OK, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
     ...policy.projects.map(
       (p) =>
-        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}${verifiedLine(policy, p)}`,
+        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}; ${requestersLine(p)}${verifiedLine(policy, p)}`,
     ),
     ...policy.agents
       .filter((a) => a.verify)
@@ -82,9 +84,17 @@ export async function policyCheckCommand(
   if (!policy.resize_fields.private_network) {
     lines.push('  Private network is not configured (resize_fields.private_network): it is never sent.');
   }
+  lines.push(`  Each person may make ${policy.requests_per_hour} requests an hour (requests_per_hour).`);
   lines.push(...warnings.map((w) => `  warning: ${w}`));
   await write(io.stdout, `${lines.join('\n')}\n`);
   return 0;
+}
+
+/** Who may ask in a project: its `requesters`, or (unset) anyone in its channels, as the bot has always let them. */
+function requestersLine(project: { requesters?: string[] }): string {
+  return project.requesters === undefined
+    ? "requesters not set: anyone in the project's channels may ask"
+    : `requesters ${project.requesters.join(', ') || 'none'}`;
 }
 
 /** Which approvals of a project must be verified: by default (the block's `verify`) and per rule. */

@@ -6,6 +6,7 @@ import {
   freezeOf,
   type Policy,
   type ProjectPolicy,
+  requestersOf,
 } from '../../config/policy.ts';
 import type { NotAllowed } from '../model/decision.ts';
 import type { CloudRequest } from '../model/types.ts';
@@ -49,6 +50,11 @@ export interface ApprovalPolicy {
   approversFor(project: ProjectPolicy): string[];
   /** How many approvals a new request needs and by which rule; its escalation and reminder. */
   planFor(project: ProjectPolicy, mode: 'required' | 'none', facts: RuleFacts): RequestApproval;
+  /**
+   * Why `user` may not ask for changes in `project` (its `requesters` do not name them, nor a group of theirs), or
+   * undefined when they may; a project without `requesters` lets anyone in its channels ask.
+   */
+  mayRequest(project: ProjectPolicy, user: string): Promise<string | undefined>;
   /** Why `count` approvals can never come together for a request by `requester`, or undefined when they can. */
   unreachable(project: ProjectPolicy, requester: string, count: number): Promise<string | undefined>;
   /** Undefined when `user` may do `act` to `request` (its state is checked by the lifecycle, not here). */
@@ -97,6 +103,11 @@ export function createApprovalPolicy(policy: Policy, groups?: UserGroups): Appro
         escalateTo: approvals.escalate_to,
         remindAfterHours: approvals.remind_after_hours,
       };
+    },
+    async mayRequest(project, user) {
+      const requesters = requestersOf(project);
+      if (requesters === undefined || (await among(requesters, user))) return undefined;
+      return `<@${user}> may not ask for changes in ${project.name}: the policy names who may (requesters), so ask one of them or an admin`;
     },
     async unreachable(project, requester, count) {
       if (count === 0) return undefined;

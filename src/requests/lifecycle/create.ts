@@ -33,6 +33,7 @@ import {
   HOUR_MS,
   type LifecycleDeps,
   type Origin,
+  RequesterRefusedError,
 } from './types.ts';
 
 /** The escalation comes at this share of the approval TTL (docs/policy.md#approval-policies: 75 %). */
@@ -157,7 +158,7 @@ function approvalFor(
   return { ...own, ...withIncreaseVerify(own, increase) };
 }
 
-/** Stores a checked request, has its message posted, and queues it at once when no approval is needed. */
+/** Who asks is checked (requesters, requests_per_hour), then the request is stored (`storeRequest`). */
 async function create(
   acts: Acts,
   origin: Origin,
@@ -176,9 +177,45 @@ async function create(
   },
 ): Promise<CloudRequest> {
   const { deps } = acts;
+  // A person (an agent is limited by its own entry, at the MCP surface) asks where the policy lets them.
+  if (!origin.agent) {
+    const refused = await deps.approvals.mayRequest(project, origin.user);
+    if (refused) throw new RequesterRefusedError(`Not requested: ${refused}.`);
+  }
   const plan = approvalFor(deps, origin, project, fields.mode, fields.facts, fields.increase);
   const unreachable = await deps.approvals.unreachable(project, origin.user, plan.count);
   if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
+  const taken = origin.agent ? undefined : await takePersonRequest(deps, origin.user);
+  try {
+    return await storeRequest(acts, origin, project, vm, fields, plan);
+  } catch (error) {
+    // Only requests made count: one that could not be stored gives its place back.
+    await taken?.release().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Counts a person's request against the policy's `requests_per_hour`; refused with when they may ask again. */
+async function takePersonRequest(deps: LifecycleDeps, user: string) {
+  if (!deps.takeRequest) return undefined;
+  const perHour = deps.policy.requests_per_hour;
+  const taken = await deps.takeRequest(user, perHour);
+  if (taken.ok) return taken;
+  throw new RequesterRefusedError(
+    `Not requested: <@${user}> made ${perHour} requests in the last hour (the policy's requests_per_hour); you may ask again at ${taken.retryAt.toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
+  );
+}
+
+/** Stores a request the checks let through, has its message posted, and queues it at once when no approval is needed. */
+async function storeRequest(
+  acts: Acts,
+  origin: Origin,
+  project: ProjectPolicy,
+  vm: VmKnown,
+  fields: Parameters<typeof create>[4],
+  plan: RequestApproval,
+): Promise<CloudRequest> {
+  const { deps } = acts;
   const needsApproval = plan.count > 0;
   const now = deps.now();
   const expiresFrom = fields.runAt && fields.runAt > now ? fields.runAt : now;

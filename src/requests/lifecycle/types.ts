@@ -70,6 +70,15 @@ export class ApprovalUnreachableError extends Error {
   readonly code = 'APPROVAL_UNREACHABLE';
 }
 
+/**
+ * A person asked where the policy does not let them (`requesters`), or past their `requests_per_hour`. Nothing was
+ * stored.
+ */
+export class RequesterRefusedError extends Error {
+  override readonly name = 'RequesterRefusedError';
+  readonly code = 'REQUESTER_REFUSED';
+}
+
 /** An agent asked for more than its `max_monthly_delta` allows (or a cost nobody can tell). Nothing was stored. */
 export class AgentLimitError extends Error {
   override readonly name = 'AgentLimitError';
@@ -99,6 +108,14 @@ export interface LifecycleDeps {
   secrets?: readonly string[];
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
+  /**
+   * Counts one request of person `user` against `perHour` (the policy's `requests_per_hour`), as an agent's asks are
+   * counted; refused with the time they may ask again. Absent: people are not limited.
+   */
+  takeRequest?: (
+    user: string,
+    perHour: number,
+  ) => Promise<{ ok: true; release(): Promise<void> } | { ok: false; retryAt: Date }>;
   /** SEAL_KEY's keys: the decisions that let a request run are sealed and checked with them. */
   sealKeys?: SealKeys;
 }

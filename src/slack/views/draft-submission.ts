@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ViewOutput } from '@slack/bolt';
 import type { ProjectPolicy } from '../../config/policy.ts';
-import { ApprovalUnreachableError } from '../../requests/lifecycle/types.ts';
+import { ApprovalUnreachableError, RequesterRefusedError } from '../../requests/lifecycle/types.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
 import { FIELDS } from '../blocks/modals.ts';
@@ -112,8 +112,9 @@ export async function storeFromDraft(
   try {
     await store();
   } catch (error) {
-    if (error instanceof ApprovalUnreachableError) {
-      // Refused when made (its approvals could never come together): the form is done, the requester told why.
+    if (error instanceof ApprovalUnreachableError || error instanceof RequesterRefusedError) {
+      // Refused when made (its approvals could never come together, or the policy does not let this person ask
+      // now): the form is done, the requester told why.
       await deps.drafts.take(draft.id).catch(() => undefined);
       await deps.slack.chat
         .postEphemeral({ channel: draft.channel, user, text: `:no_entry: ${error.message}` })
