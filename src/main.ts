@@ -12,6 +12,7 @@ import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './c
 import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
 import { urlCredentials } from './config/redis-connection.ts';
 import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
+import { unmetTicketLine } from './config/ticket-env.ts';
 import { unmetVerifyLine } from './config/verification-uses.ts';
 import { packageVersion } from './config/version.ts';
 import {
@@ -138,6 +139,9 @@ function secretsOf(env: Env): string[] {
     env.SLACK_SIGNING_SECRET,
     env.CLOUD_API_KEY,
     env.AUDIT_WEBHOOK_SECRET,
+    env.JIRA_API_TOKEN,
+    env.JIRA_TOKEN,
+    env.SERVICENOW_PASSWORD,
     env.OIDC_CLIENT_SECRET,
     env.SEAL_KEY,
     env.SEAL_KEY_PREVIOUS,
@@ -286,6 +290,8 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
         ? await unmetVerifyLine(env, policy, env.POLICY_FILE)
         : undefined;
     if (unmet) return fail(unmet);
+    const noTickets = await unmetTicketLine(env, policy, env.POLICY_FILE);
+    if (noTickets) return fail(noTickets);
   } catch (error) {
     if (error instanceof ConfigError || error instanceof PolicyError || error instanceof SealKeyError)
       return fail(error.message);

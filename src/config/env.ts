@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sealKeyProblem } from './seal-keys.ts';
 import { withSecretFiles } from './secret-files.ts';
+import { ticketProblems } from './ticket-variables.ts';
 import { TRACING_ENV_SHAPE, TracingConfigError, tracingConfig } from './tracing-env.ts';
 
 /** A whole cloud API call's deadline unless configured (`CLOUD_API_DEADLINE_MS`; docs/operations.md#deadlines). */
@@ -39,6 +40,10 @@ const browserUrl = (what: string) =>
       { message: `expected ${what}` },
     )
     .transform((v) => v.replace(/\/+$/, ''));
+
+/** A ticket system's base URL: https (http only on this machine, for trials: its credentials go with every call). */
+const ticketUrl = (what: string) =>
+  browserUrl(`${what} (https; http only on localhost, since the credentials go with every call)`);
 
 const port = z.coerce
   .number({ message: 'expected a port number' })
@@ -161,6 +166,17 @@ const envSchema = z.object({
     .string()
     .min(16, { message: 'expected at least 16 characters, e.g. from openssl rand -hex 32' })
     .optional(),
+  /** Jira for change tickets (docs/configuration.md#change-tickets): the site, e.g. https://example.atlassian.net. */
+  JIRA_URL: ticketUrl('the Jira site, e.g. https://example.atlassian.net').optional(),
+  /** Jira Cloud: the account's email and an API token (Basic, REST API v3). */
+  JIRA_EMAIL: z.string().min(3).max(320).optional(),
+  JIRA_API_TOKEN: z.string().min(1, { message: 'expected a non-empty API token' }).optional(),
+  /** Jira Data Center: a personal access token (Bearer, REST API v2). */
+  JIRA_TOKEN: z.string().min(1, { message: 'expected a non-empty personal access token' }).optional(),
+  /** ServiceNow for change tickets: the instance, e.g. https://example.service-now.com. */
+  SERVICENOW_URL: ticketUrl('the instance, e.g. https://example.service-now.com').optional(),
+  SERVICENOW_USER: z.string().min(1).max(320).optional(),
+  SERVICENOW_PASSWORD: z.string().min(1, { message: 'expected a non-empty password' }).optional(),
   /**
    * Where approvers' browsers reach the web role for verified approvals (docs/policy.md#verified-approvals), without
    * a trailing slash; the SSO redirect URI is `${PUBLIC_URL}/auth/callback`.
@@ -378,6 +394,7 @@ function ssoAndSealProblems(data: Env): string[] {
     problems.push(
       'OIDC_ISSUER: set without PUBLIC_URL; the provider sends approvers back to PUBLIC_URL/auth/callback',
     );
+  problems.push(...ticketProblems(data));
   if (data.SEAL_KEY_PREVIOUS !== undefined && data.SEAL_KEY === undefined)
     problems.push(
       'SEAL_KEY_PREVIOUS: set without SEAL_KEY; the previous key only checks seals, so give the current one as SEAL_KEY',

@@ -185,6 +185,47 @@ export const personRate = z
   .min(1, { message: RATE })
   .max(10_000, { message: RATE });
 
+/** The change-ticket systems the policy may name (docs/policy.md#change-tickets). */
+export const TICKET_SYSTEM_NAMES = ['jira', 'servicenow'] as const;
+
+/**
+ * `change_ticket:` at the top (the default) or in a project: which system, whether a ticket is required, for which
+ * kinds of change, and the states (display names) a ticket must be in. `projects` (Jira only) lists the Jira
+ * project keys a ticket may belong to, so a ticket of an unrelated project cannot stand in for this one.
+ */
+export const changeTicketSchema = z
+  .object({
+    system: z.enum(TICKET_SYSTEM_NAMES, {
+      message: `expected a ticket system: ${TICKET_SYSTEM_NAMES.join(', ')}`,
+    }),
+    required: z.boolean().default(true),
+    for: z
+      .array(z.enum(APPROVAL_KINDS, { message: `expected a kind: ${APPROVAL_KINDS.join(', ')}` }))
+      .min(1, { message: 'expected at least one kind' })
+      .default([...APPROVAL_KINDS]),
+    states: z
+      .array(z.string().trim().min(1).max(100).meta(nouns('a state name', 'state names')))
+      .min(1, { message: 'expected at least one state name, e.g. [Approved] or [Scheduled, Implement]' }),
+    projects: z
+      .array(
+        z
+          .string()
+          .regex(/^[A-Z][A-Z0-9_]{0,49}$/, { message: 'expected a Jira project key such as OPS' })
+          .meta(nouns('a Jira project key', 'Jira project keys')),
+      )
+      .min(1)
+      .optional(),
+  })
+  .strict()
+  .superRefine((ticket, ctx) => {
+    if (ticket.projects && ticket.system !== 'jira')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['projects'],
+        message: 'projects names Jira project keys; it is for system: jira only',
+      });
+  });
+
 export const projectSchema = z
   .object({
     name: z
@@ -211,6 +252,7 @@ export const projectSchema = z
     break_glass: z.array(approverId).optional(),
     /** Who may ask for changes here (users and user groups); unset: anyone in the project's channels. */
     requesters: z.array(approverId).optional(),
+    change_ticket: changeTicketSchema.optional(),
   })
   .strict()
   .meta(nouns('a project', 'projects'));
@@ -226,6 +268,9 @@ export const apiField = <T extends readonly [string, ...string[]]>(classes: T) =
       }),
     })
     .strict();
+
+export type ChangeTicketPolicy = z.infer<typeof changeTicketSchema>;
+export type TicketSystemId = (typeof TICKET_SYSTEM_NAMES)[number];
 
 export type ApprovalMode = z.infer<typeof approvalMode>;
 export type ApprovalsPolicy = z.infer<typeof approvalsSchema>;

@@ -15,12 +15,15 @@ import {
   apiField,
   approvalsSchema,
   approverId,
+  type ChangeTicketPolicy,
+  changeTicketSchema,
   DEFAULT_PERSON_REQUESTS_PER_HOUR,
   type FreezeWindow,
   freezeWindowSchema,
   limit,
   personRate,
   projectSchema,
+  type TicketSystemId,
 } from './policy-sections.ts';
 
 export {
@@ -31,7 +34,10 @@ export {
   type ApprovalsPolicy,
   CHANGE_NAMES,
   type ChangeName,
+  type ChangeTicketPolicy,
   type FreezeWindow,
+  TICKET_SYSTEM_NAMES,
+  type TicketSystemId,
   type Weekday,
 } from './policy-sections.ts';
 
@@ -90,6 +96,8 @@ const policySchema = z
     projects: z.array(projectSchema).default([]),
     /** AI agents that may ask through MCP (docs/agents.md). */
     agents: agentsSchema,
+    /** The default change-ticket rule (docs/policy.md#change-tickets); a project's own replaces it. */
+    change_ticket: changeTicketSchema.optional(),
   })
   .strict()
   // Run even when some values have the wrong type, so one `policy check` lists everything: the checks skip what is
@@ -335,6 +343,19 @@ export function breakGlassOf(policy: Policy, project: ProjectPolicy): string[] {
 /** Who may ask for changes in a project: its `requesters`; undefined when unset (anyone in its channels). */
 export function requestersOf(project: ProjectPolicy): string[] | undefined {
   return project.requesters;
+}
+
+/** The change-ticket rule of a project: its own, else the top-level one; undefined: no ticket is asked for. */
+export function changeTicketOf(policy: Policy, project: ProjectPolicy): ChangeTicketPolicy | undefined {
+  return project.change_ticket ?? policy.change_ticket;
+}
+
+/** The ticket systems the policy names anywhere, for start-up and doctor to check they are configured. */
+export function ticketSystemsOf(policy: Policy): TicketSystemId[] {
+  const named = [policy.change_ticket, ...policy.projects.map((p) => p.change_ticket)].flatMap((t) =>
+    t ? [t.system] : [],
+  );
+  return [...new Set(named)];
 }
 
 /** Every user group (S…) the policy names, for start-up and `cloudops policy check` to resolve. */

@@ -13,6 +13,7 @@ import { checkOidcClient } from './oidc-client.ts';
 import { checkRedis } from './redis.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
 import { checkAppToken, checkBotToken, checkChannels, checkUserGroups, SLACK_CHECK_MS } from './slack.ts';
+import { checkTickets } from './tickets.ts';
 import {
   checkApproverEmail,
   checkOidcDiscovery,
@@ -59,17 +60,19 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     );
   }
 
-  const [redis, slack, cloud, verify] = await Promise.all([
+  const [redis, slack, cloud, verify, tickets] = await Promise.all([
     checkRedis(redisTarget(env)),
     checkSlack(env, policy),
     checkCloud(env),
     checkVerify(env, policy),
+    checkTickets(env, policy),
   ]);
   results.push(
     ...redis,
     ...slack.results.map(through(env, env.SLACK_API_URL)),
     ...cloud.results.map(through(env, env.CLOUD_API_URL)),
     ...verify,
+    ...tickets.map(({ check, url }) => through(env, url)(check)),
   );
   results.push(
     checkClock([

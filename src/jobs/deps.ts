@@ -9,6 +9,7 @@ import type { CloudRequest } from '../requests/model/types.ts';
 import type { RequestStore } from '../requests/store/store.ts';
 import type { VmFactsStore } from '../requests/vm-facts.ts';
 import type { SlackApi } from '../slack-api/client.ts';
+import type { TicketDesk } from '../tickets/desk.ts';
 import type { Queues } from './queues.ts';
 import type { RequestRenderer } from './renderers.ts';
 import type { ReplicaAck } from './replica-ack.ts';
@@ -56,6 +57,10 @@ export interface ExecutionDeps {
    * connection the store, markers and records of the workers use). Absent or disabled: no waiting.
    */
   replicaAck?: ReplicaAck;
+  /** The change-ticket systems: a request's ticket is read again before its POST and noted after its run. */
+  tickets?: TicketDesk;
+  /** How long a run its change ticket holds waits before it looks again; default TICKET_RETRY_MS (60 s). */
+  ticketRetryMs?: number;
   /** Jobs run at once per process; different VMs run in parallel. */
   concurrency?: { execute: number; notify: number };
   /** Whether the agent of this name is disabled now (`cloudops agents disable`): its work is not sent then. */

@@ -4,6 +4,7 @@ import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/e
 import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
 import {
   beforeSend,
+  holdForTicket,
   recordStep,
   requeueNotSent,
   settleEnded,
@@ -12,6 +13,7 @@ import {
 } from '../requests/lifecycle/run-moves.ts';
 import { lockAndStart } from '../requests/lifecycle/run-start.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/model/types.ts';
+import { TicketHoldError } from '../requests/tickets.ts';
 import { knownForRequest, type RecordedVmFacts, type VmFactsWrite } from '../requests/vm-facts.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
@@ -87,6 +89,13 @@ export class ExecuteProcessor {
     try {
       return await this.run(job, taken.request, vm, held, taken.recorded, taken.started);
     } catch (error) {
+      if (error instanceof TicketHoldError) {
+        await job.moveToDelayed(
+          Date.now() + Math.max(0, error.at.getTime() - this.deps.now().getTime()),
+          token,
+        );
+        throw new DelayedError();
+      }
       if (!(error instanceof LockLostError || error instanceof NotReplicatedError)) throw error;
       // Nothing was sent and no marker left: the next run continues from the same step.
       await job.moveToDelayed(Date.now() + this.lockPolicy.waitMs, token);
@@ -125,7 +134,9 @@ export class ExecuteProcessor {
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (started) {
-      const refused = await beforeSend(this.deps, request, known);
+      const refused = await beforeSend(this.deps, request, known).catch((error: unknown) =>
+        this.heldByTicket(request, error),
+      );
       const first = stepsOf(request)[request.nextStep];
       if (refused || (first && typeof this.bodyOf(first) === 'string')) {
         // Nothing is sent: the marker the script set goes, so it guards no step that never left.
@@ -337,6 +348,17 @@ export class ExecuteProcessor {
   /** Message sync and thread reply, as one notify job (its reply is posted at most once). */
   private async announce(request: CloudRequest, event: ReplyEvent, step?: number): Promise<void> {
     await enqueueNotify(this.deps.queues, { type: 'report', requestId: request.id, event, step });
+    if (request.ticket && ['succeeded', 'refused', 'unknown'].includes(event))
+      await enqueueNotify(this.deps.queues, { type: 'ticket-note', requestId: request.id });
+  }
+
+  /** A started run its change ticket holds goes back to queued, its first marker cleared; the job then waits. */
+  private async heldByTicket(request: CloudRequest, error: unknown): Promise<never> {
+    if (error instanceof TicketHoldError) {
+      await this.markers.clear(request.id, request.nextStep);
+      await holdForTicket(this.deps, request, error);
+    }
+    throw error;
   }
 
   private async reannounce(request: CloudRequest): Promise<void> {

@@ -13,6 +13,7 @@ import {
   surelyNotPosted,
 } from './slack-errors.ts';
 import { slackFailure } from './slack-failure.ts';
+import { noteOnTicket } from './ticket-gate.ts';
 
 /** A pending request's expiry is re-checked at least this often, so a moved clock (tests, demo) is noticed. */
 const EXPIRE_RECHECK_MAX_MS = 60_000;
@@ -30,6 +31,7 @@ export type NotifyOutcome =
   | 'adopted'
   | 'expired'
   | 'skipped'
+  | 'noted'
   | 'missing';
 
 /**
@@ -72,7 +74,8 @@ export class NotifyProcessor {
     if (!request) return 'missing';
     // Every change of a request reaches this worker as a report of it (the expire job's waiting rounds are none). The
     // follow-ups run beside the report, so their Redis writes share its round trips; they never fail it.
-    const followUp = data.type === 'expire' ? undefined : this.followUp(request);
+    const followUp =
+      data.type === 'expire' || data.type === 'ticket-note' ? undefined : this.followUp(request);
     try {
       return await this.handle(job, request, replied > 0, token);
     } finally {
@@ -108,6 +111,8 @@ export class NotifyProcessor {
         return this.expire(job, request, token);
       case 'dm':
         return this.directMessage(data);
+      case 'ticket-note':
+        return (await noteOnTicket(this.deps, request)) === 'noted' ? 'noted' : 'skipped';
     }
   }
 

@@ -68,6 +68,8 @@ export type NotifyJob =
   | { type: 'post-request' | 'sync-message' | 'expire'; requestId: string }
   | { type: 'thread-reply'; requestId: string; event: ReplyEvent; step?: number }
   | { type: 'report'; requestId: string; event: ReplyEvent; step?: number }
+  /** The run's outcome on the request's change ticket (jobs/ticket-gate.ts). */
+  | { type: 'ticket-note'; requestId: string }
   /** A direct message to a person that is about no request (a passkey registered for them); `id` makes it once. */
   | { type: 'dm'; user: string; text: string; id: string };
 
@@ -141,6 +143,7 @@ export function notifyJobId(job: NotifyJob): string | undefined {
   switch (job.type) {
     case 'post-request':
     case 'expire':
+    case 'ticket-note':
       return [job.type, job.requestId].join(ID_SEPARATOR);
     // A report carries the same reply as a `thread-reply` job of an earlier version: one id, so only one of them is
     // ever queued.

@@ -4,6 +4,7 @@ import type { AgentPolicy } from '../config/agents.ts';
 import { AgentLimitError, ApprovalUnreachableError } from '../requests/lifecycle/types.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/model/types.ts';
 import type { RequestStore } from '../requests/store/store.ts';
+import { TicketError } from '../tickets/errors.ts';
 import type { AgentControls, AskClaim } from './agent-state.ts';
 import { answer, refusal, requestText, requestView } from './answers.ts';
 
@@ -98,6 +99,7 @@ export function askOnceFor(
       await Promise.all([taken.release(), ...claims.map((c) => c.dropped())]);
       if (error instanceof ApprovalUnreachableError || error instanceof AgentLimitError)
         return refusal(error.message);
+      if (error instanceof TicketError) return refusal(`Not requested: ${error.reason}`);
       throw error;
     }
     await Promise.all(claims.map((c) => c.made(request.id)));

@@ -38,6 +38,16 @@ const idempotencyKey = z
     'Any string of yours naming this ask: asked again with the same key (a retry), it answers with the request it made instead of making another (for a day)',
   );
 
+const ticket = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, {
+    message: 'expected a Jira key such as OPS-123 or a ServiceNow number such as CHG0030001',
+  })
+  .optional()
+  .describe(
+    'The change ticket (a Jira issue key or a ServiceNow change number) where the project’s policy asks for one: checked with the ticket system before anything is requested',
+  );
+
 /** What a resize asks for, as `/cloud resize` takes it. */
 const resizeTarget = {
   project,
@@ -71,7 +81,7 @@ export const INPUTS = {
   get_cluster: { name: z.string().min(1).max(100).describe('The cluster name, as list_clusters shows it') },
   list_vms: { project },
   plan_resize: resizeTarget,
-  request_resize: { ...resizeTarget, reason, idempotency_key: idempotencyKey },
+  request_resize: { ...resizeTarget, reason, ticket, idempotency_key: idempotencyKey },
   request_restore: {
     project,
     vm_id: vmId,
@@ -84,6 +94,7 @@ export const INPUTS = {
     autostart: z.boolean().default(false).describe('Start the VM after the restore (not for HA VMs)'),
     vm_stopped: z.boolean().describe('The VM is stopped: a restore overwrites its disk and needs it stopped'),
     reason,
+    ticket,
     idempotency_key: idempotencyKey,
   },
   get_request: {

@@ -12,6 +12,7 @@ import type { CheckedResize, Origin } from '../requests/lifecycle/types.ts';
 import { type CloudRequest, FINAL_STATES } from '../requests/model/types.ts';
 import { checkResizeUnder } from '../requests/resize-check.ts';
 import type { RequestStore } from '../requests/store/store.ts';
+import { resizeKinds } from '../requests/tickets.ts';
 import { knownVm, type VmFactsStore } from '../requests/vm-facts.ts';
 import { approvalKind, classifyChange, scopeRefusal } from '../rules/change-scope.ts';
 import { checkLease } from '../rules/lease.ts';
@@ -284,9 +285,11 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
         steps: resize.check.steps,
         for_hours: args.for_hours,
       };
-      return askOnce(change, args.idempotency_key, () =>
-        deps.requests.createResize(origin(project), { ...resize, reason: args.reason }),
-      );
+      return askOnce({ ...change, ticket: args.ticket }, args.idempotency_key, async () => {
+        const kinds = resizeKinds(resize.vm, resize.target);
+        const ticket = await deps.requests.checkTicket(project, kinds, args.ticket);
+        return deps.requests.createResize(origin(project), { ...resize, reason: args.reason, ticket });
+      });
     },
     async request_restore(args) {
       const project = projectFor(args.project);
@@ -310,16 +313,19 @@ export function agentTools(deps: McpDeps, agent: AgentPolicy): { [K in keyof typ
         vm_id: args.vm_id,
         backup: args.backup,
         autostart: args.autostart,
+        ticket: args.ticket,
       };
-      return askOnce(change, args.idempotency_key, () =>
-        deps.requests.createRestore(origin(project), {
+      return askOnce(change, args.idempotency_key, async () => {
+        const ticket = await deps.requests.checkTicket(project, ['restore'], args.ticket);
+        return deps.requests.createRestore(origin(project), {
           project,
           vm,
           backupSlug: args.backup,
           autostart: args.autostart,
           reason: args.reason,
-        }),
-      );
+          ticket,
+        });
+      });
     },
     async get_request(args, signal) {
       const found = await readable(args.request_id);

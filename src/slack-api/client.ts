@@ -141,6 +141,8 @@ export class SlackApi {
     update: (args: MessageArgs & { ts: string }) => this.call('chat.update', args),
     postEphemeral: (args: { channel: string; user: string; text: string; blocks?: KnownBlock[] }) =>
       this.call('chat.postEphemeral', args),
+    getPermalink: (args: { channel: string; message_ts: string }) =>
+      this.call<SlackAnswer & { permalink: string }>('chat.getPermalink', args),
   };
 
   readonly conversations = {

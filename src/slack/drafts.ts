@@ -55,6 +55,8 @@ export interface Draft {
     acceptWanTwoStep: boolean;
     reason?: string;
     runAt: string;
+    /** The Ticket field as typed, checked again as of `runAt` when the schedule is accepted. */
+    ticket?: string;
   };
 }
 

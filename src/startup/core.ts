@@ -33,6 +33,8 @@ import type { VmFactsStore } from '../requests/vm-facts.ts';
 import { digestRenderer } from '../slack/blocks/digest.ts';
 import { createUserGroups } from '../slack/user-groups.ts';
 import type { SlackApi } from '../slack-api/client.ts';
+import type { TicketDesk } from '../tickets/desk.ts';
+import { ticketDeskFrom } from '../tickets/from-env.ts';
 import { checkSlackToken, StartupError } from './checks.ts';
 import { openCloudClient, openQueues, openSlackApi } from './clients.ts';
 import { startCloudCheck } from './cloud-check.ts';
@@ -90,6 +92,8 @@ export interface Core {
   /** The lifecycle on the fast connection (web, scheduler) and on the waiting one (workers). */
   requests: RequestLifecycle;
   workerRequests: RequestLifecycle;
+  /** The change-ticket systems (docs/configuration.md#change-tickets). */
+  tickets: TicketDesk;
   digests: DigestJobs;
   /** Price charts: what the web role's `/cloud cluster` draws and uploads with (history on the fast connection). */
   charts: ChartPosterDeps;
@@ -153,6 +157,9 @@ export async function openCore(
   stages.connections.push(() => slack.close());
   const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
   const groupsOf = groupsOfMember(userGroups, userGroupsOf(policy));
+  // Through the proxy like every outbound client; nothing is configured without JIRA_URL or SERVICENOW_URL.
+  const tickets = ticketDeskFrom(env);
+  stages.connections.push(() => tickets.close());
   const { approvals, store, vmFacts, prices, lifecycleDeps, requests } = openRequests({
     redis: fastRedis,
     queues,
@@ -165,6 +172,7 @@ export async function openCore(
     secrets: parts.secrets,
     sealKeys: parts.sealKeys,
     userGroups,
+    tickets,
   });
   // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
@@ -215,6 +223,7 @@ export async function openCore(
     groupsOf,
     requests,
     workerRequests,
+    tickets,
     digests,
     charts: charts(fastRedis),
     readiness: readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),

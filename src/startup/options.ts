@@ -46,6 +46,8 @@ export interface StartOptions {
   concurrency?: ExecutionConcurrency;
   /** The per-VM lock of the workers (default VM_LOCK); tests use a fast one so a lock a failover left behind frees soon. */
   vmLock?: LockPolicy;
+  /** How long a run its change ticket holds waits before it looks again (default 60 s; short in tests). */
+  ticketRetryMs?: number;
   /** How often workers look for requests stranded between two writes; tests use a fast one. */
   sweepPolicy?: SweepPolicy;
   /** How often workers remove what retention let go; tests use a fast one. */

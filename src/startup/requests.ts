@@ -18,6 +18,7 @@ import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import type { LifecycleDeps } from '../requests/lifecycle/types.ts';
 import { RequestStore } from '../requests/store/store.ts';
 import { VmFactsStore } from '../requests/vm-facts.ts';
+import type { TicketDesk } from '../tickets/desk.ts';
 
 export function openRequests(parts: {
   redis: RedisClient;
@@ -34,6 +35,8 @@ export function openRequests(parts: {
   sealKeys?: SealKeys;
   /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
   userGroups?: UserGroups;
+  /** The change-ticket systems the environment configures (docs/configuration.md#change-tickets). */
+  tickets?: TicketDesk;
 }) {
   const { redis, queues, policy, prefix, now } = parts;
   const store = new RequestStore(redis, { prefix, now, retentionDays: policy.retention_days });
@@ -52,6 +55,7 @@ export function openRequests(parts: {
     vmFacts,
     secrets: parts.secrets,
     ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
+    ...(parts.tickets ? { tickets: parts.tickets } : {}),
     agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
     // A person's requests are counted as an agent's asks are, under a name no agent can have (`:` is not allowed).
     takeRequest: (user, perHour) => new AgentControls(redis, prefix, now).takeAsk(`person:${user}`, perHour),

@@ -63,6 +63,7 @@ export function startWorker(core: Core): void {
     logger,
     metrics: core.metrics,
     slack: core.slack,
+    tickets: core.tickets,
     renderer: createRequestRenderer(),
     // A change reaches the App Homes of those it concerns and completes the workflow step that asked for it.
     followUps: {
@@ -71,6 +72,7 @@ export function startWorker(core: Core): void {
     stalledIntervalMs: options.stalledIntervalMs,
     concurrency: options.concurrency,
     vmLock: options.vmLock,
+    ticketRetryMs: options.ticketRetryMs,
     // With Sentinels, what a POST or a Slack reply depends on waits for a replica (src/jobs/replica-ack.ts).
     replicaAck: new ReplicaAck(records, core.replicas?.current),
     // Read right before each POST: a disabled agent's approved work does not run.

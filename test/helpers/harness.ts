@@ -69,6 +69,7 @@ export interface HarnessOptions {
     | 'userGroupCache'
     | 'homeRate'
     | 'verificationLinks'
+    | 'ticketRetryMs'
   >;
   /** Slack user groups the stand-in knows before the bot starts: members, or the error Slack answers. */
   userGroups?: Record<string, string[] | { error: string }>;

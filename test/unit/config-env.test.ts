@@ -263,6 +263,50 @@ describe('Redis Cluster', () => {
   });
 });
 
+describe('loadEnv: change tickets', () => {
+  it('takes Jira Cloud (email + API token), Jira Data Center (a token) and ServiceNow (all three)', () => {
+    const env = loadEnv({
+      JIRA_URL: 'https://example.atlassian.net/',
+      JIRA_EMAIL: 'bot@example.com',
+      JIRA_API_TOKEN: 'atl-token',
+      SERVICENOW_URL: 'https://example.service-now.com',
+      SERVICENOW_USER: 'cloudops',
+      SERVICENOW_PASSWORD: 'pw',
+    });
+    expect(env.JIRA_URL).toBe('https://example.atlassian.net');
+    expect(loadEnv({ JIRA_URL: 'https://jira.corp.example', JIRA_TOKEN: 'pat' }).JIRA_TOKEN).toBe('pat');
+  });
+
+  it('refuses half a configuration, both Jira credentials at once, and plain http off this machine, never echoing a value', () => {
+    const error = failure({
+      JIRA_URL: 'http://jira.corp.example',
+      JIRA_EMAIL: 'bot@example.com',
+      JIRA_API_TOKEN: 'secret-api-token',
+      JIRA_TOKEN: 'secret-pat',
+      SERVICENOW_USER: 'cloudops',
+    });
+    expect(error.problems.map((p) => p.split(':')[0])).toEqual(['JIRA_URL']);
+    const second = failure({
+      JIRA_URL: 'https://j.example',
+      JIRA_API_TOKEN: 'secret-api-token',
+      JIRA_TOKEN: 'secret-pat',
+      SERVICENOW_USER: 'u',
+    });
+    expect(second.problems.map((p) => p.split(':')[0])).toEqual([
+      'JIRA_API_TOKEN',
+      'JIRA_TOKEN',
+      'SERVICENOW_USER',
+    ]);
+    for (const e of [error, second]) {
+      expect(e.message).not.toContain('secret-api-token');
+      expect(e.message).not.toContain('secret-pat');
+    }
+    expect(failure({ JIRA_URL: 'https://j.example' }).problems[0]).toMatch(
+      /^JIRA_URL: set without credentials/,
+    );
+  });
+});
+
 describe('missingForRole', () => {
   const base = {
     SLACK_BOT_TOKEN: 'xoxb-1',

@@ -6,6 +6,7 @@ import {
   approvalsOf,
   approversOf,
   breakGlassOf,
+  changeTicketOf,
   findProject,
   freezeOf,
   loadPolicy,
@@ -124,7 +125,7 @@ describe('parsePolicy', () => {
       'policy.yml:11: projects[0].clutser: unknown key, did you mean `cluster`?',
     );
     expect(failure(`${GOOD}colour: blue\n`)).toBe(
-      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, retention_days, limits, resize_fields, reference_vm, projects, agents',
+      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, retention_days, limits, resize_fields, reference_vm, projects, agents, change_ticket',
     );
   });
 
@@ -136,7 +137,7 @@ describe('parsePolicy', () => {
     expect(failure(withLine(12, '    rooms: [C0PROD]')).split('\n')).toEqual([
       'policy.yml: 2 problems:',
       '  policy.yml:9: projects[0].channels: missing: expected a list of channel ids',
-      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass, requesters',
+      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass, requesters, change_ticket',
     ]);
   });
 
@@ -528,6 +529,45 @@ describe('parsePolicy: approval policies', () => {
     const top = `approvals: { count: 3 }\n${GOOD}`;
     expect(failure(top)).toBe(
       'policy.yml:1: approvals.count: 3 approvals can never be reached: only 1 approver(s) are listed and no user group (for project 0)',
+    );
+  });
+});
+
+describe('parsePolicy: change_ticket', () => {
+  it('reads it at the top and per project, `for` defaulting to all three kinds and `required` to true', () => {
+    const policy = parsePolicy(
+      `change_ticket: { system: servicenow, states: [Scheduled, Implement] }\n${GOOD}    change_ticket: { system: jira, for: [resize_up], states: [Approved], projects: [OPS] }\n`,
+    );
+    expect(policy.change_ticket).toEqual({
+      system: 'servicenow',
+      required: true,
+      for: ['resize_up', 'resize_down', 'restore'],
+      states: ['Scheduled', 'Implement'],
+    });
+    const project = findProject(policy, 'shop-prod');
+    expect(project && changeTicketOf(policy, project)).toEqual({
+      system: 'jira',
+      required: true,
+      for: ['resize_up'],
+      states: ['Approved'],
+      projects: ['OPS'],
+    });
+  });
+
+  it('names the line and field of each problem', () => {
+    const message = failure(
+      `change_ticket: { system: remedy, states: [] }\n${GOOD}    change_ticket:\n      system: servicenow\n      states: [Implement]\n      for: [resize_sideways]\n`,
+    );
+    expect(message).toContain(
+      'policy.yml:1: change_ticket.system: expected a ticket system: jira, servicenow',
+    );
+    expect(message).toContain('policy.yml:1: change_ticket.states: expected at least one state name');
+    expect(message).toMatch(/policy\.yml:21: projects\[0\]\.change_ticket\.for\[0\]: expected a kind/);
+    const jiraOnly = failure(
+      `${GOOD}    change_ticket: { system: servicenow, states: [Implement], projects: [OPS] }\n`,
+    );
+    expect(jiraOnly).toBe(
+      'policy.yml:17: projects[0].change_ticket.projects: projects names Jira project keys; it is for system: jira only',
     );
   });
 });

@@ -128,6 +128,20 @@ describe('the folders read as the flow: no import runs back up', () => {
     }
   });
 
+  it('tickets/ is a client like cloud/: nothing of ours but config/, no Slack, no queues, no requests', () => {
+    expect(under('tickets').length).toBeGreaterThan(0);
+    for (const { file, ours, packages } of under('tickets')) {
+      expect(
+        ours.filter((p) => !/^src\/(tickets|config)\//.test(p)),
+        file,
+      ).toEqual([]);
+      expect(
+        packages.filter((p) => p.startsWith('@slack/') || p === 'bullmq' || p === 'ioredis'),
+        file,
+      ).toEqual([]);
+    }
+  });
+
   it('slack/ never calls the cloud API itself and has one tree (no slack/pricing)', () => {
     for (const { file, ours } of under('slack')) {
       expect(

@@ -1,11 +1,13 @@
 import {
   approvalsOf,
+  changeTicketOf,
   type Policy,
   PolicyError,
   type ProjectPolicy,
   userGroupsOf,
 } from '../../config/policy.ts';
 import { fieldOf } from '../../config/policy-problems.ts';
+import { unmetTicketSystem } from '../../config/ticket-env.ts';
 import type { VerifyMethod } from '../../config/verification-policy.ts';
 import { unmetVerify, unmetWords } from '../../config/verification-uses.ts';
 import { createLogger } from '../../observability/logger.ts';
@@ -38,7 +40,11 @@ export async function policyCheckCommand(
   const vms = policy.projects.reduce((n, p) => n + p.vms.length, 0);
   const groupWarnings = await unresolvedGroups(io, userGroupsOf(policy));
   const unmet = unmetVerify(io.env, policy);
-  const warnings = unmet ? [...groupWarnings, `${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : groupWarnings;
+  const warnings = [
+    ...groupWarnings,
+    ...(unmet ? [`${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : []),
+    ...unmetTickets(io, policy),
+  ];
   const summary = {
     ok: true,
     file: path,
@@ -52,6 +58,7 @@ export async function policyCheckCommand(
       approval: p.approval,
       verify: verifiedApprovals(policy, p),
       vms: p.vms.length,
+      changeTicket: changeTicketOf(policy, p) ?? null,
     })),
     agents: policy.agents.map((a) => ({ name: a.name, verify: a.verify ?? null })),
     currency: policy.currency,
@@ -71,7 +78,7 @@ export async function policyCheckCommand(
     `${path}: OK, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
     ...policy.projects.map(
       (p) =>
-        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}; ${requestersLine(p)}${verifiedLine(policy, p)}`,
+        `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}; ${requestersLine(p)}${verifiedLine(policy, p)}${ticketLine(policy, p)}`,
     ),
     ...policy.agents
       .filter((a) => a.verify)
@@ -95,6 +102,21 @@ function requestersLine(project: { requesters?: string[] }): string {
   return project.requesters === undefined
     ? "requesters not set: anyone in the project's channels may ask"
     : `requesters ${project.requesters.join(', ') || 'none'}`;
+}
+
+/** "; change ticket: Jira, in Approved, for resize_up, restore (projects OPS)", or nothing without one. */
+function ticketLine(policy: Policy, project: ProjectPolicy): string {
+  const rule = changeTicketOf(policy, project);
+  if (!rule) return '';
+  const system = rule.system === 'jira' ? 'Jira' : 'ServiceNow';
+  const projects = rule.projects ? ` (projects ${rule.projects.join(', ')})` : '';
+  return `; change ticket: ${system}${rule.required ? '' : ' (optional)'}, in ${rule.states.join(' or ')}, for ${rule.for.join(', ')}${projects}`;
+}
+
+/** A `change_ticket` whose system the environment does not configure: start-up would stop on it. */
+function unmetTickets(io: CliIo, policy: Policy): string[] {
+  const unmet = unmetTicketSystem(io.env, policy);
+  return unmet ? [`${fieldOf(unmet.path)}: ${unmet.words}`] : [];
 }
 
 /** Which approvals of a project must be verified: by default (the block's `verify`) and per rule. */

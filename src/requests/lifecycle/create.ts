@@ -1,4 +1,4 @@
-import type { ProjectPolicy } from '../../config/policy.ts';
+import type { ApprovalKind, ProjectPolicy } from '../../config/policy.ts';
 import { scrubSecrets } from '../../observability/logger.ts';
 import { classifyChange } from '../../rules/change-scope.ts';
 import { cleanReason } from '../../rules/inputs.ts';
@@ -22,6 +22,7 @@ import {
   type ResizeParams,
   type RestoreParams,
 } from '../model/types.ts';
+import { requireTicket, resizeKinds, type TicketFacts } from '../tickets.ts';
 import { freeze } from './steps.ts';
 import {
   type Acts,
@@ -89,6 +90,8 @@ export async function createResize(acts: Acts, origin: Origin, resize: CheckedRe
     notes,
     cost: cost?.preview,
     runAt: resize.runAt,
+    kinds: resizeKinds(resize.vm, resize.target),
+    ticket: resize.ticket,
     increase,
   });
   if (resize.returnOf) await acts.leases.returnRequested(resize.returnOf, created);
@@ -119,6 +122,8 @@ export async function createRestore(
     facts: restoreFacts(),
     reason: restore.reason,
     notes,
+    kinds: ['restore'],
+    ticket: restore.ticket,
   });
 }
 
@@ -172,6 +177,9 @@ async function create(
     notes: string[];
     cost?: CostPreview;
     runAt?: Date;
+    /** The kinds of change it counts as, for the change-ticket rule. */
+    kinds: ApprovalKind[];
+    ticket?: TicketFacts;
     /** A resize planned as a decrease that also raises something: the plan of its increase. */
     increase?: RequestApproval;
   },
@@ -182,6 +190,7 @@ async function create(
     const refused = await deps.approvals.mayRequest(project, origin.user);
     if (refused) throw new RequesterRefusedError(`Not requested: ${refused}.`);
   }
+  requireTicket(deps, project, fields.kinds, fields.ticket);
   const plan = approvalFor(deps, origin, project, fields.mode, fields.facts, fields.increase);
   const unreachable = await deps.approvals.unreachable(project, origin.user, plan.count);
   if (unreachable) throw new ApprovalUnreachableError(`Not requested: ${unreachable} (${plan.rule}).`);
@@ -248,9 +257,10 @@ async function storeRequest(
       cost: fields.cost,
       workflowStep: origin.workflowStep,
       agent: origin.agent ? { name: origin.agent.name } : undefined,
+      ...(fields.ticket ? { ticket: fields.ticket } : {}),
     },
     origin.agent ? agentActor(origin.agent.name) : origin.user,
-    `${plan.rule}: ${approvalsText(plan.count)}${plan.verify ? `, verified (${verifyText(plan.verify)})` : ''}${origin.agent ? ` (for ${origin.user})` : ''}`,
+    `${plan.rule}: ${approvalsText(plan.count)}${plan.verify ? `, verified (${verifyText(plan.verify)})` : ''}${origin.agent ? ` (for ${origin.user})` : ''}${fields.ticket ? `; ticket ${fields.ticket.key} (${fields.ticket.state})` : ''}`,
   );
   deps.metrics.requests.inc({ kind: created.kind, state: 'pending' });
   if (needsApproval) {

@@ -1,8 +1,10 @@
+import type { ApprovalKind, ProjectPolicy } from '../../config/policy.ts';
 import type { RequestApproval } from '../approval/approvers.ts';
 import { Leases } from '../leases.ts';
 import type { Decision } from '../model/decision.ts';
 import type { CloudRequest, CostPreview } from '../model/types.ts';
 import type { VerifiedBy, VerifyClaims } from '../model/verification.ts';
+import { checkNewTicket, type TicketFacts } from '../tickets.ts';
 import * as creating from './create.ts';
 import * as deciding from './decide.ts';
 import * as running from './run.ts';
@@ -40,6 +42,20 @@ export class RequestLifecycle {
     resize: CheckedResize,
   ): Promise<{ cost?: CostPreview; costNote?: string; approval: RequestApproval }> {
     return creating.previewResize(this.acts, origin, resize);
+  }
+
+  /**
+   * Checks the ticket typed for a new change of `kinds` in `project` with its system (docs/policy.md#change-tickets):
+   * its facts, to give `createResize` or `createRestore`; undefined when no rule asks for one; a refusal is thrown as
+   * a `TicketError` (its `reason` names the ticket and why).
+   */
+  checkTicket(
+    project: ProjectPolicy,
+    kinds: ApprovalKind[],
+    typed: string | undefined,
+    options: { runAt?: Date; timeoutMs?: number } = {},
+  ): Promise<TicketFacts | undefined> {
+    return checkNewTicket(this.acts.deps, project, kinds, typed, options);
   }
 
   createResize(origin: Origin, resize: CheckedResize): Promise<CloudRequest> {

@@ -2,6 +2,7 @@ import type { VmKnown } from '../../rules/types.ts';
 import { type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
 import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
+import { type TicketDeps, type TicketHoldError, ticketBeforeSend } from '../tickets.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
 
 /*
@@ -18,7 +19,7 @@ export interface Durability {
 }
 
 /** What a run's moves read and write; the execute worker's deps satisfy it. */
-export interface RunDeps extends RecheckDeps {
+export interface RunDeps extends RecheckDeps, TicketDeps {
   store: RequestStore;
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
@@ -28,8 +29,9 @@ export interface RunDeps extends RecheckDeps {
 
 /**
  * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
- * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile, and the
- * rules are checked again ({@link recheckRequest}). The sentence why nothing is sent, or undefined when it may go.
+ * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile, the rules
+ * are checked again ({@link recheckRequest}), and the change ticket is read again ({@link ticketBeforeSend}, which
+ * throws a TicketHoldError when the run must wait). The sentence why nothing is sent, or undefined when it may go.
  */
 export async function beforeSend(
   deps: RunDeps,
@@ -39,7 +41,28 @@ export async function beforeSend(
   return (
     (await agentStopped(deps, request)) ??
     (await leaseKeptMeanwhile(deps, request)) ??
-    (await recheckRequest(deps, request, known, 'run'))
+    (await recheckRequest(deps, request, known, 'run')) ??
+    (await ticketBeforeSend(deps, request))
+  );
+}
+
+/** sending → queued: its change ticket holds the run ({@link ticketBeforeSend}); nothing was sent, the job waits. */
+export function holdForTicket(
+  deps: RunDeps,
+  request: CloudRequest,
+  hold: TicketHoldError,
+): Promise<TransitionResult> {
+  return deps.store.transition(
+    request.id,
+    {
+      from: ['sending'],
+      to: 'queued',
+      actor: 'cloudops',
+      detail: truncateDetail(
+        `held by the change ticket: ${hold.message} Looks again at ${hold.at.toISOString()}.`,
+      ),
+    },
+    request,
   );
 }
 

@@ -6,6 +6,7 @@ import type { Logger } from '../../observability/logger.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { ResizeCheck } from '../../rules/resize.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import type { TicketDesk } from '../../tickets/desk.ts';
 import type { ApprovalPolicy } from '../approval/approvers.ts';
 import type { Leases } from '../leases.ts';
 import type { Decision } from '../model/decision.ts';
@@ -13,6 +14,7 @@ import type { CloudRequest, LeaseAsked, WorkflowStepRun } from '../model/types.t
 import type { VerifiedBy } from '../model/verification.ts';
 import type { Outbox } from '../outbox.ts';
 import type { RequestStore } from '../store/store.ts';
+import type { TicketFacts } from '../tickets.ts';
 import type { VmFactsStore } from '../vm-facts.ts';
 
 /** Who asked, and where the request lives (its message, its thread). */
@@ -53,6 +55,8 @@ export interface CheckedResize {
   leaseNotes?: string[];
   /** This resize returns the lease of that request. */
   returnOf?: string;
+  /** The change ticket, as `checkTicket` found it. */
+  ticket?: TicketFacts;
 }
 
 /** A restore that passed the rules. */
@@ -62,6 +66,8 @@ export interface CheckedRestore {
   backupSlug: string;
   autostart: boolean;
   reason?: string;
+  /** The change ticket, as `checkTicket` found it. */
+  ticket?: TicketFacts;
 }
 
 /** A request refused when it is made: its approvals could never come together. Nothing was stored. */
@@ -106,6 +112,8 @@ export interface LifecycleDeps {
    * posted to the channel without them or any Slack token or bearer credential pasted into it.
    */
   secrets?: readonly string[];
+  /** The change-ticket systems (docs/policy.md#change-tickets); absent: none configured. */
+  tickets?: TicketDesk;
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
   /**

@@ -1,6 +1,7 @@
 import type { VerifyMethod } from '../../config/verification-policy.ts';
 import type { LeaseReturn, LeaseTerm } from '../../rules/lease.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
+import type { TicketFacts } from '../../tickets/types.ts';
 import type { VerifiedBy } from './verification.ts';
 
 export type RequestKind = 'resize' | 'restore';
@@ -224,6 +225,8 @@ export interface CloudRequest {
   workflowStep?: WorkflowStepRun;
   /** Asked by an AI agent through MCP; `requester` is the person it acts for (docs/agents.md). */
   agent?: AgentRequester;
+  /** The change ticket it names, as its system answered at the last check (docs/policy.md#change-tickets). */
+  ticket?: TicketFacts;
 }
 
 /** One counted approval: who, when, and how they proved who they are where the request needs it. */

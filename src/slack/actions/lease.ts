@@ -7,6 +7,7 @@ import { refusalText } from '../blocks/refusals.ts';
 import { type SlackDeps, TRY_AGAIN, withDeadline } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readForm, text } from '../views/form-values.ts';
+import { ticketField } from '../views/ticket-field.ts';
 import { onButton, requestForView } from './common.ts';
 
 /** States in which a return request is still under way: a second one is not offered meanwhile. */
@@ -49,6 +50,7 @@ export function register(router: SlackRouter, deps: SlackDeps): void {
       cpuClassConfigured: fields.cpu_class !== undefined,
       privateNetworkConfigured: fields.private_network !== undefined,
       returning: { requestId: request.id, to: asked.returnTo, changed: lease.changedSince },
+      ticket: ticketField(deps.policy, project, ['resize_down'], undefined),
     });
     await button.client.views
       .open({ trigger_id: button.body.trigger_id, view })

@@ -3,6 +3,9 @@ import { INPUT_MAX_LENGTH, MAX_SLUG_LENGTH } from '../../rules/inputs.ts';
 import { type LeaseReturn, type LeaseTerm, leaseTermText, sizeText } from '../../rules/lease.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { escapeMrkdwn, mrkdwn, plain, slackDate, truncate } from './text.ts';
+import { TICKET_BLOCK, type TicketField, ticketInput } from './ticket.ts';
+
+export type { TicketField } from './ticket.ts';
 
 /** Callback ids of the bot's modals. */
 export const VIEWS = {
@@ -32,6 +35,7 @@ export const FIELDS = {
   breakGlassReason: 'break_glass_reason',
   leaseFor: 'lease_for',
   leaseUntil: 'lease_until',
+  ticket: TICKET_BLOCK,
 } as const;
 
 /** The lease durations the resize modal offers (docs/policy.md#temporary-changes-leases: 1 d, 2 d, 7 d, or a date). */
@@ -120,6 +124,7 @@ export interface ResizeModalInput {
   privateNetworkConfigured: boolean;
   /** Opened from a lease's "Return to the previous size": no lease fields, and a line on what it returns. */
   returning?: { requestId: string; to: LeaseReturn; changed?: LeaseReturn };
+  ticket?: TicketField;
 }
 
 /** What a return form says above its fields. */
@@ -283,6 +288,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
   blocks.push(
     confirmInput(),
     ...(input.returning ? [] : leaseInputs(input.typed.lease)),
+    ...ticketInput(input.ticket),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,
       placeholder: 'Why, for the approver and the audit log',
@@ -309,6 +315,7 @@ export interface RestoreModalInput {
   vmid?: number;
   backupSlug?: string;
   vm?: VmKnown;
+  ticket?: TicketField;
 }
 
 /** The restore modal: a typed VM id and a stopped confirmation guard an overwrite of the disk. */
@@ -359,6 +366,7 @@ export function restoreModal(input: RestoreModalInput): ModalView {
       placeholder: 'the same VM id, to confirm the overwrite',
       max: INPUT_MAX_LENGTH.vmid,
     }),
+    ...ticketInput(input.ticket),
     textInput(FIELDS.reason, 'Reason', {
       multiline: true,
       placeholder: 'Why, for the approver and the audit log',

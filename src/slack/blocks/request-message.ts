@@ -18,6 +18,7 @@ import {
   slackDate,
   truncate,
 } from './text.ts';
+import { ticketLine } from './ticket.ts';
 
 /** Action ids of the buttons on request messages and thread replies; their value is the request id. */
 export const ACTIONS = {
@@ -249,6 +250,7 @@ function requestMessage(request: CloudRequest): RenderedMessage {
       text: mrkdwn(`*Reason:*\n${quoted(request.reason)}`),
     });
   }
+  if (request.ticket) blocks.push({ type: 'section', text: mrkdwn(ticketLine(request.ticket)) });
   blocks.push({ type: 'context', elements: [mrkdwn(whoActed(request).join(' · '))] });
   const actions = buttons(request);
   if (actions) blocks.push(actions);

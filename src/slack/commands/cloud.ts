@@ -17,6 +17,7 @@ import {
   TRY_AGAIN,
   whereProjectLives,
 } from '../deps.ts';
+import { ticketField } from '../views/ticket-field.ts';
 import { helpText } from './help.ts';
 import { parseCloudCommand, type ResizeCommand, type RestoreCommand } from './parse.ts';
 
@@ -108,6 +109,7 @@ async function resize(slack: CommandArgs, deps: SlackDeps, parsed: ResizeCommand
       typed: parsed,
       cpuClassConfigured: fields.cpu_class !== undefined,
       privateNetworkConfigured: fields.private_network !== undefined,
+      ticket: ticketField(deps.policy, project, ['resize_up', 'resize_down'], parsed.ticket),
     });
   });
 }
@@ -126,6 +128,7 @@ async function restore(slack: CommandArgs, deps: SlackDeps, parsed: RestoreComma
       vmid: parsed.vmid,
       backupSlug: parsed.backupSlug,
       vm,
+      ticket: ticketField(deps.policy, project, ['restore'], parsed.ticket),
     });
   });
 }

@@ -31,6 +31,8 @@ export interface ResizeCommand extends ResizeTarget {
   vmid?: number;
   /** `for=48h`, `for=7d`, `for=2026-12-01`: a temporary increase. */
   lease?: LeaseTerm;
+  /** `ticket=OPS-42`: the change ticket, filled into the form's Ticket field. */
+  ticket?: string;
 }
 
 export interface RestoreCommand {
@@ -38,6 +40,7 @@ export interface RestoreCommand {
   project?: string;
   vmid?: number;
   backupSlug?: string;
+  ticket?: string;
 }
 
 export type ParsedCommand =
@@ -51,8 +54,8 @@ export type ParsedCommand =
 /** Usage lines for the words this module parses. */
 export const USAGE = {
   resize:
-    '`/cloud resize [<project> <vmid>] [cores=N] [ram=N] [disk=N] [cpu=regular|light] [wan=off|ipv4|ipv6|dual] [private=off|on] [for=48h|7d|2026-12-01]`',
-  restore: '`/cloud restore [<project> <vmid> [<backup_slug>]]`',
+    '`/cloud resize [<project> <vmid>] [cores=N] [ram=N] [disk=N] [cpu=regular|light] [wan=off|ipv4|ipv6|dual] [private=off|on] [for=48h|7d|2026-12-01] [ticket=KEY]`',
+  restore: '`/cloud restore [<project> <vmid> [<backup_slug>]] [ticket=KEY]`',
   jobs: '`/cloud jobs`',
   help: '`/cloud help`',
 } as const;
@@ -125,7 +128,27 @@ function takeLease(args: string[]): { lease?: LeaseTerm; rest: string[] } | stri
   return { lease: term, rest };
 }
 
-function parseResize(words: string[], limits: SizeLimits): ParsedCommand {
+/**
+ * Takes the `ticket=` word out: the key as typed, or why it was refused. Only its characters are checked here (a
+ * Jira key or a ServiceNow number); the ticket system and its rules judge it when the form is submitted.
+ */
+function takeTicket(args: string[]): { ticket?: string; rest: string[] } | string {
+  const isTicket = (a: string) => a.toLowerCase().startsWith('ticket=');
+  const words = args.filter(isTicket);
+  const rest = args.filter((a) => !isTicket(a));
+  const [word, twice] = words;
+  if (twice !== undefined) return '`ticket` is given twice';
+  if (word === undefined) return { rest };
+  const key = word.slice('ticket='.length);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(key))
+    return `\`ticket\` is a Jira key such as OPS-123 or a ServiceNow number such as CHG0030001, not ${shown(key)}`;
+  return { ticket: key, rest };
+}
+
+function parseResize(all: string[], limits: SizeLimits): ParsedCommand {
+  const ticketed = takeTicket(all);
+  if (typeof ticketed === 'string') return fail(ticketed);
+  const words = ticketed.rest;
   const taken = takeLease(words);
   if (typeof taken === 'string') return fail(taken);
   const args = taken.rest;
@@ -160,6 +183,7 @@ function parseResize(words: string[], limits: SizeLimits): ParsedCommand {
     ...read.target,
   };
   if (taken.lease) command.lease = taken.lease;
+  if (ticketed.ticket) command.ticket = ticketed.ticket;
   return command;
 }
 
@@ -192,9 +216,12 @@ function typedValue(
   }
 }
 
-function parseRestore(args: string[]): ParsedCommand {
+function parseRestore(all: string[]): ParsedCommand {
+  const ticketed = takeTicket(all);
+  if (typeof ticketed === 'string') return fail(ticketed);
+  const args = ticketed.rest;
   if (args.some((a) => a.includes('=')))
-    return fail(`restore takes no key=value options. Usage: ${USAGE.restore}`);
+    return fail(`restore takes no key=value options but ticket=. Usage: ${USAGE.restore}`);
   const positional = parsePositional(args, USAGE.restore);
   if (typeof positional === 'string') return fail(positional);
   if (positional.rest.length > 1) return fail(`too many words. Usage: ${USAGE.restore}`);
@@ -205,5 +232,11 @@ function parseRestore(args: string[]): ParsedCommand {
   ) {
     return fail(`a backup slug has only letters, digits, ".", "_" and "-", not \`${backupSlug}\``);
   }
-  return { word: 'restore', project: positional.project, vmid: positional.vmid, backupSlug };
+  return {
+    word: 'restore',
+    project: positional.project,
+    vmid: positional.vmid,
+    backupSlug,
+    ...(ticketed.ticket ? { ticket: ticketed.ticket } : {}),
+  };
 }

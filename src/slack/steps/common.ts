@@ -5,6 +5,7 @@ import type { CloudRequest } from '../../requests/model/types.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { parseVmid } from '../../rules/inputs.ts';
 import type { Violation, VmKnown } from '../../rules/types.ts';
+import { TicketError } from '../../tickets/errors.ts';
 import { type SlackDeps, whereProjectLives } from '../deps.ts';
 
 /** The callback ids of the two steps, as `functions` in the manifest names them. */
@@ -129,6 +130,9 @@ export function registerStep(
       const made = await make(start, stepInputs(args));
       if (typeof made === 'string') await failWith(made);
     } catch (error) {
+      // A change ticket the policy requires: the step has no Ticket input, so it says so instead of asking anyway.
+      if (error instanceof TicketError)
+        return void (await failWith(`${error.reason} Use /cloud, which has a Ticket field.`));
       deps.logger.error({ err: error, callbackId }, 'a workflow step request could not be stored');
       await failWith('cloudops could not store the request; nothing was sent. Run the step again.');
     }

@@ -4,6 +4,7 @@ import type { ProjectPolicy } from '../../config/policy.ts';
 import { ApprovalUnreachableError, RequesterRefusedError } from '../../requests/lifecycle/types.ts';
 import type { RecordedVmFacts } from '../../requests/vm-facts.ts';
 import type { Violation } from '../../rules/types.ts';
+import { TicketError } from '../../tickets/errors.ts';
 import { FIELDS } from '../blocks/modals.ts';
 import { ackBudget, projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
 import type { Draft } from '../drafts.ts';
@@ -112,7 +113,11 @@ export async function storeFromDraft(
   try {
     await store();
   } catch (error) {
-    if (error instanceof ApprovalUnreachableError || error instanceof RequesterRefusedError) {
+    if (
+      error instanceof ApprovalUnreachableError ||
+      error instanceof RequesterRefusedError ||
+      error instanceof TicketError
+    ) {
       // Refused when made (its approvals could never come together, or the policy does not let this person ask
       // now): the form is done, the requester told why.
       await deps.drafts.take(draft.id).catch(() => undefined);

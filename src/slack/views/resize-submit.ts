@@ -1,6 +1,7 @@
 import { findProject } from '../../config/policy.ts';
 import type { CloudRequest } from '../../requests/model/types.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
+import { resizeKinds } from '../../requests/tickets.ts';
 import { knownVm } from '../../requests/vm-facts.ts';
 import { cleanReason, parseVmid, parseWholeNumber, reasonProblem } from '../../rules/inputs.ts';
 import { checkLease, type LeaseCheck, type LeaseTerm, parseLeaseTerm } from '../../rules/lease.ts';
@@ -17,6 +18,7 @@ import {
   submissionErrors,
 } from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
+import { formTicket } from './ticket-field.ts';
 
 /**
  * A scheduled downsize runs this long after the exact end of the 24-hour wait, on a whole minute: the API's clock
@@ -178,6 +180,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           acceptWanTwoStep,
           reason,
           runAt: runAt.toISOString(),
+          ticket: text(form, FIELDS.ticket),
         };
         try {
           await submission.within(deps.drafts.save({ ...draft, scheduled }));
@@ -200,6 +203,15 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         }));
       }
 
+      const ticketed = await formTicket(
+        deps,
+        project,
+        resizeKinds(vm, target),
+        text(form, FIELDS.ticket),
+        blocks,
+      );
+      if ('errors' in ticketed)
+        return void (await ack({ response_action: 'errors', errors: ticketed.errors }));
       await ack({ response_action: 'clear' });
       storing = true;
       const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
@@ -213,6 +225,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           reason,
           ...(term && lease ? { lease: { term, returnTo: lease.returnTo }, leaseNotes: lease.notes } : {}),
           ...(draft.leaseReturn ? { returnOf: draft.leaseReturn } : {}),
+          ...ticketed,
         }),
       );
     } finally {

@@ -7,6 +7,7 @@ import type { SlackDeps } from '../deps.ts';
 import type { SlackRouter } from '../router.ts';
 import { readSubmission, releaseClaim, storeFromDraft, submissionErrors } from './draft-submission.ts';
 import { fieldErrors, inputBlockIds, readForm, text, ticked } from './form-values.ts';
+import { formTicket } from './ticket-field.ts';
 
 /** Handles the restore modal: typed VM id, stopped confirmation, slug shape and HA autostart as field errors. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
@@ -50,12 +51,15 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           errors: fieldErrors(violations, blocks, FIELDS.typedVmid),
         }));
       }
+      const ticketed = await formTicket(deps, project, ['restore'], text(form, FIELDS.ticket), blocks);
+      if ('errors' in ticketed)
+        return void (await ack({ response_action: 'errors', errors: ticketed.errors }));
       await ack({ response_action: 'clear' });
       storing = true;
       await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'restore request', () =>
         deps.requests.createRestore(
           { user: body.user.id, teamId: draft.teamId, channel: draft.channel },
-          { project, vm, backupSlug, autostart, reason },
+          { project, vm, backupSlug, autostart, reason, ...ticketed },
         ),
       );
     } finally {

@@ -1,5 +1,6 @@
 import { findProject } from '../../config/policy.ts';
 import { checkResizeUnder } from '../../requests/resize-check.ts';
+import { resizeKinds } from '../../requests/tickets.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { VIEWS } from '../blocks/modals.ts';
 import { projectsForChannel, type SlackDeps, TRY_AGAIN } from '../deps.ts';
@@ -11,6 +12,7 @@ import {
   STALE_FORM,
   storeFromDraft,
 } from './draft-submission.ts';
+import { formTicket } from './ticket-field.ts';
 
 /**
  * The requester accepted the earliest allowed time: re-check as of then and store a scheduled request (a lease's
@@ -64,6 +66,19 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           view: notice(`It would still be refused then: ${check.violations.map((v) => v.message).join(' ')}`),
         }));
       }
+      const ticketed = await formTicket(
+        deps,
+        project,
+        resizeKinds(vm, scheduled.target),
+        scheduled.ticket,
+        [],
+        runAt,
+      );
+      if ('errors' in ticketed)
+        return void (await ack({
+          response_action: 'update',
+          view: notice(`The change ticket refuses it: ${Object.values(ticketed.errors).join(' ')}`),
+        }));
       await ack({ response_action: 'clear' });
       storing = true;
       await storeFromDraft(deps, { ...submission, draft }, body.user.id, 'scheduled resize', () =>
@@ -79,6 +94,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
             runAt,
             // A lease's return scheduled for the 24-hour rule stays that lease's return (it ends the lease when run).
             ...(draft.leaseReturn ? { returnOf: draft.leaseReturn } : {}),
+            ...ticketed,
           },
         ),
       );
