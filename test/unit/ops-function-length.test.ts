@@ -98,7 +98,6 @@ const functions = sources(src).flatMap(functionsOf);
  * named here so the limit holds for everything else meanwhile. Remove an entry once its function is split.
  */
 const BEING_SPLIT = new Set<string>([
-  'src/rules/resize.ts checkResize',
   'src/jobs/execute-worker.ts ExecuteProcessor.run',
   'src/startup/core.ts openCore',
   'src/slack/views/resize-submit.ts app.view callback',
