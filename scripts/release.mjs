@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm run release [-- --out DIR]`: what a release publishes, into DIR (default release/<version>/, emptied first):
+// `npm run release [-- --out DIR]`: what a release publishes, into DIR (default release/<version>/; a
+// folder holding anything an earlier release did not write is refused, an earlier release's files are replaced):
 //   cloudops-<version>.tgz        the committed tree (HEAD) as npm would pack it, with the compiled dist/
 //   cloudops-<version>.cdx.json   CycloneDX SBOM of the runtime tree (scripts/sbom.mjs)
 //   SHA256SUMS                    `sha256sum -c SHA256SUMS` checks every artifact
@@ -17,6 +18,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
@@ -34,6 +36,29 @@ const at = process.argv.indexOf('--out');
 const out = resolve(
   at > 0 && process.argv[at + 1] ? process.argv[at + 1] : join(repo, 'release', pkg.version),
 );
+
+/** Whether `name` is a file a release writes into its folder: only those are deleted when it is emptied. */
+const releaseFile = (name) =>
+  name === 'SHA256SUMS' ||
+  (name.startsWith(`${pkg.name}-`) && (name.endsWith('.tgz') || name.endsWith('.cdx.json')));
+
+/**
+ * Why `dir` may not be emptied for this release, or undefined: it is a file, or it holds anything an earlier release
+ * did not write (`--out .` or `--out docs` would otherwise delete the checkout or a folder of it).
+ */
+function notReleaseFolder(dir) {
+  let entries;
+  try {
+    if (!statSync(dir).isDirectory()) return `${dir} is not a folder`;
+    entries = readdirSync(dir);
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const foreign = entries.filter((name) => !releaseFile(name));
+  if (foreign.length === 0) return undefined;
+  return `${dir} holds ${foreign.length} file${foreign.length === 1 ? '' : 's'} no release wrote (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''})`;
+}
 
 /** Runs a command; stops the release with its output when it fails. */
 function run(command, args, cwd = repo) {
@@ -79,9 +104,12 @@ function reproducibleTarball(dir, files, commitTime) {
       '--mode=u=rwX,go=rX',
       '--no-recursion',
       '--transform=s,^,package/,',
+      // One name per NUL, each a name and never an option: a tracked file may start with '-' or hold a newline.
+      '--null',
+      '--verbatim-files-from',
       '--files-from=-',
     ],
-    { cwd: dir, input: files.join('\n'), maxBuffer: 512 * 1024 * 1024 },
+    { cwd: dir, input: files.join('\0'), maxBuffer: 512 * 1024 * 1024 },
   );
   if (tar.status !== 0) {
     process.stderr.write(`release: tar failed\n${tar.stderr}`);
@@ -91,6 +119,11 @@ function reproducibleTarball(dir, files, commitTime) {
   return gzipSync(tar.stdout, { level: 9 });
 }
 
+const refused = notReleaseFolder(out);
+if (refused) {
+  process.stderr.write(`release: ${refused}; give --out a new or empty folder. Nothing was deleted.\n`);
+  process.exit(1);
+}
 const commitTime = Number(run('git', ['log', '-1', '--format=%ct', 'HEAD']).trim());
 if (run('git', ['status', '--porcelain', '--untracked-files=no']).trim() !== '')
   process.stderr.write('release: uncommitted changes are not in the release (it packs HEAD)\n');
@@ -105,8 +138,9 @@ try {
   const gz = reproducibleTarball(dir, packList(dir), commitTime);
   const sbom = sbomOf(dir, repo);
 
-  rmSync(out, { recursive: true, force: true });
+  // Only an earlier release's files are there (checked above): those go.
   mkdirSync(out, { recursive: true });
+  for (const file of readdirSync(out)) rmSync(join(out, file), { force: true });
   writeFileSync(join(out, tarball), gz);
   writeFileSync(join(out, sbomFile), sbom);
   const sums = [tarball, sbomFile].map((file) => {

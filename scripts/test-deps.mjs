@@ -21,7 +21,10 @@ function onPath(command) {
   });
 }
 
-/** Resolves true when a Redis answers PING (or asks for a password) at `url` within half a second. */
+/**
+ * How a Redis at `url` answers PING within half a second: 'pong', 'noauth' (it wants a password, which the suite's
+ * global setup does not send: it would start a redis-server of its own instead), or false.
+ */
 function redisAnswers(url) {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
@@ -35,7 +38,10 @@ function redisAnswers(url) {
     socket.connect(Number(port || 6379), hostname.replace(/^\[|\]$/g, '') || '127.0.0.1', () =>
       socket.write('PING\r\n'),
     );
-    socket.once('data', (data) => done(/^(\+PONG|-NOAUTH)/.test(data.toString())));
+    socket.once('data', (data) => {
+      const text = data.toString();
+      done(text.startsWith('+PONG') ? 'pong' : text.startsWith('-NOAUTH') ? 'noauth' : false);
+    });
   });
 }
 
@@ -50,8 +56,13 @@ if (!existsSync(browser)) {
   missing.push('chromium');
 }
 // test/helpers/global-setup.ts: REDIS_URL or 127.0.0.1:6379 when it answers, else a redis-server of its own.
-if (!onPath('redis-server') && !(await redisAnswers(process.env.REDIS_URL || 'redis://127.0.0.1:6379')))
-  missing.push('redis-server');
+const redisUrl = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const redis = onPath('redis-server') ? 'pong' : await redisAnswers(redisUrl);
+if (redis !== 'pong') missing.push('redis-server');
+const passwordNote =
+  redis === 'noauth'
+    ? `  (the Redis at ${new URL(redisUrl).host} asks for a password: the tests need one that answers without)\n`
+    : '';
 
 if (missing.length > 0) {
   const command = `apt-get update && apt-get install -y ${missing.join(' ')}`;
@@ -60,7 +71,8 @@ if (missing.length > 0) {
     process.stderr.write(
       `npm test needs ${missing.join(' and ')}, which this machine lacks. Install ${missing.length > 1 ? 'them' : 'it'}, then run npm test again:\n` +
         `  Debian/Ubuntu: sudo sh -c '${command}'\n` +
-        '  elsewhere: a Chromium (set CHROMIUM_PATH to it) and Redis (redis-server on the PATH, or REDIS_URL)\n',
+        '  elsewhere: a Chromium (set CHROMIUM_PATH to it) and Redis (redis-server on the PATH, or REDIS_URL)\n' +
+        passwordNote,
     );
     process.exit(1);
   }

@@ -177,7 +177,7 @@ interface Piece {
 
 /**
  * Draws mrkdwn (or plain text) wrapped to `width` at (x, y); returns the height used. A line starting with "• " wraps
- * under its text, as Slack's lists do.
+ * under its text, as Slack's lists do; a line starting with "> " is a quote, drawn indented beside a grey bar.
  */
 export function drawText(
   canvas: Canvas,
@@ -189,7 +189,10 @@ export function drawText(
   mrkdwn = true,
 ): number {
   let top = y;
-  for (const line of source.split('\n')) {
+  for (const sourceLine of source.split('\n')) {
+    const quote = mrkdwn && sourceLine.startsWith('> ') ? QUOTE_INDENT : 0;
+    const line = quote ? sourceLine.slice(2) : sourceLine;
+    const lineTop = top;
     const runs = (
       mrkdwn
         ? parseLine(line, canvas.names)
@@ -206,7 +209,7 @@ export function drawText(
     let used = 0;
     for (const piece of pieces) {
       const current = lines[lines.length - 1]!;
-      const indent = lines.length > 1 ? bullet : 0;
+      const indent = (lines.length > 1 ? bullet : 0) + quote;
       if (!piece.space && used + piece.width > width - indent && current.length > 0) {
         while (current.length > 0 && current[current.length - 1]!.space) current.pop();
         lines.push([piece]);
@@ -217,7 +220,7 @@ export function drawText(
       }
     }
     lines.forEach((pieces, index) => {
-      let left = x + (index > 0 ? bullet : 0);
+      let left = x + quote + (index > 0 ? bullet : 0);
       const baseline = top + style.lineHeight * 0.5 + style.size * 0.36;
       for (const piece of mergePlain(pieces)) {
         drawPiece(canvas, piece, left, baseline, style);
@@ -225,9 +228,13 @@ export function drawText(
       }
       top += style.lineHeight;
     });
+    if (quote) canvas.rect(x, lineTop + 2, 4, top - lineTop - 4, 'rx="2" fill="#DDDDDD"');
   }
   return top - y;
 }
+
+/** How far a quoted line ("> …") stands in from its bar, as Slack draws block quotes. */
+const QUOTE_INDENT = 16;
 
 /** Neighbouring words of the same plain style as one piece, so the rasteriser spaces and kerns them itself. */
 function mergePlain(pieces: Piece[]): Piece[] {

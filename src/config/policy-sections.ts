@@ -60,6 +60,12 @@ const money = z
   .number({ message: MONEY_WORDS })
   .refine((amount) => /^\d{1,15}(\.\d{1,6})?$/.test(String(Math.abs(amount))), { message: MONEY_WORDS });
 
+/** `approval_valid_hours`: how long a decision stays good for its run (at most 30 days). */
+export const approvalValidHours = z
+  .number({ message: 'expected a number of hours from above 0 to 720' })
+  .positive({ message: 'expected a number of hours from above 0 to 720' })
+  .max(24 * 30, { message: 'expected a number of hours from above 0 to 720' });
+
 /** One approval rule: every key of `when` must match; the first rule that matches sets the count. */
 const approvalRuleSchema = z
   .object({
@@ -250,6 +256,8 @@ export const projectSchema = z
     approvals: approvalsSchema.optional(),
     freeze: z.array(freezeWindowSchema).optional(),
     break_glass: z.array(approverId).optional(),
+    /** Replaces the top-level `approval_valid_hours` for this project's requests. */
+    approval_valid_hours: approvalValidHours.optional(),
     /** Who may ask for changes here (users and user groups); unset: anyone in the project's channels. */
     requesters: z.array(approverId).optional(),
     change_ticket: changeTicketSchema.optional(),

@@ -14,6 +14,7 @@ import {
   type ApprovalsPolicy,
   apiField,
   approvalsSchema,
+  approvalValidHours,
   approverId,
   type ChangeTicketPolicy,
   changeTicketSchema,
@@ -59,6 +60,11 @@ const policySchema = z
       .positive()
       .max(24 * 30)
       .default(24),
+    /**
+     * Hours an approval (or any decision that lets a request run) stays good for its run, from the later of the last
+     * decision and the moment the work became due; the worker refuses it after (docs/policy.md#approval-validity).
+     */
+    approval_valid_hours: approvalValidHours.default(24),
     /** Days an ended request and its audit entries are kept before removal (never while a lease is open). */
     retention_days: z
       .number({ message: 'expected a number of days from 1 to 3650' })
@@ -333,6 +339,11 @@ export function approvalsOf(policy: Policy, project: ProjectPolicy): ApprovalsPo
 /** The freeze windows of a project: its own, else the top-level ones. */
 export function freezeOf(policy: Policy, project: ProjectPolicy): FreezeWindow[] {
   return project.freeze ?? policy.freeze ?? [];
+}
+
+/** Hours a decision stays good for its run: the project's own `approval_valid_hours`, else the top-level one. */
+export function approvalValidHoursOf(policy: Policy, project: ProjectPolicy): number {
+  return project.approval_valid_hours ?? policy.approval_valid_hours;
 }
 
 /** Who may run frozen work now: the project's own list, else the top-level one. */

@@ -10,8 +10,9 @@ import { redisTarget } from '../config/redis-connection.ts';
 import { SlackApi } from '../slack-api/client.ts';
 import { REQUIRED_NODE_MAJOR } from '../startup/node-guard.ts';
 import { checkOidcClient } from './oidc-client.ts';
-import { checkRedis } from './redis.ts';
+import { checkRedis, REDIS_CHECK_MS } from './redis.ts';
 import { type CheckResult, fail, ok, warn } from './report.ts';
+import { checkPreviousKeyWork } from './seals.ts';
 import { checkAppToken, checkBotToken, checkChannels, checkUserGroups, SLACK_CHECK_MS } from './slack.ts';
 import { checkTickets } from './tickets.ts';
 import {
@@ -60,15 +61,17 @@ export async function runDoctor(env: Env, nodeVersion = process.versions.node): 
     );
   }
 
-  const [redis, slack, cloud, verify, tickets] = await Promise.all([
+  const [redis, slack, cloud, verify, tickets, seals] = await Promise.all([
     checkRedis(redisTarget(env)),
     checkSlack(env, policy),
     checkCloud(env),
     checkVerify(env, policy),
     checkTickets(env, policy),
+    checkPreviousKeyWork(env, REDIS_CHECK_MS),
   ]);
   results.push(
     ...redis,
+    ...(seals ? [seals] : []),
     ...slack.results.map(through(env, env.SLACK_API_URL)),
     ...cloud.results.map(through(env, env.CLOUD_API_URL)),
     ...verify,

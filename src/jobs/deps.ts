@@ -2,8 +2,10 @@ import type { Cluster, Redis } from 'ioredis';
 import type { PriceSource } from '../cloud/price-cache.ts';
 import type { CloudApi } from '../cloud/types.ts';
 import type { Policy } from '../config/policy.ts';
+import type { SealKeys } from '../config/seal-keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { ApprovalPolicy } from '../requests/approval/approvers.ts';
 import type { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import type { CloudRequest } from '../requests/model/types.ts';
 import type { RequestStore } from '../requests/store/store.ts';
@@ -38,6 +40,10 @@ export interface ExecutionDeps {
   /** The cluster prices (cached): a request's cost is checked again before it is sent. */
   prices: PriceSource;
   policy: Policy;
+  /** The worker's own approval policy (its policy file, with user groups): it judges every request before its POST. */
+  approvals: ApprovalPolicy;
+  /** SEAL_KEY and SEAL_KEY_PREVIOUS: the decisions that let a request run are checked with them before its POST. */
+  sealKeys: SealKeys;
   queues: Queues;
   now: () => Date;
   logger: Logger;

@@ -42,6 +42,26 @@ export function callsIn(body: unknown): number {
   ).length;
 }
 
+/**
+ * Why a batch is refused for repeating a call's id, or undefined. The SDK keys a call's answer and its abort handle
+ * by id: a repeated id closed the POST (and gave its places back) at the first answer, while the other calls under
+ * that id ran on, held by nothing and never aborted.
+ */
+export function repeatedIdRefusal(body: unknown): string | undefined {
+  if (!Array.isArray(body)) return undefined;
+  const seen = new Set<unknown>();
+  for (const message of body) {
+    if (typeof message !== 'object' || message === null || !('method' in message) || !('id' in message))
+      continue;
+    const id: unknown = message.id;
+    if (id === undefined) continue;
+    if (seen.has(id))
+      return `A batch repeats id ${JSON.stringify(id).slice(0, 40)}: each call in a batch needs an id of its own`;
+    seen.add(id);
+  }
+  return undefined;
+}
+
 /** The protocol version an `initialize` in the batch asks for, if one does. */
 function initializeVersion(body: unknown[]): string | undefined {
   for (const message of body) {

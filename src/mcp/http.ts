@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { agentForToken } from '../config/agents.ts';
 import { webOrigin } from '../config/env.ts';
-import { batchRefusal, callsIn, readJsonBody } from './batches.ts';
+import { batchRefusal, callsIn, readJsonBody, repeatedIdRefusal } from './batches.ts';
 import { createAgentServer } from './server.ts';
 import type { McpDeps } from './tools.ts';
 
@@ -202,6 +202,7 @@ export function mcpRequestHandler(
     const calls = callsIn(read.body);
     const refusal =
       batch ??
+      repeatedIdRefusal(read.body) ??
       (calls > MAX_OPEN_PER_AGENT
         ? `A batch of ${calls} calls is more than the ${MAX_OPEN_PER_AGENT} calls an agent may have open at once; send fewer`
         : undefined);

@@ -118,6 +118,21 @@ export interface SlackApiOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The arguments of a page of messages (a thread's replies, a channel's history). */
+interface MessagePageArgs {
+  channel: string;
+  limit?: number;
+  cursor?: string;
+  include_all_metadata?: boolean;
+}
+
+/** A page of messages as Slack answers it. */
+type MessagePage = SlackAnswer & {
+  messages?: ThreadMessage[];
+  has_more?: boolean;
+  response_metadata?: { next_cursor?: string };
+};
+
 /**
  * The Slack Web API as the bot uses it: one JSON POST per call on one keep-alive undici pool, the token in the
  * Authorization header only. It neither retries nor waits: a 429 becomes a {@link SlackRateLimitedError} with
@@ -146,35 +161,11 @@ export class SlackApi {
   };
 
   readonly conversations = {
-    replies: (args: {
-      channel: string;
-      ts: string;
-      limit?: number;
-      cursor?: string;
-      include_all_metadata?: boolean;
-    }) =>
-      this.call<
-        SlackAnswer & {
-          messages?: ThreadMessage[];
-          has_more?: boolean;
-          response_metadata?: { next_cursor?: string };
-        }
-      >('conversations.replies', args),
-    /** A channel's top-level messages, newest first; `oldest` / `latest` are message timestamps (seconds). */
-    history: (args: {
-      channel: string;
-      oldest?: string;
-      limit?: number;
-      cursor?: string;
-      include_all_metadata?: boolean;
-    }) =>
-      this.call<
-        SlackAnswer & {
-          messages?: ThreadMessage[];
-          has_more?: boolean;
-          response_metadata?: { next_cursor?: string };
-        }
-      >('conversations.history', args),
+    replies: (args: MessagePageArgs & { ts: string }) =>
+      this.call<MessagePage>('conversations.replies', args),
+    /** A channel's top-level messages, newest first; `oldest` is a message timestamp (seconds). */
+    history: (args: MessagePageArgs & { oldest?: string }) =>
+      this.call<MessagePage>('conversations.history', args),
   };
 
   /** Workflow Builder steps: completed with the token Slack gave that run (sent as the bearer, never in the body). */

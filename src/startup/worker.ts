@@ -58,6 +58,8 @@ export function startWorker(core: Core): void {
     cloud: core.cloud,
     prices: core.prices,
     policy: core.policy,
+    approvals: core.approvals,
+    sealKeys: core.sealKeys,
     queues: core.queues,
     now,
     logger,

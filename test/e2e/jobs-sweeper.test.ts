@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAST_SWEEP_POLICY } from '../../src/jobs/stranded-sweeper.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
+import { approveSealed } from '../helpers/seal.ts';
 
 // The running bot (ROLE=all) sweeps for requests stranded between two writes and runs them.
 let h: Harness;
@@ -35,14 +36,9 @@ describe('the stranded-request sweeper in the running bot', () => {
       }),
       USERS.dev,
     );
-    // What the approve handler stores before it enqueues; the enqueue never happens.
-    const approved = await h.store.transition(created.id, {
-      from: ['pending'],
-      to: 'approved',
-      actor: USERS.lead,
-      patch: { approvedBy: USERS.lead },
-    });
-    expect(approved.ok).toBe(true);
+    // What the approve handler stores (the sealed approval) before it enqueues; the enqueue never happens.
+    const approved = await approveSealed(h.store, created, USERS.lead, { queue: false });
+    expect(approved.state).toBe('approved');
 
     const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 30_000);
     expect(done.approvedBy).toBe(USERS.lead);
@@ -58,14 +54,9 @@ describe('the stranded-request sweeper in the running bot', () => {
     while (request.vmid !== 101) request = await h.nextRequest();
     const message = await h.requestMessage(request.id);
     expect(JSON.stringify(message.blocks)).toContain('"action_id":"approve"');
-    // What the approve click stores first; the process dies before it queues or announces anything.
-    const approved = await h.store.transition(request.id, {
-      from: ['pending'],
-      to: 'approved',
-      actor: USERS.lead,
-      patch: { approvedBy: USERS.lead },
-    });
-    expect(approved.ok).toBe(true);
+    // What the approve click stores first (sealed); the process dies before it queues or announces anything.
+    const approved = await approveSealed(h.store, request, USERS.lead, { queue: false });
+    expect(approved.state).toBe('approved');
 
     await h.waitForRequest(request.id, (r) => r.state === 'succeeded', 30_000);
     const thread = await h.slack.waitFor(() => {

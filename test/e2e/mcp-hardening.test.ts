@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { connect as connectTcp } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -355,6 +356,96 @@ describe('HTTP', () => {
       .poll(async () => (await raw('POST', old, waits(500, half + 1).slice(0, 1))).status, {
         timeout: 20_000,
       })
+      .toBe(200);
+    await call(client, 'cancel_request', { request_id: asked.request_id });
+  });
+
+  it('a JSON-RPC batch that repeats an id is refused: no call of it runs on once its answer has closed', async () => {
+    const client = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 102, cores: 7, reason: 'one id' }),
+    );
+    const old = { authorization: `Bearer ${TOKENS.crowd}`, 'mcp-protocol-version': '2025-03-26' };
+    // 31 waits and one plain read, all under id 7: the read answers id 7 at once, which closed the POST and
+    // gave its places back while the 31 waits went on, unheld (the SDK keeps one abort handle per id).
+    const batch = [
+      ...Array.from({ length: MAX_OPEN_PER_AGENT - 1 }, () =>
+        toolCall(7, 'get_request', { request_id: asked.request_id, wait_seconds: 30 }),
+      ),
+      toolCall(7, 'get_request', { request_id: asked.request_id }),
+    ];
+    const got = await raw('POST', old, batch);
+    const text = await got.text();
+    // Each live wait reads its agent's switch when any agent is disabled or enabled: count those reads (MONITOR).
+    const { hostname, port } = new URL(testRedisUrl());
+    const monitor = connectTcp(Number(port || 6379), hostname);
+    let seen = '';
+    monitor.setEncoding('utf8');
+    monitor.on('data', (chunk: string) => {
+      seen += chunk;
+    });
+    monitor.write('MONITOR\r\n');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await cli('agents', 'disable', 'other-agent');
+      await cli('agents', 'enable', 'other-agent');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    } finally {
+      monitor.destroy();
+    }
+    const reads = seen
+      .split('\n')
+      .filter(
+        (line) => /"sismember"/i.test(line) && line.includes(`"${h.prefix}:agents:disabled" "crowd-agent"`),
+      ).length;
+    expect(reads).toBe(0);
+    expect(got.status).toBe(400);
+    expect(text).toContain('repeats id 7');
+    await call(client, 'cancel_request', { request_id: asked.request_id });
+  });
+
+  it('waits whose client hangs up as soon as its body is sent give their places back', async () => {
+    const client = await connect(TOKENS.crowd);
+    const asked = requestOf(
+      await call(client, 'request_resize', { project: 'shop-prod', vm_id: 102, cores: 6, reason: 'hang up' }),
+    );
+    const body = JSON.stringify(
+      toolCall(1, 'get_request', { request_id: asked.request_id, wait_seconds: 60 }),
+    );
+    const head = [
+      'POST /mcp HTTP/1.1',
+      `Host: 127.0.0.1:${h.bot.mcpPort}`,
+      `Authorization: Bearer ${TOKENS.crowd}`,
+      'Content-Type: application/json',
+      'Accept: application/json, text/event-stream',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      '',
+      '',
+    ].join('\r\n');
+    // Many more than MAX_OPEN_PER_AGENT, each reset right after its last byte.
+    for (let round = 0; round < 4; round++)
+      await Promise.all(
+        Array.from(
+          { length: MAX_OPEN_PER_AGENT },
+          () =>
+            new Promise<void>((resolve) => {
+              const socket = connectTcp(Number(h.bot.mcpPort), '127.0.0.1', () => {
+                socket.write(head + body, () => {
+                  socket.resetAndDestroy();
+                  resolve();
+                });
+              });
+              socket.on('error', () => resolve());
+            }),
+        ),
+      );
+    await expect
+      .poll(
+        async () =>
+          (await raw('POST', { authorization: `Bearer ${TOKENS.crowd}` }, toolCall(2, 'list_clusters', {})))
+            .status,
+        { timeout: 10_000 },
+      )
       .toBe(200);
     await call(client, 'cancel_request', { request_id: asked.request_id });
   });

@@ -9,6 +9,7 @@ import { createApprovalPolicy } from '../../src/requests/approval/approvers.ts';
 import { RequestLifecycle } from '../../src/requests/lifecycle/request-lifecycle.ts';
 import type { RequestStore } from '../../src/requests/store/store.ts';
 import type { VmFactsStore } from '../../src/requests/vm-facts.ts';
+import { TEST_SEAL_KEYS } from './seal.ts';
 
 /**
  * The lifecycle the workers get in `src/main.ts` (outbox on the queues, the policy's approvers, prices from the
@@ -32,5 +33,6 @@ export function workerLifecycle(parts: {
     outbox: createOutbox(queues, now),
     approvals: createApprovalPolicy(policy),
     prices: createPriceCache(cloud),
+    sealKeys: TEST_SEAL_KEYS,
   });
 }

@@ -15,6 +15,9 @@ export interface WorkerProcessConfig {
   /** Header timeout of the child's cloud client; long, so a slow call is still in flight when the test kills it. */
   cloudHeadersTimeoutMs?: number;
   stalledIntervalMs?: number;
+  /** SEAL_KEY and SEAL_KEY_PREVIOUS of the worker (default TEST_SEAL_KEY alone), e.g. a worker restarted for a rotation. */
+  sealKey?: string;
+  sealKeyPrevious?: string;
 }
 
 /** A worker running in a child process, to be killed as a crash would. */
@@ -76,6 +79,9 @@ async function runChild(): Promise<void> {
   const { createExecution } = await import('../../src/jobs/execution.ts');
   const { createPriceCache } = await import('../../src/cloud/price-cache.ts');
   const { workerLifecycle } = await import('./lifecycle.ts');
+  const { TEST_SEAL_KEYS } = await import('./seal.ts');
+  const { sealKeysFrom } = await import('../../src/config/seal-keys.ts');
+  const { createApprovalPolicy } = await import('../../src/requests/approval/approvers.ts');
   const { createQueues } = await import('../../src/jobs/queues.ts');
   const { FAST_RETRY, FAST_VM_LOCK } = await import('../../src/jobs/retry-policy.ts');
   const { createLogger } = await import('../../src/observability/logger.ts');
@@ -110,6 +116,8 @@ async function runChild(): Promise<void> {
     cloud,
     prices: createPriceCache(cloud),
     policy,
+    approvals: createApprovalPolicy(policy),
+    sealKeys: config.sealKey ? sealKeysFrom(config.sealKey, config.sealKeyPrevious) : TEST_SEAL_KEYS,
     queues,
     now,
     logger,

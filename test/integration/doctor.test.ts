@@ -7,15 +7,20 @@ import { freePort, type LocalRedis, startLocalRedis } from '../../sim/local-redi
 import { startSentinelGroup } from '../../sim/local-sentinel.ts';
 import type { SlackStandIn } from '../../sim/slack/server.ts';
 import { BOT_SCOPES } from '../../src/doctor/scopes.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
+import { resizeRequest } from '../fixtures/requests.ts';
 import {
   API_KEY,
   byId,
   type DoctorWorld,
   MANIFEST_SCOPES,
   one,
+  REDIS_PASSWORD,
   startDoctorWorld,
 } from '../helpers/doctor.ts';
 import { startForwardProxy, startRefusingProxy } from '../helpers/proxies.ts';
+import { deleteKeys } from '../helpers/redis.ts';
+import { approveSealed, TEST_SEAL_KEY, TEST_SEAL_KEY_PREVIOUS } from '../helpers/seal.ts';
 
 // `cloudops doctor` as an operator runs it: the shipped binary in a child process (dist/, built by the global
 // setup), against the cloud simulator, the Slack stand-in and Redis servers of this file's own.
@@ -261,6 +266,39 @@ describe('cloudops doctor', () => {
       expect(check.fix).toContain('REDIS_SENTINELS');
     } finally {
       await group.stop();
+    }
+  });
+
+  it('during a SEAL_KEY rotation: counts the pending work sealed with SEAL_KEY_PREVIOUS, and says when it may go', async () => {
+    const client = new Redis(redis.url, { password: REDIS_PASSWORD });
+    const prefix = 'doctor-seals';
+    try {
+      const store = new RequestStore(client, { prefix });
+      // Approved under the key that is now the previous one, not yet run; and one that ended (it does not count).
+      await approveSealed(store, await store.create(resizeRequest(), 'U0DEV'), 'U0LEAD', { queue: false });
+      const ended = await approveSealed(store, await store.create(resizeRequest(), 'U0DEV'), 'U0LEAD');
+      await store.transition(ended.id, { from: ['queued'], to: 'cancelled', actor: 'U0DEV' });
+      const rotating = {
+        REDIS_PREFIX: prefix,
+        SEAL_KEY: TEST_SEAL_KEY_PREVIOUS,
+        SEAL_KEY_PREVIOUS: TEST_SEAL_KEY,
+      };
+      const during = one((await checks(rotating)).checks, 'seal.previous');
+      expect(during.status).toBe('warn');
+      expect(during.summary).toMatch(
+        /^1 pending request\(s\) carry seals of SEAL_KEY_PREVIOUS \(key [0-9a-f]{12}\)$/,
+      );
+      expect(during.fix).toContain('keep SEAL_KEY_PREVIOUS until they have run or ended');
+
+      await deleteKeys(client, prefix);
+      const after = one((await checks(rotating)).checks, 'seal.previous');
+      expect(after.status).toBe('ok');
+      expect(after.summary).toContain('it may be removed');
+      // No rotation under way: no such check.
+      expect(byId((await checks({ REDIS_PREFIX: prefix })).checks, 'seal.previous')).toEqual([]);
+    } finally {
+      await deleteKeys(client, prefix);
+      client.disconnect();
     }
   });
 

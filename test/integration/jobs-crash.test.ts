@@ -9,6 +9,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { AuditLog } from '../../src/requests/audit/audit.ts';
 import { PROJECT } from '../fixtures/requests.ts';
 import { startSlowTcpProxy } from '../helpers/proxies.ts';
+import { approveSealed } from '../helpers/seal.ts';
 import { WAIT_MS } from '../helpers/startup.ts';
 import {
   startWorkerProcess,
@@ -164,7 +165,14 @@ describe('a worker killed mid-call', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(current.sim.calls.filter((c) => c.route === 'resize')).toHaveLength(1);
     const audit = await new AuditLog(current.redis, current.prefix).read({ requestId: request.id });
-    expect(audit.map((e) => e.state)).toEqual(['created', 'queued', 'sending', 'unknown']);
+    expect(audit.map((e) => e.state)).toEqual([
+      'created',
+      'pending',
+      'approved',
+      'queued',
+      'sending',
+      'unknown',
+    ]);
   });
 
   it('SIGTERM while a call runs: the call finishes, the request succeeds, the process exits 0', async () => {
@@ -285,13 +293,16 @@ describe('a failover that loses the success it was waiting for', () => {
     // could play the failover in the success's place (or between the success's two writes). The message is posted
     // first, its job ended, and only then is the request queued: the one confirm that sees 'succeeded' is the run's.
     const input = resizeOf(jobs, 102, { cores: 6 });
-    const request = await jobs.store.create({ ...input, state: 'queued' }, input.requester);
-    await enqueueNotify(jobs.queues, { type: 'post-request', requestId: request.id });
+    const made = await jobs.store.create(input, input.requester);
+    await enqueueNotify(jobs.queues, { type: 'post-request', requestId: made.id });
     const ended = async (queue: string) =>
       (await jobs.metrics.jobs.get()).values.find((v) => v.labels.queue === queue && v.value > 0)?.labels
         .outcome;
     await expect.poll(() => ended('notify'), { timeout: WAIT_MS }).toBeDefined();
-    expect((await jobs.store.get(request.id))?.messageTs).toBeDefined();
+    const posted = await jobs.store.get(made.id);
+    expect(posted?.messageTs).toBeDefined();
+    // Approved (sealed, as the web role does), which queues it.
+    const request = await approveSealed(jobs.store, posted ?? made, 'U0LEAD');
     await enqueueExecution(jobs.queues, request, new Date());
     const outcome = () => ended('execute');
     // The job ends without announcing a success the store no longer holds.

@@ -10,6 +10,7 @@ import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { FAST_RETRY, FAST_VM_LOCK } from '../../src/jobs/retry-policy.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.ts';
+import { createApprovalPolicy } from '../../src/requests/approval/approvers.ts';
 import type { CloudRequest, NewRequest, RequestState } from '../../src/requests/model/types.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
@@ -19,6 +20,7 @@ import { SlackApi } from '../../src/slack-api/client.ts';
 import { PROJECT, resizeRequest } from '../fixtures/requests.ts';
 import { workerLifecycle } from '../helpers/lifecycle.ts';
 import { deleteKeys, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { approveSealed, TEST_SEAL_KEYS } from '../helpers/seal.ts';
 import { WAIT_MS } from '../helpers/startup.ts';
 
 /** The policy the jobs tests run with: the sim's default project, CPU class and private network mapped as the sim names them. */
@@ -51,7 +53,7 @@ export interface JobsEnv {
   logs: string[];
   /** Starts workers in this process (close them with `stopWorkers` or `close`). */
   startWorkers(overrides?: Partial<ExecutionDeps>): Execution;
-  /** Stores a queued request (as an approval would leave it), posts its message and enqueues its run. */
+  /** Stores a request approved by U0LEAD (sealed, as the web role does: it is queued), posts its message and enqueues its run. */
   queueRequest(request: NewRequest): Promise<CloudRequest>;
   /** Resolves with the request once it is in one of `states`. */
   waitForState(id: string, states: RequestState[], timeoutMs?: number): Promise<CloudRequest>;
@@ -104,6 +106,8 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
     cloud,
     prices: createPriceCache(cloud),
     policy,
+    approvals: createApprovalPolicy(policy),
+    sealKeys: TEST_SEAL_KEYS,
     queues,
     now,
     logger,
@@ -136,10 +140,12 @@ export async function startJobsEnv(options: JobsEnvOptions = {}): Promise<JobsEn
       return execution;
     },
     async queueRequest(input) {
-      const created = await store.create({ ...input, state: 'queued' }, input.requester);
-      await enqueueNotify(queues, { type: 'post-request', requestId: created.id });
-      await enqueueExecution(queues, created, new Date());
-      return created;
+      // Approved by the policy's approver as the web role does (sealed), which queues it.
+      const created = await store.create({ ...input, state: 'pending' }, input.requester);
+      const queued = await approveSealed(store, created, 'U0LEAD');
+      await enqueueNotify(queues, { type: 'post-request', requestId: queued.id });
+      await enqueueExecution(queues, queued, new Date());
+      return queued;
     },
     async waitForState(id, states, timeoutMs = WAIT_MS) {
       const deadline = Date.now() + timeoutMs;

@@ -54,12 +54,14 @@ describe('execution: success', () => {
     const audit = await new AuditLog(env.redis, env.prefix).read({ requestId: request.id });
     expect(audit.map((e) => `${e.state}:${e.actor}`)).toEqual([
       'created:U0DEV',
-      'queued:U0DEV',
+      'pending:U0DEV',
+      'approved:U0LEAD',
+      'queued:cloudops',
       'sending:cloudops',
       'succeeded:cloudops',
     ]);
     expect(
-      audit.every((e) => e.state === 'created' || e.state === 'queued' || (e.detail ?? '').length > 0),
+      audit.every((e) => ['created', 'pending', 'queued'].includes(e.state) || (e.detail ?? '').length > 0),
     ).toBe(true);
     const succeededJobs = async () =>
       (await env.metrics.jobs.get()).values.find(

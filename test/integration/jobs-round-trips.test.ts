@@ -92,7 +92,7 @@ describe('an execute job, counted', () => {
       ['evalsha', true], // success and the facts
     ]);
     expect(await env.redis.get(requestKey)).toMatch(
-      /,"state":"succeeded","version":3,"revision":3,"updatedAt":"[^"]+"}$/,
+      /,"state":"succeeded","version":4,"revision":4,"updatedAt":"[^"]+"}$/,
     );
     expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
   });

@@ -5,6 +5,7 @@ import { FAST_SWEEP_POLICY, sweepStranded } from '../../src/jobs/stranded-sweepe
 import { AuditLog } from '../../src/requests/audit/audit.ts';
 import type { CloudRequest, NewRequest } from '../../src/requests/model/types.ts';
 import { PROJECT } from '../fixtures/requests.ts';
+import { approveSealed } from '../helpers/seal.ts';
 import { type JobsEnv, resizeOf, startJobsEnv } from './jobs-env.ts';
 
 // A failure between two writes (state stored, job not added) must not strand a request: the sweeper finds it.
@@ -18,7 +19,12 @@ afterEach(async () => {
 async function storeIn(current: JobsEnv, request: NewRequest, states: ('approved' | 'queued')[]) {
   let stored: CloudRequest = await current.store.create(request, request.requester);
   let from: CloudRequest['state'] = 'pending';
-  for (const to of states) {
+  // The approval as the web role counts it: sealed, or the worker would refuse to run it.
+  if (states[0] === 'approved') {
+    stored = await approveSealed(current.store, stored, 'U0LEAD', { queue: false });
+    from = 'approved';
+  }
+  for (const to of states.slice(from === 'approved' ? 1 : 0)) {
     const moved = await current.store.transition(stored.id, { from: [from], to, actor: 'U0LEAD' });
     if (!moved.ok) throw new Error(`could not move ${stored.id} to ${to}`);
     stored = moved.request;

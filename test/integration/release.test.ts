@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,7 +78,8 @@ describe('npm run release', { timeout: 600_000 }, () => {
     } finally {
       await rm(join(repo, untracked), { force: true });
     }
-  });
+    // Two whole releases (build, SBOM, pack): about 95 s on an idle 2-core machine, several minutes beside a busy one.
+  }, 600_000);
   afterAll(async () => {
     if (scratch) await rm(scratch, { recursive: true, force: true });
   });
@@ -204,5 +205,70 @@ describe('npm run release', { timeout: 600_000 }, () => {
     const names = new Set(sbom.components.map(fullName));
     for (const dev of ['vitest', 'typescript', '@biomejs/biome', 'tsx', '@cyclonedx/cyclonedx-npm'])
       expect(names.has(dev), dev).toBe(false);
+  });
+});
+
+describe('npm run release --out', () => {
+  it('refuses a folder holding files no release wrote, and deletes none of them (a typo such as --out .)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cloudops-release-out-'));
+    try {
+      await writeFile(join(dir, 'notes.txt'), 'mine\n');
+      // An earlier release's own file beside it changes nothing: the folder is still refused whole.
+      await writeFile(join(dir, 'SHA256SUMS'), 'old\n');
+      const run = spawnSync('npm', ['run', 'release', '--', '--out', dir], { cwd: repo, encoding: 'utf8' });
+      expect(await readFile(join(dir, 'notes.txt'), 'utf8')).toBe('mine\n');
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain(`release: ${dir} holds 1 file no release wrote (notes.txt)`);
+      expect(run.stderr).toContain('Nothing was deleted.');
+      expect((await readdir(dir)).sort()).toEqual(['SHA256SUMS', 'notes.txt']);
+      // A file given as --out is not replaced either.
+      const file = join(dir, 'notes.txt');
+      const onFile = spawnSync('npm', ['run', 'release', '--', '--out', file], {
+        cwd: repo,
+        encoding: 'utf8',
+      });
+      expect(onFile.status).toBe(1);
+      expect(onFile.stderr).toContain(`release: ${file} is not a folder`);
+      expect(await readFile(file, 'utf8')).toBe('mine\n');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm run release on odd file names', () => {
+  it('packs tracked files whose names start with a dash or hold a newline, as they are', async () => {
+    // A clone of this commit with the odd names committed: the release packs its HEAD.
+    const scratch = await mkdtemp(join(tmpdir(), 'cloudops-release-odd-'));
+    const clone = join(scratch, 'repo');
+    const git = (...args: string[]) => {
+      const run = spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], {
+        cwd: clone,
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr).toBe(0);
+    };
+    try {
+      expect(spawnSync('git', ['clone', '-q', repo, clone]).status).toBe(0);
+      await symlink(join(repo, 'node_modules'), join(clone, 'node_modules'), 'dir');
+      await writeFile(join(clone, '-dash.md'), 'dash\n');
+      await writeFile(join(clone, 'docs', 'new\nline.md'), 'newline\n');
+      git('add', '--', '-dash.md', 'docs/new\nline.md');
+      git('commit', '-q', '-m', 'odd names');
+      const out = join(scratch, 'out');
+      const run = spawnSync(process.execPath, [join(clone, 'scripts', 'release.mjs'), '--out', out], {
+        cwd: clone,
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr).toBe(0);
+      const list = spawnSync('tar', ['tzf', join(out, tarball), '--quoting-style=escape'], {
+        encoding: 'utf8',
+      });
+      const files = list.stdout.trimEnd().split('\n');
+      expect(files).toContain('package/-dash.md');
+      expect(files).toContain('package/docs/new\\nline.md');
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../sim/local-redis.ts';
+import { freePort, redisAnswers } from '../../sim/local-redis.ts';
 import { CHROMIUM } from '../helpers/verify-browser.ts';
 
 // npm test's pretest, run as a child process with a PATH of this test's own: what it finds, and what it says when
@@ -39,6 +39,39 @@ describe('scripts/test-deps.mjs (npm test’s pretest)', () => {
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('npm test needs redis-server, which this machine lacks.');
     expect(result.stderr).toContain("sudo sh -c 'apt-get update && apt-get install -y redis-server'");
+  });
+
+  it('a Redis asking for a password and no redis-server: the suite could not use it, so the command, exit 1', async () => {
+    // The suite's global setup pings without a password: a Redis answering NOAUTH is not one it runs on, and it
+    // would start a redis-server of its own, which is missing here.
+    const port = await freePort();
+    const which = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+    const redis = spawn(
+      which,
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--requirepass', 'pw-3c1e'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    try {
+      const url = `redis://127.0.0.1:${port}`;
+      // It is up once it answers, with NOAUTH.
+      const cli = which.replace(/redis-server$/, 'redis-cli');
+      await expect
+        .poll(() => spawnSync(cli, ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout, {
+          timeout: 10_000,
+        })
+        .toMatch(/NOAUTH/);
+      expect(await redisAnswers(url)).toBe(false);
+      const result = run({ CHROMIUM_PATH: CHROMIUM, REDIS_URL: url });
+      expect(result.status).toBe(1);
+      expect(result.stderr).toContain('npm test needs redis-server, which this machine lacks.');
+      expect(result.stderr).toContain(
+        `(the Redis at 127.0.0.1:${port} asks for a password: the tests need one that answers without)`,
+      );
+    } finally {
+      redis.kill('SIGTERM');
+    }
   });
 
   it('a CHROMIUM_PATH that does not exist: said, exit 1', () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   approvalsOf,
+  approvalValidHoursOf,
   approversOf,
   breakGlassOf,
   changeTicketOf,
@@ -107,6 +108,23 @@ describe('parsePolicy', () => {
     );
   });
 
+  it('approval_valid_hours: default 24, a project may set its own, a bad value names its line', () => {
+    const policy = parsePolicy(withLine(4, 'approval_valid_hours: 2'));
+    expect(parsePolicy(GOOD).approval_valid_hours).toBe(24);
+    expect(policy.approval_valid_hours).toBe(2);
+    const project = policy.projects[0];
+    expect(project && approvalValidHoursOf(policy, project)).toBe(2);
+    const own = parsePolicy(GOOD.replace('    channels:', '    approval_valid_hours: 0.5\n    channels:'));
+    const ownProject = own.projects[0];
+    expect(ownProject && approvalValidHoursOf(own, ownProject)).toBe(0.5);
+    expect(failure(withLine(4, 'approval_valid_hours: 0'))).toBe(
+      'policy.yml:4: approval_valid_hours: expected a number of hours from above 0 to 720',
+    );
+    expect(failure(withLine(4, 'approval_valid_hours: 721'))).toBe(
+      'policy.yml:4: approval_valid_hours: expected a number of hours from above 0 to 720',
+    );
+  });
+
   it('refuses limits larger than the modal inputs hold, so the command line and the form agree (issue 17.7)', () => {
     expect(parsePolicy(withLine(4, 'limits: { cores: 999999, os_disk_gb: 9999999 }')).limits).toMatchObject({
       cores: 999999,
@@ -125,7 +143,7 @@ describe('parsePolicy', () => {
       'policy.yml:11: projects[0].clutser: unknown key, did you mean `cluster`?',
     );
     expect(failure(`${GOOD}colour: blue\n`)).toBe(
-      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, retention_days, limits, resize_fields, reference_vm, projects, agents, change_ticket',
+      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, approval_valid_hours, retention_days, limits, resize_fields, reference_vm, projects, agents, change_ticket',
     );
   });
 
@@ -137,7 +155,7 @@ describe('parsePolicy', () => {
     expect(failure(withLine(12, '    rooms: [C0PROD]')).split('\n')).toEqual([
       'policy.yml: 2 problems:',
       '  policy.yml:9: projects[0].channels: missing: expected a list of channel ids',
-      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass, requesters, change_ticket',
+      '  policy.yml:12: projects[0].rooms: unknown key; the keys here are name, uuid, cluster, channels, approvers, approval, vms, approvals, freeze, break_glass, approval_valid_hours, requesters, change_ticket',
     ]);
   });
 

@@ -31,6 +31,7 @@ describe('policy.example.yml', () => {
       [
         'agents',
         'approval_ttl_hours',
+        'approval_valid_hours',
         'approvals',
         'approvers',
         'break_glass',
@@ -59,6 +60,7 @@ describe('policy.example.yml', () => {
       'approvals',
       'freeze',
       'break_glass',
+      'approval_valid_hours',
       'requesters',
       'vms',
     ])

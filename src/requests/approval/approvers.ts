@@ -57,6 +57,11 @@ export interface ApprovalPolicy {
   mayRequest(project: ProjectPolicy, user: string): Promise<string | undefined>;
   /** Why `count` approvals can never come together for a request by `requester`, or undefined when they can. */
   unreachable(project: ProjectPolicy, requester: string, count: number): Promise<string | undefined>;
+  /**
+   * Whether the policy names `user` (directly or through a user group) as an approver of `project`, or among those
+   * escalated to: what the worker asks of every recorded approval, never the list stored with the request.
+   */
+  mayApprove(project: ProjectPolicy, user: string): Promise<boolean>;
   /** Undefined when `user` may do `act` to `request` (its state is checked by the lifecycle, not here). */
   may(request: CloudRequest, user: string, act: Act): Promise<NotAllowed | undefined>;
   /** What an approval leads to at `at`: the queue, or a wait for the end of a freeze. */
@@ -104,6 +109,8 @@ export function createApprovalPolicy(policy: Policy, groups?: UserGroups): Appro
         remindAfterHours: approvals.remind_after_hours,
       };
     },
+    mayApprove: (project, user) =>
+      among([...approversOf(policy, project), ...approvalsOf(policy, project).escalate_to], user),
     async mayRequest(project, user) {
       const requesters = requestersOf(project);
       if (requesters === undefined || (await among(requesters, user))) return undefined;

@@ -1,5 +1,5 @@
 import type { PriceSource } from '../../cloud/price-cache.ts';
-import { approvalsOf, findProject, type Policy } from '../../config/policy.ts';
+import { approvalsOf, findProject, type Policy, type ProjectPolicy } from '../../config/policy.ts';
 import type { Logger } from '../../observability/logger.ts';
 import { type ChangeScope, classifyChange, type FieldChange } from '../../rules/change-scope.ts';
 import { NAME } from '../../rules/resize.ts';
@@ -29,6 +29,8 @@ export async function recheckRequest(
   request: CloudRequest,
   vm: VmKnown,
   stage: 'approval' | 'run',
+  /** Filled with the cost difference now, when this re-check computed it (the worker's own judgement reuses it). */
+  seen?: { monthlyDelta?: string; costed?: boolean },
 ): Promise<string | undefined> {
   const { params } = request;
   if (params.kind !== 'resize' || request.nextStep > 0) return undefined;
@@ -61,7 +63,7 @@ export async function recheckRequest(
     return `Not sent: ${when} the rules do not allow it. ${violations.map((v) => v.message).join(' ')}`;
   }
 
-  return costChanged(deps, request, params, vm);
+  return costChanged(deps, request, params, vm, seen);
 }
 
 /** The fields the request sends, at the value it ends with (a WAN switch through `off` ends at its target). */
@@ -113,24 +115,36 @@ function changedSince(params: ResizeParams, vm: VmKnown, sent: ResizeTarget): st
   return `${lines.join('; ')}. Its direction and cost are not what it showed: make a new request if it is still needed`;
 }
 
+/** The monthly cost difference of `params` on the VM as known now; undefined when nobody can tell. */
+export async function monthlyDeltaNow(
+  deps: RecheckDeps,
+  project: ProjectPolicy,
+  params: ResizeParams,
+  vm: VmKnown,
+): Promise<string | undefined> {
+  const cost = await costPreview(
+    { prices: deps.prices, currency: deps.policy.currency, logger: deps.logger },
+    project,
+    vm,
+    params.target,
+    params.lease?.returnTo,
+  );
+  return cost?.preview?.diffMonthly;
+}
+
 /** Why the cost now no longer carries the request: a larger difference, a bound, or more approvals needed. */
 async function costChanged(
   deps: RecheckDeps,
   request: CloudRequest,
   params: ResizeParams,
   vm: VmKnown,
+  seen?: { monthlyDelta?: string; costed?: boolean },
 ): Promise<string | undefined> {
   const { policy } = deps;
   const project = findProject(policy, request.projectUuid) ?? findProject(policy, request.projectName);
   if (!project) return undefined;
-  const cost = await costPreview(
-    { prices: deps.prices, currency: policy.currency, logger: deps.logger },
-    project,
-    vm,
-    params.target,
-    params.lease?.returnTo,
-  );
-  const delta = cost?.preview?.diffMonthly;
+  const delta = await monthlyDeltaNow(deps, project, params, vm);
+  if (seen) Object.assign(seen, { monthlyDelta: delta, costed: true });
   const shown = request.cost?.diffMonthly;
   const money = (value: string | undefined) =>
     value === undefined
@@ -144,7 +158,8 @@ async function costChanged(
   if (bound !== undefined && (delta === undefined || Number(delta) > bound))
     return `Not sent: agent ${agent?.name} may add at most ${bound} ${policy.currency} a month, and the cost of this change is ${money(delta)} now.`;
 
-  // The approvals it was made with stand unless its cost moved (a policy edited since is not this check's business).
+  // The approvals it was made with stand unless its cost moved. Before a run the worker also plans them under its
+  // own policy, whatever was stored (decision-check.ts).
   if (delta === shown) return undefined;
   const planFor = (kind: 'resize_up' | 'resize_down') =>
     planApproval(

@@ -14,11 +14,13 @@ import {
   withIncreaseVerify,
 } from '../approval/approval-rules.ts';
 import type { RequestApproval } from '../approval/approvers.ts';
+import { goAheadDecision, sealDecision } from '../approval/decision-seal.ts';
 import { costPreview } from '../cost-preview.ts';
 import {
   agentActor,
   type CloudRequest,
   type CostPreview,
+  type GoAhead,
   type ResizeParams,
   type RestoreParams,
 } from '../model/types.ts';
@@ -289,10 +291,12 @@ async function runWithoutApproval(
 ): Promise<CloudRequest> {
   const { deps } = acts;
   await deps.outbox.postRequest(created.id);
+  // The go-ahead that lets it run with nobody approving is sealed, and stored with its first move.
+  const goAhead = sealedGoAhead(deps, created, now);
   // A freeze holds count-0 work too: one that covers a scheduled run's time, not only one that covers now.
   const after = deps.approvals.afterApproval(created, expiresFrom);
   if (after.next === 'freeze') {
-    const frozen = await freeze(acts, created, 'pending', after.freeze);
+    const frozen = await freeze(acts, created, 'pending', after.freeze, goAhead);
     if (frozen) {
       await deps.outbox.announce(frozen, 'frozen');
       return frozen;
@@ -300,7 +304,13 @@ async function runWithoutApproval(
   }
   const queued = await deps.store.transition(
     created.id,
-    { from: ['pending'], to: 'queued', actor: 'cloudops', detail: 'no approval needed by the policy' },
+    {
+      from: ['pending'],
+      to: 'queued',
+      actor: 'cloudops',
+      detail: 'no approval needed by the policy',
+      ...(goAhead ? { patch: { goAhead } } : {}),
+    },
     created,
   );
   if (queued.ok) {
@@ -311,6 +321,18 @@ async function runWithoutApproval(
   // The queueing lost to a decision made meanwhile: the expiry is queued all the same and finds it decided.
   await Promise.all(scheduleWaiting(deps, created, plan, now, expiresAt));
   return created;
+}
+
+/** The sealed "no approval needed" (or unattended agent's go-ahead) of `request`, decided at `now`. */
+function sealedGoAhead(deps: LifecycleDeps, request: CloudRequest, now: Date): GoAhead | undefined {
+  if (!deps.sealKeys) return undefined;
+  const decision = goAheadDecision(request, now.toISOString());
+  return {
+    kind: decision.kind === 'agent' ? 'agent' : 'no_approval',
+    at: decision.at,
+    revision: decision.revision,
+    seal: sealDecision(deps.sealKeys, request, decision),
+  };
 }
 
 /** What a request waiting for people has queued: its expiry and, when its rule has them, a reminder and an escalation. */

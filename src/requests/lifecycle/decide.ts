@@ -1,9 +1,10 @@
 import { scrubSecrets } from '../../observability/logger.ts';
 import { cleanReason } from '../../rules/inputs.ts';
 import { isScheduledWaiting } from '../approval/approvers.ts';
+import { approvalDecision, breakGlassDecision, sealDecision } from '../approval/decision-seal.ts';
 import { refuseIfChanged } from '../approval/recheck-at-approval.ts';
 import type { Decision } from '../model/decision.ts';
-import { agentActor, type CloudRequest } from '../model/types.ts';
+import { agentActor, type CloudRequest, revisionOf } from '../model/types.ts';
 import type { VerifiedBy } from '../model/verification.ts';
 import { afterApproval, check, decide, refuse, startsFrom } from './steps.ts';
 import type { Acts } from './types.ts';
@@ -38,7 +39,14 @@ export async function approve(
   // The request as the clicker's handler read it: the compare-and-set is the first round trip. Unless a freeze
   // holds it, the approval that completes the count queues it in the same write.
   const holds = afterApproval(deps, request).next === 'freeze';
-  const counted = await deps.store.approve(request.id, user, request, { queue: !holds, verified, revision });
+  const keys = deps.sealKeys;
+  const counted = await deps.store.approve(request.id, user, request, {
+    queue: !holds,
+    verified,
+    revision,
+    // One HMAC per approval, stored in the approval's own write.
+    ...(keys ? { seal: (current, approval) => sealDecision(keys, current, approvalDecision(approval)) } : {}),
+  });
   if (!counted.ok) {
     if (counted.reason === 'duplicate') return refuse({ code: 'already_approved' });
     if (counted.reason === 'unverified' || counted.reason === 'changed')
@@ -88,13 +96,15 @@ export async function breakGlass(
   if (checked) return refuse(checked);
   const reason = cleanReason(scrubSecrets(typed, deps.secrets));
   const at = deps.now().toISOString();
+  const revision = revisionOf(request);
+  const seal = deps.sealKeys && sealDecision(deps.sealKeys, request, breakGlassDecision(user, at, revision));
   const queued = await deps.store.transition(
     request.id,
     {
       from: ['frozen'],
       to: 'queued',
       actor: user,
-      patch: { breakGlass: { by: user, reason, at } },
+      patch: { breakGlass: { by: user, reason, at, ...(seal ? { revision, seal } : {}) } },
       detail: `break glass: ${reason}`,
     },
     request,

@@ -1,5 +1,9 @@
+import { findProject } from '../../config/policy.ts';
+import type { SealKeys } from '../../config/seal-keys.ts';
 import type { VmKnown } from '../../rules/types.ts';
-import { type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
+import type { ApprovalPolicy } from '../approval/approvers.ts';
+import { checkApprovals, checkSeals } from '../approval/decision-check.ts';
+import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
 import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
 import { type TicketDeps, type TicketHoldError, ticketBeforeSend } from '../tickets.ts';
@@ -21,6 +25,10 @@ export interface Durability {
 /** What a run's moves read and write; the execute worker's deps satisfy it. */
 export interface RunDeps extends RecheckDeps, TicketDeps {
   store: RequestStore;
+  /** The worker's own approvers (with user groups): who may approve, under the policy this process runs with. */
+  approvals: ApprovalPolicy;
+  /** SEAL_KEY (and SEAL_KEY_PREVIOUS): every decision that lets the request run is checked with them. */
+  sealKeys: SealKeys;
   /** Whether the agent of this name is disabled now (`cloudops agents disable`); absent: no agent is. */
   agentDisabled?: (name: string) => Promise<boolean>;
   /** With Sentinels: a run's end state is made to outlive a failover ({@link settleDurably}). */
@@ -29,21 +37,50 @@ export interface RunDeps extends RecheckDeps, TicketDeps {
 
 /**
  * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
- * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile, the rules
- * are checked again ({@link recheckRequest}), and the change ticket is read again ({@link ticketBeforeSend}, which
- * throws a TicketHoldError when the run must wait). The sentence why nothing is sent, or undefined when it may go.
+ * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile; every
+ * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); the change
+ * ticket is read again ({@link ticketBeforeSend}, which throws a TicketHoldError when the run must wait); and the
+ * approvals are planned and counted under the worker's own policy, within `approval_valid_hours`
+ * ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is sent, or undefined when
+ * it may go.
  */
 export async function beforeSend(
   deps: RunDeps,
   request: CloudRequest,
   known: VmKnown,
 ): Promise<string | undefined> {
-  return (
-    (await agentStopped(deps, request)) ??
-    (await leaseKeptMeanwhile(deps, request)) ??
-    (await recheckRequest(deps, request, known, 'run')) ??
-    (await ticketBeforeSend(deps, request))
+  const stopped = (await agentStopped(deps, request)) ?? (await leaseKeptMeanwhile(deps, request));
+  if (stopped) return stopped;
+  // The seals first: nothing else is judged on a request a Redis writer made or altered.
+  const sealed = checkSeals(deps.sealKeys, request);
+  if ('code' in sealed) return sealInvalid(deps, request, sealed.reason);
+  const seen: { monthlyDelta?: string; costed?: boolean } = {};
+  const rules = await recheckRequest(deps, request, known, 'run', seen);
+  if (rules) return rules;
+  // The ticket before the plan: a ticket system down until the approval's validity ends says so itself.
+  const ticket = await ticketBeforeSend(deps, request);
+  if (ticket) return ticket;
+  const { params } = request;
+  const project = findProject(deps.policy, request.projectUuid);
+  // A resize the rules' re-check did not cost (past its first step) is costed here: the count may depend on it.
+  const delta =
+    params.kind === 'resize' && !seen.costed && project
+      ? await monthlyDeltaNow(deps, project, params, known)
+      : seen.monthlyDelta;
+  const refusal = await checkApprovals(deps, request, sealed, delta, known);
+  if (!refusal) return undefined;
+  return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
+}
+
+/** A seal that does not hold is audited `seal_invalid` before the run ends refused, nothing sent. */
+async function sealInvalid(deps: RunDeps, request: CloudRequest, reason: string): Promise<string> {
+  deps.logger.warn({ requestId: request.id }, 'a decision seal does not hold: not sent');
+  await deps.store.note(
+    request.id,
+    { note: 'seal_invalid', actor: 'cloudops', detail: truncateDetail(reason) },
+    () => ({}),
   );
+  return reason;
 }
 
 /** sending → queued: its change ticket holds the run ({@link ticketBeforeSend}); nothing was sent, the job waits. */

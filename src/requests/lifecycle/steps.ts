@@ -1,7 +1,7 @@
 import type { FreezeHit } from '../approval/approval-rules.ts';
 import { type Act, type ApprovalPolicy, isScheduledWaiting } from '../approval/approvers.ts';
 import type { Decision, Refusal } from '../model/decision.ts';
-import type { CloudRequest, RequestState } from '../model/types.ts';
+import type { CloudRequest, GoAhead, RequestState } from '../model/types.ts';
 import type { Acts, LifecycleDeps } from './types.ts';
 
 /*
@@ -94,6 +94,8 @@ export async function freeze(
   request: CloudRequest,
   from: 'approved' | 'pending',
   hit: FreezeHit,
+  /** Count-0 work: its sealed go-ahead, stored with this first move. */
+  goAhead?: GoAhead,
 ): Promise<CloudRequest | undefined> {
   const until = hit.until.toISOString();
   const frozen = await deps.store.transition(
@@ -102,7 +104,7 @@ export async function freeze(
       from: [from],
       to: 'frozen',
       actor: 'cloudops',
-      patch: { frozenUntil: until, freezeReason: hit.reason },
+      patch: { frozenUntil: until, freezeReason: hit.reason, ...(goAhead ? { goAhead } : {}) },
       detail: `held by a freeze${reasonText(hit)} until ${until}`,
     },
     request,

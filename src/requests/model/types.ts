@@ -215,8 +215,13 @@ export interface CloudRequest {
   /** A freeze holds it until then (state `frozen`). */
   frozenUntil?: string;
   freezeReason?: string;
-  /** Frozen work run now by a break-glass user. */
-  breakGlass?: { by: string; reason: string; at: string };
+  /** Frozen work run now by a break-glass user; sealed like an approval (approval/decision-seal.ts). */
+  breakGlass?: { by: string; reason: string; at: string; revision?: number; seal?: string };
+  /**
+   * The sealed decision that let a request needing no approval run: the policy's "no approval needed", or an
+   * unattended agent's go-ahead (approval/decision-seal.ts). The worker checks it before the POST.
+   */
+  goAhead?: GoAhead;
   /** A temporary change whose return is still open: retention never removes the request meanwhile. */
   leaseOpen?: boolean;
   /** The lease, once the temporary increase ran. */
@@ -234,6 +239,20 @@ export interface Approval {
   user: string;
   at: string;
   verified?: VerifiedBy;
+  /** The request's revision when it counted: part of its seal. */
+  revision?: number;
+  /** `kid.mac` under SEAL_KEY (approval/decision-seal.ts): the worker runs nothing on an approval without it. */
+  seal?: string;
+}
+
+/** A decision that lets a request run with no person's approval, sealed when it is made. */
+export interface GoAhead {
+  /** `no_approval`: the policy asks none; `agent`: an unattended agent's count-0 request. */
+  kind: 'no_approval' | 'agent';
+  at: string;
+  /** The request's revision when it was decided. */
+  revision: number;
+  seal: string;
 }
 
 /** A request's {@link CloudRequest.revision}: 1 for requests stored before it existed. */
@@ -275,7 +294,10 @@ export type AuditNote =
   | 'agent'
   /** A passkey registered or reset (src/verify/, `cloudops passkeys reset`): an entry of no request. */
   | 'passkey'
-  /** A record whose SEAL_KEY seal does not check was refused (a passkey, link or page session written outside the bot). */
+  /**
+   * A record whose SEAL_KEY seal does not check was refused (a passkey, link or page session written outside the
+   * bot), or the worker found a decision's seal missing, wrong or expired: nothing was sent (approval/decision-check.ts).
+   */
   | 'seal_invalid';
 
 /** One line of the audit log. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import {
   ALLOWED_TRANSITIONS,
+  type Approval,
   type AuditNote,
   type CloudRequest,
   FINAL_STATES,
@@ -181,7 +182,13 @@ export class RequestStore {
     id: string,
     user: string,
     known?: CloudRequest,
-    options: { queue?: boolean; verified?: VerifiedBy; revision?: number } = {},
+    options: {
+      queue?: boolean;
+      verified?: VerifiedBy;
+      revision?: number;
+      /** Seals the approval on the request as this write finds it, so the seal is stored in the same write. */
+      seal?: (current: CloudRequest, approval: Approval & { revision: number }) => string;
+    } = {},
   ): Promise<
     TransitionResult | { ok: false; reason: 'duplicate' | 'unverified' | 'changed'; request: CloudRequest }
   > {
@@ -206,7 +213,11 @@ export class RequestStore {
           refused = { reason: 'changed', request: current };
           return undefined;
         }
-        const counted = [...approvals, verified ? { user, at, verified } : { user, at }];
+        const approval: Approval & { revision: number } = verified
+          ? { user, at, verified, revision: revisionOf(current) }
+          : { user, at, revision: revisionOf(current) };
+        const seal = options.seal?.(current, approval);
+        const counted = [...approvals, seal === undefined ? approval : { ...approval, seal }];
         const needed = Math.max(1, current.requiredApprovals ?? 1);
         const reached = counted.length >= needed;
         // The approval that completes the count also queues the request when asked: one decision, two entries.
