@@ -94,8 +94,9 @@ function functionsOf(path: string): { where: string; name: string; own: number }
 const functions = sources(src).flatMap(functionsOf);
 
 /**
- * Functions over the limit that are being split on other branches right now (their files are being edited there):
- * named here so the limit holds for everything else meanwhile. Remove an entry once its function is split.
+ * Functions still over the limit, being split: their files were being changed on other branches (the run's moves
+ * going into the lifecycle; start-up's new parts), so they are split once those have landed. Named here so the
+ * limit holds for everything else meanwhile; the last test below fails once an entry is no longer over, so it goes.
  */
 const BEING_SPLIT = new Set<string>([
   'src/jobs/execute-worker.ts ExecuteProcessor.run',
