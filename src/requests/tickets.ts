@@ -5,8 +5,10 @@
  */
 import {
   type ApprovalKind,
+  approvalValidHoursOf,
   type ChangeTicketPolicy,
   changeTicketOf,
+  freezeOf,
   type Policy,
   type ProjectPolicy,
 } from '../config/policy.ts';
@@ -21,14 +23,13 @@ import {
   TicketWindowError,
 } from '../tickets/errors.ts';
 import type { TicketFacts } from '../tickets/types.ts';
+import { freezeAt } from './approval/approval-rules.ts';
 import type { CloudRequest } from './model/types.ts';
 
 export type { TicketFacts } from '../tickets/types.ts';
 
 /** How long a read may take while a person waits for a form's answer (Slack wants one within 3 s). */
 export const TICKET_FORM_TIMEOUT_MS = 2_000;
-/** How long an approval lets a run wait for a ticket system, when the policy does not say (`approval_valid_hours`). */
-export const DEFAULT_APPROVAL_VALID_HOURS = 24;
 /** How long a run held by a ticket waits before it looks again. */
 export const TICKET_RETRY_MS = 60_000;
 
@@ -171,7 +172,7 @@ export async function recheckTicket(
     error instanceof TicketUnreachableError ||
     (error instanceof TicketWindowError && error.opensAt !== undefined);
   if (!waits) return { next: 'refuse', reason: `Not sent: ${error.reason}` };
-  const until = validUntil(deps.policy, request);
+  const until = validUntil(deps.policy, project, request);
   const retryAt = new Date(now.getTime() + (deps.ticketRetryMs ?? TICKET_RETRY_MS));
   const at =
     error instanceof TicketWindowError && error.opensAt && error.opensAt < retryAt ? error.opensAt : retryAt;
@@ -183,16 +184,20 @@ export async function recheckTicket(
   return { next: 'wait', at, reason: error.reason };
 }
 
-/** The end of the approval's validity: the last approval (or the request's making, or its scheduled time) plus `approval_valid_hours`. */
-export function validUntil(policy: Policy, request: CloudRequest): Date {
-  const hours =
-    (policy as Policy & { approval_valid_hours?: number }).approval_valid_hours ??
-    DEFAULT_APPROVAL_VALID_HOURS;
+/**
+ * The end of the approval's validity, as the worker's decision check counts it: `approval_valid_hours` (the
+ * project's, else the top level's) from the later of the last approval (or the request's making) and the moment the
+ * work became due: its scheduled time, or the end of the freeze that held it then.
+ */
+export function validUntil(policy: Policy, project: ProjectPolicy, request: CloudRequest): Date {
   const times = [request.approvals?.at(-1)?.at, request.createdAt, request.runAt]
     .filter((t): t is string => t !== undefined)
     .map((t) => new Date(t).getTime())
     .filter((t) => Number.isFinite(t));
-  return new Date(Math.max(...times) + hours * 3_600_000);
+  let from = Math.max(...times);
+  const freeze = freezeAt(freezeOf(policy, project), new Date(from));
+  if (freeze) from = Math.max(from, freeze.until.getTime());
+  return new Date(from + approvalValidHoursOf(policy, project) * 3_600_000);
 }
 
 function noDesk(rule: ChangeTicketPolicy, typed: string | undefined): TicketError {
