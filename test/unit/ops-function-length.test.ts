@@ -100,7 +100,6 @@ const functions = sources(src).flatMap(functionsOf);
  */
 const BEING_SPLIT = new Set<string>([
   'src/jobs/execute-worker.ts ExecuteProcessor.run',
-  'src/startup/core.ts openCore',
 ]);
 
 const key = (f: { where: string; name: string }) => `${f.where.replace(/:\d+$/, '')} ${f.name}`;
