@@ -94,13 +94,12 @@ function functionsOf(path: string): { where: string; name: string; own: number }
 const functions = sources(src).flatMap(functionsOf);
 
 /**
- * Functions still over the limit, being split: their files were being changed on other branches (the run's moves
- * going into the lifecycle; start-up's new parts), so they are split once those have landed. Named here so the
- * limit holds for everything else meanwhile; the last test below fails once an entry is no longer over, so it goes.
+ * Functions still over the limit, being split: the execute worker's run was being changed on another branch (its
+ * moves going into the lifecycle), so it is split once that has landed at its seams (the run's entry branches, then
+ * its steps). Named here so the limit holds for everything else meanwhile; the last test below fails once an entry
+ * is no longer over, so it goes.
  */
-const BEING_SPLIT = new Set<string>([
-  'src/jobs/execute-worker.ts ExecuteProcessor.run',
-]);
+const BEING_SPLIT = new Set<string>(['src/jobs/execute-worker.ts ExecuteProcessor.run']);
 
 const key = (f: { where: string; name: string }) => `${f.where.replace(/:\d+$/, '')} ${f.name}`;
 
