@@ -9,7 +9,14 @@ import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
-import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import type { Policy } from './config/policy.ts';
+import { PolicyError } from './config/policy.ts';
+import {
+  FilePolicySource,
+  fixedPolicySource,
+  livePolicy,
+  type PolicySource,
+} from './config/policy-source.ts';
 import { urlCredentials } from './config/redis-connection.ts';
 import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
 import { unmetTicketLine } from './config/ticket-env.ts';
@@ -25,9 +32,10 @@ import { createLogger, type Logger } from './observability/logger.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { stopTracing, traceLogFields } from './observability/tracing.ts';
 import { listening, StartupError } from './startup/checks.ts';
-import { openCore } from './startup/core.ts';
+import { type Core, openCore } from './startup/core.ts';
 import { StartupDeadline } from './startup/deadline.ts';
 import type { Running, StartOptions } from './startup/options.ts';
+import { policyReloader, watchPolicy } from './startup/policy-reload.ts';
 import { closeServer, portOf, ShutdownStages } from './startup/stages.ts';
 import { startProcessTracing, traceLifecycle, tracingSecrets } from './startup/tracing.ts';
 import type { StartedWeb } from './startup/web.ts';
@@ -48,19 +56,20 @@ export const STARTUP_CLOSE_MARGIN_MS = 2_500;
  * started yet), then worker, then scheduler, then /metrics. Whatever fails or is aborted during start-up closes
  * everything opened so far before the start rejects.
  */
-export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
+export async function startCloudops(
+  env: Env,
+  given: Policy | PolicySource,
+  options: StartOptions = {},
+): Promise<Running> {
+  // Every role reads the policy through one live view, so a reload reaches each at its next read.
+  const source = policySourceOf(given);
+  const policy = livePolicy(source);
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
   // Before anything opens: without its key a role could neither seal a decision nor check one.
   const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
   const secrets = secretsOf(env);
   const metrics = createMetrics();
-  // Tracing before the logger, whose lines then carry the trace ids; the SDK's warnings go to that logger.
-  let tracingLog: Logger | undefined;
-  const tracing = await startProcessTracing(env, metrics, () => tracingLog, packageVersion());
-  const logger =
-    options.logger ??
-    createLogger({ level: env.LOG_LEVEL, secrets, traceFields: tracing ? traceLogFields : undefined });
-  tracingLog = logger;
+  const { tracing, logger } = await startTracingAndLogger(env, metrics, secrets, options);
   const role = env.ROLE;
   logger.info({ role }, 'cloudops starting');
   const stages = new ShutdownStages(logger);
@@ -76,7 +85,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       sealKeys,
       stages,
       deadline,
+      policySource: source,
     });
+    const reload = policyReloadOf(env, source, core, logger, stages);
     if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
     const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
     let web: StartedWeb | undefined;
@@ -118,7 +129,8 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       'cloudops ready',
     );
 
-    return running({ port, metricsPort, mcpPort: web?.mcpPort, metrics }, stages, logger, options);
+    const handle = { port, metricsPort, mcpPort: web?.mcpPort, metrics, ...policyHandle(source, reload) };
+    return running(handle, stages, logger, options);
   } catch (error) {
     // Close what was opened, quickly: nothing has taken work yet, or only just.
     await stages.run(1_000);
@@ -126,6 +138,53 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       throw new StartupError(`still waiting for ${deadline.waitingFor} when the start-up deadline passed`);
     throw error;
   }
+}
+
+/** A source a reload can swap (npm start), or a policy given as an object (tests, the demo) as a fixed one. */
+function policySourceOf(given: Policy | PolicySource): PolicySource {
+  return 'current' in given && typeof given.current === 'function'
+    ? given
+    : fixedPolicySource(given as Policy);
+}
+
+/** Tracing before the logger, whose lines then carry the trace ids; the SDK's warnings go to that logger. */
+async function startTracingAndLogger(env: Env, metrics: Metrics, secrets: string[], options: StartOptions) {
+  let tracingLog: Logger | undefined;
+  const tracing = await startProcessTracing(env, metrics, () => tracingLog, packageVersion());
+  const logger =
+    options.logger ??
+    createLogger({ level: env.LOG_LEVEL, secrets, traceFields: tracing ? traceLogFields : undefined });
+  tracingLog = logger;
+  return { tracing, logger };
+}
+
+/** Where the policy is a file: its reload (SIGHUP, and with POLICY_WATCH=1 on every change); none otherwise. */
+function policyReloadOf(env: Env, source: PolicySource, core: Core, logger: Logger, stages: ShutdownStages) {
+  const reload =
+    source instanceof FilePolicySource
+      ? policyReloader({
+          source,
+          redis: core.fastRedis,
+          prefix: core.prefix,
+          audit: core.audit,
+          logger,
+          now: core.now,
+        })
+      : undefined;
+  if (reload && env.POLICY_WATCH === '1' && source instanceof FilePolicySource) {
+    const unwatch = watchPolicy(source.path, reload, logger);
+    stages.intake.push(async () => unwatch());
+  }
+  return reload;
+}
+
+/** What the running bot says of its policy, and how it reads the file again (a fixed policy never changes). */
+function policyHandle(source: PolicySource, reload: ReturnType<typeof policyReloadOf>) {
+  return {
+    policyVersion: () => source.version(),
+    reloadPolicy: (why = 'SIGHUP') =>
+      reload ? reload(why) : Promise.resolve({ kind: 'unchanged' as const, version: source.version() }),
+  };
 }
 
 /** A page served beside health (the verification page in Socket Mode); false when the path is not its own. */
@@ -268,6 +327,13 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // SIGHUP reads POLICY_FILE again (docs/policy.md#reload); Node's default would end the process.
+  process.on('SIGHUP', () => {
+    if (!running || signalled) return;
+    void running
+      .reloadPolicy('SIGHUP')
+      .catch((error: unknown) => logLine('error', { err: String(error) }, 'policy reload failed'));
+  });
   /** One line, exit 1. What start-up opened is closed by then; timers a Redis client left behind do not delay the exit. */
   const fail = (line: string) => {
     process.exitCode = 1;
@@ -275,7 +341,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   };
 
   let env: Env;
-  let policy: Policy;
+  let source: FilePolicySource;
   try {
     // `.env` in the working directory (npm start: the clone), under the environment, which wins.
     env = loadEnv(rawEnv ?? withDotEnv(process.env, '.env'));
@@ -283,14 +349,14 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     if (missing.length > 0) {
       return fail(missingLine(env, missing));
     }
-    policy = await loadPolicy(env.POLICY_FILE);
+    source = await FilePolicySource.open(env.POLICY_FILE);
     // The web role issues verification links: a `verify:` it cannot serve would leave approvals nobody can give.
     const unmet =
       env.ROLE === 'all' || env.ROLE === 'web'
-        ? await unmetVerifyLine(env, policy, env.POLICY_FILE)
+        ? await unmetVerifyLine(env, source.current(), env.POLICY_FILE)
         : undefined;
     if (unmet) return fail(unmet);
-    const noTickets = await unmetTicketLine(env, policy, env.POLICY_FILE);
+    const noTickets = await unmetTicketLine(env, source.current(), env.POLICY_FILE);
     if (noTickets) return fail(noTickets);
   } catch (error) {
     if (error instanceof ConfigError || error instanceof PolicyError || error instanceof SealKeyError)
@@ -301,7 +367,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   const deadlineMs = env.STARTUP_TIMEOUT_SECONDS * 1000 - STARTUP_CLOSE_MARGIN_MS;
   const startupLeft = Math.max(1_000, Math.round(deadlineMs - process.uptime() * 1000));
   try {
-    running = await startCloudops(env, policy, {
+    running = await startCloudops(env, source, {
       signal: stopRequested.signal,
       startupTimeoutMs: startupLeft,
       // Time beyond the default 10 s goes to each wait too (Slack's auth.test, Redis), not only to the whole.

@@ -10,6 +10,7 @@ import type { PriceSource } from '../cloud/price-cache.ts';
 import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
+import type { PolicySource } from '../config/policy-source.ts';
 import {
   type RedisClient,
   type RedisTarget,
@@ -22,10 +23,11 @@ import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { Readiness } from '../observability/http.ts';
-import type { Logger } from '../observability/logger.ts';
+import { type Logger, scrubSecrets } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
 import type { ApprovalPolicy } from '../requests/approval/approvers.ts';
+import type { AuditContext } from '../requests/audit/append.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
 import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import { RequestStore } from '../requests/store/store.ts';
@@ -55,6 +57,8 @@ export type Role = 'web' | 'worker' | 'scheduler';
 export interface Core {
   env: Env;
   policy: Policy;
+  /** Seals the audit entries every writer of this process appends, and names the policy version in them. */
+  audit: AuditContext;
   options: StartOptions;
   now: () => Date;
   logger: Logger;
@@ -102,21 +106,31 @@ export interface Core {
   deadline: StartupDeadline;
 }
 
+/** What the start has opened before the core: the logger, metrics, secrets and keys, the stages and the deadline. */
+export interface CoreParts {
+  logger: Logger;
+  metrics: Metrics;
+  secrets: string[];
+  sealKeys: SealKeys;
+  stages: ShutdownStages;
+  deadline: StartupDeadline;
+  /** Where the policy's version is read (the policy itself arrives as a live view of it). */
+  policySource: PolicySource;
+}
+
 /** Opens what every role shares; throws a StartupError when Redis or the Slack token stops the start-up. */
 export async function openCore(
   env: Env,
   policy: Policy,
   options: StartOptions,
-  parts: {
-    logger: Logger;
-    metrics: Metrics;
-    secrets: string[];
-    sealKeys: SealKeys;
-    stages: ShutdownStages;
-    deadline: StartupDeadline;
-  },
+  parts: CoreParts,
 ): Promise<Core> {
   const { logger, metrics, stages, deadline } = parts;
+  const audit: AuditContext = {
+    sealer: parts.sealKeys,
+    policyVersion: () => parts.policySource.version(),
+    scrub: (text) => scrubSecrets(text, parts.secrets),
+  };
   const now = options.now ?? (() => new Date());
   const prefix = redisKeyPrefix(env);
   const runs = (role: Role) => env.ROLE === 'all' || env.ROLE === role;
@@ -129,7 +143,7 @@ export async function openCore(
   const uploadScope = new UploadScope(logger);
   await checkSlackAtStart(env, runs('web'), uploadScope, logger, deadline);
   const { cloudCheck, cloud } = openCloud(env, options, logger, metrics, stages);
-  const workerStore = openWorkerStore(env, policy, recordsRedis ?? queueRedis, prefix, now);
+  const workerStore = openWorkerStore(env, policy, recordsRedis ?? queueRedis, { prefix, now, audit });
   const queues = openQueues(queueRedis, prefix, (error, queue) => redisLog.failure(error, { queue }));
   stages.connections.push(() => queues.close());
   const { slack, userGroups, groupsOf, tickets } = openSlackAndTickets(env, policy, options, logger, stages);
@@ -146,6 +160,7 @@ export async function openCore(
     sealKeys: parts.sealKeys,
     userGroups,
     tickets,
+    audit,
   });
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
   const opened = { policy, prefix, slack, logger, cloud, now, stages };
@@ -182,7 +197,11 @@ export async function openCore(
     tickets,
     digests,
     charts: charts(fastRedis),
-    readiness: readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
+    readiness: {
+      ...readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
+      policyVersion: () => parts.policySource.version(),
+    },
+    audit,
     stages,
     deadline,
   };
@@ -211,12 +230,19 @@ function openCloud(
  * The workers' store (and so their lifecycle) is on the records connection, which waits for Redis to come back
  * instead of failing a job.
  */
-function openWorkerStore(env: Env, policy: Policy, redis: RedisClient, prefix: string, now: () => Date) {
+function openWorkerStore(
+  env: Env,
+  policy: Policy,
+  redis: RedisClient,
+  { prefix, now, audit }: { prefix: string; now: () => Date; audit: AuditContext },
+) {
   // With the audit export on, retention keeps what it has not shipped.
   return new RequestStore(redis, {
     prefix,
     now,
     retentionDays: policy.retention_days,
+    auditRetentionDays: () => policy.audit_retention_days,
+    audit,
     exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
   });
 }

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OPEN_REGISTRATION_LINKS } from '../../src/verify/links.ts';
 import { PasskeyStore } from '../../src/verify/passkeys.ts';
 import { SESSIONS_PER_LINK } from '../../src/verify/sessions.ts';
+import { auditRecords } from '../helpers/audit-records.ts';
 import { CHANNELS, type Harness, TEAM, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 import { runProcess } from '../helpers/run-process.ts';
@@ -273,8 +274,7 @@ describe('passkeys and their resets under attack', () => {
     const ownEntry = JSON.parse((await h.redis.hget(hash, owner.id)) ?? '{}') as { seal?: string };
     expect(ownEntry.seal).toMatch(/^[0-9a-f]{12}\./);
     const sealInvalid = async () =>
-      (await h.redis.xrange(`${h.prefix}:audit`, '-', '+')).filter(([, f]) => f.includes('seal_invalid'))
-        .length;
+      (await auditRecords(h.redis, h.prefix)).filter((r) => r.act === 'seal_invalid').length;
     const before = await sealInvalid();
     // A Redis writer plants a passkey of their own under lead2, shaped as the bot stores one; another carries the
     // seal of lead2's real passkey.

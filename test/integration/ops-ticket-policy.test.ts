@@ -73,7 +73,7 @@ describe.concurrent('change_ticket at start-up and in policy check', { timeout: 
     const checked = await run([BIN, 'policy', 'check', file], ENV);
     expect(checked.code).toBe(0);
     expect(checked.stdout).toContain(
-      'approvers U0ADMIN; change ticket: Jira, in Approved, for resize_up, resize_down, restore (projects OPS)\n',
+      "approvers U0ADMIN; requesters not set: anyone in the project's channels may ask; change ticket: Jira, in Approved, for resize_up, resize_down, restore (projects OPS)\n",
     );
     expect(checked.stdout).toContain(
       'change ticket: ServiceNow (optional), in Scheduled or Implement, for restore\n',

@@ -272,9 +272,11 @@ describe("RequestStore: the caller's copy as the expected current version", () =
   }
 
   it('with the current copy a transition is the compare-and-set alone: one round trip instead of two', async () => {
-    const created = await store.create(resizeRequest(), 'U0DEV');
     const counted = await countedStore();
     try {
+      // Its first write reads the audit chain's head; from then on the store knows it.
+      const created = await counted.store.create(resizeRequest(), 'U0DEV');
+      counted.commands.length = 0;
       const approved = await counted.store.transition(
         created.id,
         { from: ['pending'], to: 'approved', actor: 'U0LEAD' },

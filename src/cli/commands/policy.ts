@@ -1,6 +1,7 @@
 import {
   approvalsOf,
   changeTicketOf,
+  loadPolicyFile,
   type Policy,
   PolicyError,
   type ProjectPolicy,
@@ -14,7 +15,6 @@ import { createLogger } from '../../observability/logger.ts';
 import { describeRule, verifyText } from '../../requests/approval/approval-rules.ts';
 import { createUserGroups } from '../../slack/user-groups.ts';
 import { SlackApi } from '../../slack-api/client.ts';
-import { policyOf } from '../cloud.ts';
 import { type CliIo, write } from '../io.ts';
 
 /**
@@ -28,8 +28,9 @@ export async function policyCheckCommand(
 ): Promise<number> {
   const path = file ?? io.env.POLICY_FILE;
   let policy: Policy;
+  let version: string;
   try {
-    policy = await policyOf(io, path);
+    ({ policy, version } = await loadPolicyFile(path));
   } catch (error) {
     // Text goes to stderr through the command's error line; JSON readers get the problems on stdout.
     if (!(json && error instanceof PolicyError)) throw error;
@@ -48,6 +49,7 @@ export async function policyCheckCommand(
   const summary = {
     ok: true,
     file: path,
+    version,
     projects: policy.projects.map((p) => ({
       name: p.name,
       uuid: p.uuid,
@@ -75,7 +77,7 @@ export async function policyCheckCommand(
     return 0;
   }
   const lines = [
-    `${path}: OK, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
+    `${path}: OK, version ${version}, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
     ...policy.projects.map(
       (p) =>
         `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}; ${requestersLine(p)}${verifiedLine(policy, p)}${ticketLine(policy, p)}`,
