@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/requests/audit/audit.ts';
 import { newRequestId } from '../../src/requests/store/keys.ts';
-import { IllegalTransitionError, RequestStore } from '../../src/requests/store/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
+import { IllegalTransitionError } from '../../src/requests/store/transitions.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 

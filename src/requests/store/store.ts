@@ -31,34 +31,11 @@ import {
   type UnshippedAudit,
 } from './retention.ts';
 import { CAS, CREATE } from './scripts.ts';
+import { IllegalTransitionError, type TransitionInput, type TransitionResult } from './transitions.ts';
 import { casArgs, createArgs } from './writes.ts';
 
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
-
-/** A caller asked for an arrow the state machine does not have: a bug, not a race. */
-export class IllegalTransitionError extends Error {
-  override readonly name = 'IllegalTransitionError';
-  readonly code = 'ILLEGAL_TRANSITION';
-}
-
-export type TransitionResult =
-  | { ok: true; request: CloudRequest }
-  | { ok: false; reason: 'not_found' | 'wrong_state'; request?: CloudRequest };
-
-export interface TransitionInput {
-  /** States the caller expects the request to be in; the move happens only from one of them. */
-  from: RequestState[];
-  to: RequestState;
-  /** Slack user id, or 'cloudops' for the bot itself. */
-  actor: string;
-  /** Other fields to set in the same write (e.g. approvedBy, outcomes). */
-  patch?: Partial<CloudRequest>;
-  /** A short note for the audit log. */
-  detail?: string;
-  /** What the bot applied to the VM, recorded in the same script as the move (a success and its facts cannot part). */
-  vmFacts?: VmFactsWrite;
-}
 
 /** One audit entry a write records. */
 interface AuditWrite {
