@@ -4,7 +4,7 @@
  */
 // First: on a Node.js too old for the rest, one line and exit 1 before any other module runs.
 import './startup/node-guard.ts';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { withDotEnv } from './config/dotenv.ts';
@@ -22,12 +22,17 @@ import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
 import { unmetTicketLine } from './config/ticket-env.ts';
 import { unmetVerifyLine } from './config/verification-uses.ts';
 import { packageVersion } from './config/version.ts';
-import { metricsHandlers, startHealthServer, startRouteServer } from './observability/http.ts';
+import {
+  metricsHandlers,
+  type Readiness,
+  startHealthServer,
+  startRouteServer,
+} from './observability/http.ts';
 import { createLogger, type Logger } from './observability/logger.ts';
-import { createMetrics } from './observability/metrics.ts';
+import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { stopTracing, traceLogFields } from './observability/tracing.ts';
 import { listening, StartupError } from './startup/checks.ts';
-import { openCore } from './startup/core.ts';
+import { type Core, openCore } from './startup/core.ts';
 import { StartupDeadline } from './startup/deadline.ts';
 import type { Running, StartOptions } from './startup/options.ts';
 import { policyReloader, watchPolicy } from './startup/policy-reload.ts';
@@ -56,15 +61,138 @@ export async function startCloudops(
   given: Policy | PolicySource,
   options: StartOptions = {},
 ): Promise<Running> {
-  // A source a reload can swap (npm start), or a policy given as an object (tests, the demo): every role reads it
-  // through one live view, so a reload reaches each at its next read.
-  const source =
-    'current' in given && typeof given.current === 'function' ? given : fixedPolicySource(given as Policy);
+  // Every role reads the policy through one live view, so a reload reaches each at its next read.
+  const source = policySourceOf(given);
   const policy = livePolicy(source);
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
   // Before anything opens: without its key a role could neither seal a decision nor check one.
   const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
-  const secrets = [
+  const secrets = secretsOf(env);
+  const metrics = createMetrics();
+  const { tracing, logger } = await startTracingAndLogger(env, metrics, secrets, options);
+  const role = env.ROLE;
+  logger.info({ role }, 'cloudops starting');
+  const stages = new ShutdownStages(logger);
+  // Closed last, so the spans of the shutdown itself are exported too, within what is left of its deadline.
+  if (tracing) stages.connections.push((budget) => stopTracing(budget));
+
+  try {
+    if (deadline.signal.aborted) throw deadline.signal.reason;
+    const core = await openCore(env, policy, options, {
+      logger,
+      metrics,
+      secrets,
+      sealKeys,
+      stages,
+      deadline,
+      policySource: source,
+    });
+    const reload = policyReloadOf(env, source, core, logger, stages);
+    if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
+    const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
+    let web: StartedWeb | undefined;
+    // Socket Mode: not ready until the link is up, and again not while it is lost.
+    if (socketMode) core.readiness.slackConnected = () => web?.app.connected?.() === true;
+    let port: number | undefined;
+    // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own answers from
+    // now on: /healthz while the Socket Mode link connects, /readyz 503 until it is up.
+    if (!core.runs('web') || socketMode) {
+      // In Socket Mode the web role's verification page is served here too, once the web role has started.
+      port = await openHealthServer(
+        env,
+        core.readiness,
+        deadline,
+        stages,
+        logger,
+        (req, res) => web?.page?.(req, res) ?? false,
+      );
+    }
+    if (core.runs('web')) {
+      // Each role's modules load only where it runs: a worker never loads Bolt, a web process never a worker.
+      const { startWeb } = await import('./startup/web.ts');
+      web = await startWeb(core, socketMode);
+      port ??= web.port;
+    }
+    if (core.runs('worker')) (await import('./startup/worker.ts')).startWorker(core);
+    if (core.runs('scheduler')) await (await import('./startup/scheduler.ts')).startScheduler(core);
+    // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
+    const metricsPort = await openMetricsServer(env, core.readiness, metrics, deadline, stages);
+    logger.info(
+      {
+        role,
+        port,
+        metricsPort,
+        ...(web?.mcpPort !== undefined ? { mcpPort: web.mcpPort } : {}),
+        mode: socketMode ? 'socket' : 'http',
+        startupMs: Math.round(deadline.elapsed()),
+      },
+      'cloudops ready',
+    );
+
+    const handle = { port, metricsPort, mcpPort: web?.mcpPort, metrics, ...policyHandle(source, reload) };
+    return running(handle, stages, logger, options);
+  } catch (error) {
+    // Close what was opened, quickly: nothing has taken work yet, or only just.
+    await stages.run(1_000);
+    if ((error as Error)?.name === 'TimeoutError')
+      throw new StartupError(`still waiting for ${deadline.waitingFor} when the start-up deadline passed`);
+    throw error;
+  }
+}
+
+/** A source a reload can swap (npm start), or a policy given as an object (tests, the demo) as a fixed one. */
+function policySourceOf(given: Policy | PolicySource): PolicySource {
+  return 'current' in given && typeof given.current === 'function'
+    ? given
+    : fixedPolicySource(given as Policy);
+}
+
+/** Tracing before the logger, whose lines then carry the trace ids; the SDK's warnings go to that logger. */
+async function startTracingAndLogger(env: Env, metrics: Metrics, secrets: string[], options: StartOptions) {
+  let tracingLog: Logger | undefined;
+  const tracing = await startProcessTracing(env, metrics, () => tracingLog, packageVersion());
+  const logger =
+    options.logger ??
+    createLogger({ level: env.LOG_LEVEL, secrets, traceFields: tracing ? traceLogFields : undefined });
+  tracingLog = logger;
+  return { tracing, logger };
+}
+
+/** Where the policy is a file: its reload (SIGHUP, and with POLICY_WATCH=1 on every change); none otherwise. */
+function policyReloadOf(env: Env, source: PolicySource, core: Core, logger: Logger, stages: ShutdownStages) {
+  const reload =
+    source instanceof FilePolicySource
+      ? policyReloader({
+          source,
+          redis: core.fastRedis,
+          prefix: core.prefix,
+          audit: core.audit,
+          logger,
+          now: core.now,
+        })
+      : undefined;
+  if (reload && env.POLICY_WATCH === '1' && source instanceof FilePolicySource) {
+    const unwatch = watchPolicy(source.path, reload, logger);
+    stages.intake.push(async () => unwatch());
+  }
+  return reload;
+}
+
+/** What the running bot says of its policy, and how it reads the file again (a fixed policy never changes). */
+function policyHandle(source: PolicySource, reload: ReturnType<typeof policyReloadOf>) {
+  return {
+    policyVersion: () => source.version(),
+    reloadPolicy: (why = 'SIGHUP') =>
+      reload ? reload(why) : Promise.resolve({ kind: 'unchanged' as const, version: source.version() }),
+  };
+}
+
+/** A page served beside health (the verification page in Socket Mode); false when the path is not its own. */
+type PageHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/** Every secret the environment holds, so the logger removes them from whatever it writes. */
+function secretsOf(env: Env): string[] {
+  return [
     env.SLACK_BOT_TOKEN,
     env.SLACK_APP_TOKEN,
     env.SLACK_SIGNING_SECRET,
@@ -85,125 +213,66 @@ export async function startCloudops(
     ...urlCredentials(env.HTTP_PROXY),
     ...tracingSecrets(env),
   ].filter((s): s is string => s !== undefined);
-  const metrics = createMetrics();
-  // Tracing before the logger, whose lines then carry the trace ids; the SDK's warnings go to that logger.
-  let tracingLog: Logger | undefined;
-  const tracing = await startProcessTracing(env, metrics, () => tracingLog, packageVersion());
-  const logger =
-    options.logger ??
-    createLogger({ level: env.LOG_LEVEL, secrets, traceFields: tracing ? traceLogFields : undefined });
-  tracingLog = logger;
-  const role = env.ROLE;
-  logger.info({ role }, 'cloudops starting');
-  const stages = new ShutdownStages(logger);
-  // Closed last, so the spans of the shutdown itself are exported too, within what is left of its deadline.
-  if (tracing) stages.connections.push((budget) => stopTracing(budget));
+}
 
-  try {
-    if (deadline.signal.aborted) throw deadline.signal.reason;
-    const core = await openCore(env, policy, options, {
-      logger,
-      metrics,
-      secrets,
-      sealKeys,
-      stages,
-      deadline,
-      policySource: source,
-    });
-    const reload =
-      source instanceof FilePolicySource
-        ? policyReloader({
-            source,
-            redis: core.fastRedis,
-            prefix: core.prefix,
-            audit: core.audit,
-            logger,
-            now: core.now,
-          })
-        : undefined;
-    if (reload && env.POLICY_WATCH === '1' && source instanceof FilePolicySource) {
-      const unwatch = watchPolicy(source.path, reload, logger);
-      stages.intake.push(async () => unwatch());
-    }
-    if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
-    const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
-    let web: StartedWeb | undefined;
-    // Socket Mode: not ready until the link is up, and again not while it is lost.
-    if (socketMode) core.readiness.slackConnected = () => web?.app.connected?.() === true;
-    let port: number | undefined;
-    // Health lives on PORT in every mode; Bolt serves it in HTTP mode. Elsewhere a server of its own answers from
-    // now on: /healthz while the Socket Mode link connects, /readyz 503 until it is up.
-    if (!core.runs('web') || socketMode) {
-      const healthServer: Server = await deadline.step(
-        'the health server on PORT',
-        listening(
-          'PORT',
-          env.PORT,
-          env.HOST,
-          // In Socket Mode the web role's verification page is served here too, once the web role has started.
-          startHealthServer(env.PORT, core.readiness, env.HOST, (req, res) => web?.page?.(req, res) ?? false),
-        ),
-      );
-      stages.intake.push(() => closeServer(healthServer));
-      port = portOf(healthServer, env.PORT);
-      // Where health answers before the ready line says it (PORT=0 picks a port; the Socket Mode tests ask there).
-      logger.debug({ port }, 'health server listening');
-    }
-    if (core.runs('web')) {
-      // Each role's modules load only where it runs: a worker never loads Bolt, a web process never a worker.
-      const { startWeb } = await import('./startup/web.ts');
-      web = await startWeb(core, socketMode);
-      port ??= web.port;
-    }
-    if (core.runs('worker')) (await import('./startup/worker.ts')).startWorker(core);
-    if (core.runs('scheduler')) await (await import('./startup/scheduler.ts')).startScheduler(core);
-    // /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise.
-    const metricsServer: Server = await deadline.step(
-      'the metrics server on METRICS_PORT',
-      listening(
-        'METRICS_PORT',
-        env.METRICS_PORT,
-        env.METRICS_HOST,
-        startRouteServer(env.METRICS_PORT, metricsHandlers(core.readiness, metrics), env.METRICS_HOST),
-      ),
-    );
-    stages.intake.push(() => closeServer(metricsServer));
-    const metricsPort = portOf(metricsServer, env.METRICS_PORT);
-    logger.info(
-      {
-        role,
-        port,
-        metricsPort,
-        ...(web?.mcpPort !== undefined ? { mcpPort: web.mcpPort } : {}),
-        mode: socketMode ? 'socket' : 'http',
-        startupMs: Math.round(deadline.elapsed()),
-      },
-      'cloudops ready',
-    );
+/** Health on PORT from a server of its own (where Bolt does not serve it); returns the port it listens on. */
+async function openHealthServer(
+  env: Env,
+  readiness: Readiness,
+  deadline: StartupDeadline,
+  stages: ShutdownStages,
+  logger: Logger,
+  page: PageHandler,
+): Promise<number> {
+  const healthServer: Server = await deadline.step(
+    'the health server on PORT',
+    listening('PORT', env.PORT, env.HOST, startHealthServer(env.PORT, readiness, env.HOST, page)),
+  );
+  stages.intake.push(() => closeServer(healthServer));
+  const port = portOf(healthServer, env.PORT);
+  // Where health answers before the ready line says it (PORT=0 picks a port; the Socket Mode tests ask there).
+  logger.debug({ port }, 'health server listening');
+  return port;
+}
 
-    let stopping: Promise<void> | undefined;
-    return {
-      port,
-      metricsPort,
-      mcpPort: web?.mcpPort,
-      metrics,
-      policyVersion: () => source.version(),
-      reloadPolicy: (why = 'SIGHUP') =>
-        reload ? reload(why) : Promise.resolve({ kind: 'unchanged', version: source.version() }),
-      stop() {
-        stopping ??= stages
-          .run(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS)
-          .then(() => logger.info('cloudops stopped'));
-        return stopping;
-      },
-    };
-  } catch (error) {
-    // Close what was opened, quickly: nothing has taken work yet, or only just.
-    await stages.run(1_000);
-    if ((error as Error)?.name === 'TimeoutError')
-      throw new StartupError(`still waiting for ${deadline.waitingFor} when the start-up deadline passed`);
-    throw error;
-  }
+/** /metrics has no authentication: its own port, on loopback unless METRICS_HOST says otherwise. */
+async function openMetricsServer(
+  env: Env,
+  readiness: Readiness,
+  metrics: Metrics,
+  deadline: StartupDeadline,
+  stages: ShutdownStages,
+): Promise<number> {
+  const metricsServer: Server = await deadline.step(
+    'the metrics server on METRICS_PORT',
+    listening(
+      'METRICS_PORT',
+      env.METRICS_PORT,
+      env.METRICS_HOST,
+      startRouteServer(env.METRICS_PORT, metricsHandlers(readiness, metrics), env.METRICS_HOST),
+    ),
+  );
+  stages.intake.push(() => closeServer(metricsServer));
+  return portOf(metricsServer, env.METRICS_PORT);
+}
+
+/** The started bot; its stop runs the shutdown stages once, however often it is asked. */
+function running(
+  ports: Omit<Running, 'stop'>,
+  stages: ShutdownStages,
+  logger: Logger,
+  options: StartOptions,
+): Running {
+  let stopping: Promise<void> | undefined;
+  return {
+    ...ports,
+    stop() {
+      stopping ??= stages
+        .run(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS)
+        .then(() => logger.info('cloudops stopped'));
+      return stopping;
+    },
+  };
 }
 
 /**
@@ -224,8 +293,9 @@ function logLine(level: 'info' | 'error', fields: Record<string, unknown>, msg: 
 }
 
 /** A stop asked for by a signal while the bot was still starting: not a failure. */
-class StopRequested extends Error {
-  override readonly name = 'StopRequested';
+class StopRequestedError extends Error {
+  override readonly name = 'StopRequestedError';
+  readonly code = 'STOP_REQUESTED';
 }
 
 /**
@@ -246,7 +316,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     }, SHUTDOWN_DEADLINE_MS - 250).unref();
     if (!running) {
       logLine('info', { signal }, `${signal} received while starting, stopping`);
-      stopRequested.abort(new StopRequested(signal));
+      stopRequested.abort(new StopRequestedError(signal));
       return;
     }
     logLine('info', { signal }, `${signal} received, finishing running work`);
@@ -305,7 +375,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     });
   } catch (error) {
     // Stopped while starting: what was opened is closed; a call still pending (Slack's auth.test) is dropped.
-    if (error instanceof StopRequested) process.exit(0);
+    if (error instanceof StopRequestedError) process.exit(0);
     return fail(`could not start: ${(error as Error).message}`);
   }
   if (signalled) {

@@ -17,6 +17,7 @@ export interface CliIo {
 /** A problem to report as one line on stderr; `exitCode` says which kind (1 runtime, 2 usage). */
 export class CliError extends Error {
   override readonly name = 'CliError';
+  readonly code: string = 'CLI_FAILED';
   constructor(
     message: string,
     readonly exitCode = 1,
@@ -27,6 +28,7 @@ export class CliError extends Error {
 
 /** A usage mistake: exit code 2. */
 export class UsageError extends CliError {
+  override readonly code: string = 'CLI_USAGE';
   constructor(message: string) {
     super(message, 2);
   }

@@ -73,9 +73,11 @@ const FLAGS: Record<string, readonly string[]> = {
   mcp: [],
 };
 
+type Parsed = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+
 /** Runs one command line; resolves with the exit code. Throws only what {@link main} turns into one line. */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  let parsed: Parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (error) {
@@ -97,6 +99,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (value !== undefined && !allowed.includes(flag))
       throw new UsageError(`${command} does not take --${flag}`);
   }
+  return runCommand(io, command, rest, values);
+}
+
+/** One command, its arguments checked; each command's module loads only when it runs. */
+async function runCommand(
+  io: CliIo,
+  command: string,
+  rest: string[],
+  values: Parsed['values'],
+): Promise<number> {
   const json = values.json ?? false;
   switch (command) {
     case 'clusters':

@@ -231,24 +231,7 @@ export class CloudApiClient implements CloudApi {
     options: CallSpec<S>,
     onStatus: (status: number) => void,
   ): Promise<{ value: z.infer<S>; status: number }> {
-    if (!URL.canParse(this.base)) {
-      throw new CloudUnavailableError(
-        operation,
-        'No valid API URL is configured (CLOUD_API_URL); nothing was sent.',
-        {},
-      );
-    }
-    if (options.auth && !this.apiKey) {
-      throw new CloudInputError(
-        operation,
-        'apiKey',
-        'No API key is configured (CLOUD_API_KEY); nothing was sent.',
-      );
-    }
-    if (options.signal?.aborted) {
-      throw new CloudUnavailableError(operation, 'The call was cancelled before it was sent.', {});
-    }
-
+    this.refuseUnsendable(operation, options);
     // One signal ends the call: the caller's (a shutdown abandoning it) or the whole call's deadline.
     const deadline = AbortSignal.timeout(this.timeouts.totalMs);
     const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
@@ -289,6 +272,38 @@ export class CloudApiClient implements CloudApi {
         now: this.now,
       });
 
+    return { value: this.parseAnswer(operation, options.schema, status, contentType, text), status };
+  }
+
+  /** What cannot be sent at all fails before any connection: nothing was sent, so the caller may retry freely. */
+  private refuseUnsendable(operation: CloudOperation, options: CallSpec<z.ZodType>): void {
+    if (!URL.canParse(this.base)) {
+      throw new CloudUnavailableError(
+        operation,
+        'No valid API URL is configured (CLOUD_API_URL); nothing was sent.',
+        {},
+      );
+    }
+    if (options.auth && !this.apiKey) {
+      throw new CloudInputError(
+        operation,
+        'apiKey',
+        'No API key is configured (CLOUD_API_KEY); nothing was sent.',
+      );
+    }
+    if (options.signal?.aborted) {
+      throw new CloudUnavailableError(operation, 'The call was cancelled before it was sent.', {});
+    }
+  }
+
+  /** A success's body as the documented answer; anything else is a protocol error naming where it differs. */
+  private parseAnswer<S extends z.ZodType>(
+    operation: CloudOperation,
+    schema: S,
+    status: number,
+    contentType: string | undefined,
+    text: string,
+  ): z.infer<S> {
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -299,7 +314,7 @@ export class CloudApiClient implements CloudApi {
         { status, cause: error },
       );
     }
-    const parsed = options.schema.safeParse(json);
+    const parsed = schema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const where = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
@@ -312,7 +327,7 @@ export class CloudApiClient implements CloudApi {
         { status, cause: parsed.error },
       );
     }
-    return { value: parsed.data, status };
+    return parsed.data;
   }
 
   private report(operation: CloudOperation, started: number, outcome: CallOutcome, status?: number): void {

@@ -273,6 +273,7 @@ export type Env = z.infer<typeof envSchema>;
 /** Configuration problems, each phrased as one line for the operator naming its variable. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  readonly code = 'CONFIG_INVALID';
   /** Every problem found, one line each (`VARIABLE: what is wrong`). */
   readonly problems: string[];
 
@@ -295,6 +296,15 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
   // `NAME_FILE` fills `NAME` first: a secret from a file is checked like one from the environment.
   const { env: raw, problems: fileProblems } = withSecretFiles(given);
   if (fileProblems.length > 0) throw new ConfigError(fileProblems, 'secret variables cannot be read');
+  const data = parsedVariables(raw);
+  // Each value was valid alone; these are the combinations that are not.
+  const problems = [...connectionProblems(data), ...portProblems(data), ...ssoAndSealProblems(data)];
+  if (problems.length > 0) throw new ConfigError(problems);
+  return data;
+}
+
+/** Every variable the schema knows, trimmed (empty counts as unset), parsed; every malformed one named at once. */
+function parsedVariables(raw: Record<string, string | undefined>): Env {
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(envSchema.shape)) {
     const value = EITHER_CASE.has(key) ? (raw[key.toLowerCase()] ?? raw[key]) : raw[key];
@@ -310,7 +320,11 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
     }
     throw new ConfigError([...byVariable.values()], 'variables are malformed');
   }
-  const data = parsed.data;
+  return parsed.data;
+}
+
+/** Redis, the audit receiver and tracing: given half a connection, the bot would connect somewhere else. */
+function connectionProblems(data: Env): string[] {
   const problems: string[] = [];
   // A name alone would silently connect to REDIS_URL's single Redis, not to the master the operator named.
   if (data.REDIS_SENTINEL_NAME !== undefined && data.REDIS_SENTINELS === undefined)
@@ -344,6 +358,12 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
     problems.push(
       'REDIS_TLS_CA_FILE: set, but REDIS_URL does not ask for TLS; use a rediss:// URL (e.g. rediss://:password@host:6380)',
     );
+  return problems;
+}
+
+/** The ports the servers listen on: two on one port would fail as if another process held it. */
+function portProblems(data: Env): string[] {
+  const problems: string[] = [];
   // Both servers would bind the same port: the second would fail as if another process held it.
   if (data.METRICS_PORT !== 0 && data.METRICS_PORT === data.PORT)
     problems.push(
@@ -357,6 +377,12 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
     problems.push(
       `MCP_PORT: ${data.MCP_PORT} is ${data.MCP_PORT === data.PORT ? 'PORT' : 'METRICS_PORT'} too; the MCP server needs a port of its own`,
     );
+  return problems;
+}
+
+/** The SSO login and the seal keys, each of which needs its partners. */
+function ssoAndSealProblems(data: Env): string[] {
+  const problems: string[] = [];
   const oidc = (['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET'] as const).filter(
     (name) => data[name] !== undefined,
   );
@@ -375,8 +401,7 @@ export function loadEnv(given: Record<string, string | undefined>): Env {
     problems.push(
       'SEAL_KEY_PREVIOUS: set without SEAL_KEY; the previous key only checks seals, so give the current one as SEAL_KEY',
     );
-  if (problems.length > 0) throw new ConfigError(problems);
-  return data;
+  return problems;
 }
 
 /**

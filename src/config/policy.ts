@@ -232,6 +232,7 @@ export type VmPolicyFacts = ProjectPolicy['vms'][number];
  */
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
+  readonly code = 'POLICY_INVALID';
   constructor(
     /** The file as named in the messages. */
     readonly file: string,

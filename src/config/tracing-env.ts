@@ -113,6 +113,7 @@ const DEFAULTS = {
 /** Thrown for an `OTEL_*` value the bot cannot use; the message names the variable. */
 export class TracingConfigError extends Error {
   override readonly name = 'TracingConfigError';
+  readonly code = 'TRACING_CONFIG_INVALID';
 }
 
 /**

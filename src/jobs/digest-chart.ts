@@ -82,7 +82,7 @@ export class ChartLane {
         void item
           .task()
           .catch((error: unknown) => {
-            if (error instanceof ChartRateLimited && item.attempts + 1 < CHART_ATTEMPTS) {
+            if (error instanceof ChartRateLimitedError && item.attempts + 1 < CHART_ATTEMPTS) {
               // Slack's limit is per workspace: every chart waits, this one goes first again.
               this.pausedUntil = Math.max(this.pausedUntil, Date.now() + error.retryAfterMs);
               this.waiting.unshift({ ...item, attempts: item.attempts + 1 });
@@ -126,8 +126,9 @@ export class ChartLane {
 }
 
 /** Thrown by a chart Slack rate-limited: the lane pauses for `retryAfterMs` and tries it again. */
-export class ChartRateLimited extends Error {
-  override readonly name = 'ChartRateLimited';
+export class ChartRateLimitedError extends Error {
+  override readonly name = 'ChartRateLimitedError';
+  readonly code = 'CHART_RATE_LIMITED';
   constructor(readonly retryAfterMs: number) {
     super(`chart upload rate limited, retry after ${retryAfterMs} ms`);
   }
@@ -168,7 +169,7 @@ export async function uploadChart(
     filename: string;
     title: string;
     comment: (alt: string) => string;
-    /** In the lane a 429 is thrown as {@link ChartRateLimited}, to be tried again later; elsewhere it is a failure. */
+    /** In the lane a 429 is thrown as {@link ChartRateLimitedError}, to be tried again later; elsewhere it is a failure. */
     onRateLimit?: 'throw';
   },
 ): Promise<ChartOutcome> {
@@ -196,7 +197,7 @@ export async function uploadChart(
       return 'no-scope';
     }
     if (error instanceof SlackRateLimitedError && where.onRateLimit === 'throw')
-      throw new ChartRateLimited(error.retryAfterMs);
+      throw new ChartRateLimitedError(error.retryAfterMs);
     const label = error instanceof SlackApiError ? error.code : (error as Error).name;
     deps.logger.warn({ channel: where.channel, error: label }, 'chart: not posted');
     return 'failed';

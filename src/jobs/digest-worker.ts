@@ -46,6 +46,7 @@ export type DigestOutcome = 'posted' | 'api-failed' | 'already-done';
 /** Another worker is sending this tick right now; BullMQ retries the job after its backoff. */
 export class TickBusyError extends Error {
   override readonly name = 'TickBusyError';
+  readonly code = 'TICK_BUSY';
 }
 
 /** The tick a job stands for: a scheduler's jobs are `repeat:<channel>:<millis>`, others use their own id. */

@@ -91,8 +91,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const registry = new Registry();
   // Tests that make many registries can skip the process metrics (each set starts an event-loop monitor).
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  return { registry, ...requestMetrics(registry), ...surroundingsMetrics(registry) };
+}
+
+/** The requests and the work behind them: commands, states, decisions, jobs, the API's latency, the queues. */
+function requestMetrics(registry: Registry) {
   return {
-    registry,
     commands: new Counter({
       name: 'cloudops_commands_total',
       help: '/cloud commands received, by first word',
@@ -130,6 +134,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['queue'],
       registers: [registry],
     }),
+  };
+}
+
+/** What the bot talks to besides: Slack's errors, the trace collector, the cloud API's health, the agents, the audit receiver. */
+function surroundingsMetrics(registry: Registry) {
+  return {
     slackErrors: new Counter({
       name: 'cloudops_slack_api_errors_total',
       help: 'Failed Slack Web API calls, by method and error',

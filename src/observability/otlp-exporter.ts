@@ -13,6 +13,7 @@ import type { OtlpProtocol } from '../config/tracing-env.ts';
 /** An export that did not reach a 2xx: the message says why in words an operator can act on, never a header value. */
 export class OtlpExportError extends Error {
   override readonly name = 'OtlpExportError';
+  readonly code = 'OTLP_EXPORT_FAILED';
 }
 
 export interface OtlpExporterOptions {

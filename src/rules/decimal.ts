@@ -6,6 +6,7 @@
 /** A string that is not a plain decimal number, or an operation that has no exact answer. */
 export class DecimalError extends Error {
   override readonly name = 'DecimalError';
+  readonly code = 'DECIMAL_INVALID';
 }
 
 const PLAIN = /^([+-]?)(\d*)(?:\.(\d*))?$/;

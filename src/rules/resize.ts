@@ -145,15 +145,15 @@ function keepLine(field: ResizeField, value: unknown): string {
   return `keep ${shown(field, value)} of RAM or more`;
 }
 
-/** Checks a resize against the documented rules (docs/requests.md#the-rules) with what the bot knows of the VM. */
-export function checkResize(input: ResizeCheckInput): ResizeCheck {
-  const { vm, target, limits, configured, now } = input;
-  const violations: Violation[] = badValue(target);
-  const notes: string[] = [];
+/** Which asked fields go to the API and in which direction each moves; out-of-bounds or unconfigured ones do not. */
+function fieldsToSend(
+  input: ResizeCheckInput,
+  violations: Violation[],
+): { directions: Partial<Record<ResizeField, Direction>>; sent: ResizeTarget } {
+  const { vm, target, limits, configured } = input;
   const directions: Partial<Record<ResizeField, Direction>> = {};
   const sent: ResizeTarget = {};
   const invalid = new Set(violations.map((v) => v.field));
-
   for (const field of FIELDS) {
     const to = target[field];
     if (to === undefined || invalid.has(field)) continue;
@@ -181,28 +181,39 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
     }
     Object.assign(sent, { [field]: to });
   }
+  return { directions, sent };
+}
 
-  const fieldsWith = (d: Direction) => COOLDOWN_FIELDS.filter((f) => f in sent && directions[f] === d);
-  const decreases = fieldsWith('down');
-  const increases = [
-    ...fieldsWith('up'),
-    ...(directions.osDiskGb === 'up' && 'osDiskGb' in sent ? ['osDiskGb' as const] : []),
-  ];
-  const unknown = FIELDS.filter((f) => f in sent && directions[f] === 'unknown');
-
-  // Rule 3: the OS disk never shrinks.
-  if (directions.osDiskGb === 'down' && vm.osDiskGb !== undefined) {
+/** Rule 3: the OS disk never shrinks. */
+function checkDiskRule(
+  input: ResizeCheckInput,
+  direction: Direction | undefined,
+  sent: ResizeTarget,
+  violations: Violation[],
+  notes: string[],
+): void {
+  const { vm, target } = input;
+  if (direction === 'down' && vm.osDiskGb !== undefined) {
     violations.push({
       field: 'osDiskGb',
       code: 'disk_shrink',
       message: `The OS disk cannot shrink: the minimum allowed is ${vm.osDiskGb} GB, its current size (asked: ${target.osDiskGb} GB).`,
     });
     delete sent.osDiskGb;
-  } else if (directions.osDiskGb === 'up') {
+  } else if (direction === 'up') {
     notes.push(`The OS disk grows to ${target.osDiskGb} GB and can never shrink back.`);
   }
+}
 
-  // Rule 1: lowering cores, RAM or CPU class waits 24 hours after creation or an increase.
+/** Rule 1: lowering cores, RAM or CPU class waits 24 hours after creation or an increase; returns when it may. */
+function checkCooldownRule(
+  input: ResizeCheckInput,
+  decreases: ResizeField[],
+  increases: ResizeField[],
+  violations: Violation[],
+  notes: string[],
+): Date | undefined {
+  const { vm, now } = input;
   let earliestAllowedAt: Date | undefined;
   if (decreases.length > 0) {
     const start = cooldownStart(vm);
@@ -232,9 +243,21 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
       'Raising cores, RAM or CPU class starts a new 24-hour wait before any of them can be lowered.',
     );
   }
+  return earliestAllowedAt;
+}
 
-  // Rule 2: lowering cores or RAM needs the VM stopped; the bot cannot see power state, so the requester confirms.
-  // A size the bot does not know may be lowered by any value asked: the same confirmation is asked.
+/**
+ * Rule 2: lowering cores or RAM needs the VM stopped; the bot cannot see power state, so the requester confirms.
+ * A size the bot does not know may be lowered by any value asked: the same confirmation is asked.
+ */
+function checkStoppedRule(
+  input: ResizeCheckInput,
+  decreases: ResizeField[],
+  unknown: ResizeField[],
+  sent: ResizeTarget,
+  violations: Violation[],
+): { lowersCoresOrRam: boolean; unknownCoresOrRam: ('cores' | 'ramGb')[] } {
+  const { vm } = input;
   const lowersCoresOrRam = decreases.includes('cores') || decreases.includes('ramGb');
   const unknownCoresOrRam = (['cores', 'ramGb'] as const).filter((f) => unknown.includes(f));
   if (lowersCoresOrRam && !input.confirmedStopped) {
@@ -254,8 +277,17 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
       message: `The bot does not know this VM's current ${unknownCoresOrRam.map((f) => NAME[f]).join(' or ')}, so ${unknownCoresOrRam.map((f) => shown(f, sent[f])).join(' and ')} may lower ${unknownCoresOrRam.length === 1 ? 'it' : 'them'}, and lowering cores or RAM needs the VM stopped: stop the VM, then tick “The VM is stopped” (or add the VM's size to the policy file).`,
     });
   }
+  return { lowersCoresOrRam, unknownCoresOrRam };
+}
 
-  // Rule 4: no direct switch between attached WAN modes.
+/** Rule 4: no direct switch between attached WAN modes; returns whether the switch goes through off in two steps. */
+function checkWanRule(
+  input: ResizeCheckInput,
+  sent: ResizeTarget,
+  violations: Violation[],
+  notes: string[],
+): boolean {
+  const { vm } = input;
   let wanTwoStep = false;
   const wanTo = sent.wanMode;
   if (wanTo !== undefined) {
@@ -288,6 +320,37 @@ export function checkResize(input: ResizeCheckInput): ResizeCheck {
       notes.push('WAN off: the VM loses its public network.');
     }
   }
+  return wanTwoStep;
+}
+
+/** Checks a resize against the documented rules (docs/requests.md#the-rules) with what the bot knows of the VM. */
+export function checkResize(input: ResizeCheckInput): ResizeCheck {
+  const { target } = input;
+  const violations: Violation[] = badValue(target);
+  const notes: string[] = [];
+  const { directions, sent } = fieldsToSend(input, violations);
+
+  const fieldsWith = (d: Direction) => COOLDOWN_FIELDS.filter((f) => f in sent && directions[f] === d);
+  const decreases = fieldsWith('down');
+  const increases = [
+    ...fieldsWith('up'),
+    ...(directions.osDiskGb === 'up' && 'osDiskGb' in sent ? ['osDiskGb' as const] : []),
+  ];
+  const unknown = FIELDS.filter((f) => f in sent && directions[f] === 'unknown');
+
+  checkDiskRule(input, directions.osDiskGb, sent, violations, notes);
+
+  const earliestAllowedAt = checkCooldownRule(input, decreases, increases, violations, notes);
+
+  const { lowersCoresOrRam, unknownCoresOrRam } = checkStoppedRule(
+    input,
+    decreases,
+    unknown,
+    sent,
+    violations,
+  );
+
+  const wanTwoStep = checkWanRule(input, sent, violations, notes);
 
   for (const field of unknown) {
     if (field === 'wanMode') continue;

@@ -105,6 +105,7 @@ export function ackBudget(ms = PRE_ACK_BUDGET_MS): <T>(promise: Promise<T>) => P
 /** The bot's own storage did not answer in time. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
+  readonly code = 'STORE_UNAVAILABLE';
   constructor(cause?: unknown) {
     super(cause === undefined ? 'storage did not answer in time' : 'storage failed', { cause });
   }

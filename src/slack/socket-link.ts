@@ -27,8 +27,9 @@ export const RECONNECT_POLICY: ReconnectPolicy = {
 };
 
 /** Slack refused the app-level token (or its type): no reconnect will cure that. */
-export class SocketLinkRefused extends Error {
-  override readonly name = 'SocketLinkRefused';
+export class SocketLinkRefusedError extends Error {
+  override readonly name = 'SocketLinkRefusedError';
+  readonly code = 'SOCKET_LINK_REFUSED';
 }
 
 export interface SocketLinkOptions {
@@ -87,7 +88,7 @@ export class SocketLink implements Receiver {
     return this.up;
   }
 
-  /** Connects, retrying with backoff until connected; rejects with {@link SocketLinkRefused} or when stopped. */
+  /** Connects, retrying with backoff until connected; rejects with {@link SocketLinkRefusedError} or when stopped. */
   async start(): Promise<void> {
     this.stopping = false;
     await this.connectUntilUp();
@@ -121,7 +122,7 @@ export class SocketLink implements Receiver {
         this.failures = 0;
         return;
       } catch (error) {
-        if (error instanceof SocketLinkRefused || this.stopping) throw error;
+        if (error instanceof SocketLinkRefusedError || this.stopping) throw error;
         this.failures += 1;
         const wait = reconnectDelay(this.failures, this.policy);
         // The first failure of a run is worth a line; the next ones are counted in the 'connected' line.
@@ -260,10 +261,10 @@ interface SlackEventArgs {
 }
 
 /** A refusal no retry will cure: the app-level token refused, or a bot token given in its place. */
-function refusal(error: unknown): SocketLinkRefused | undefined {
+function refusal(error: unknown): SocketLinkRefusedError | undefined {
   const { code, data } = (error ?? {}) as { code?: string; data?: { error?: string } };
   if (code !== ErrorCode.PlatformError || !data?.error) return undefined;
   if (TOKEN_REFUSED.has(data.error) || data.error === 'not_allowed_token_type')
-    return new SocketLinkRefused(`SLACK_APP_TOKEN: Slack refused the app-level token (${data.error})`);
+    return new SocketLinkRefusedError(`SLACK_APP_TOKEN: Slack refused the app-level token (${data.error})`);
   return undefined;
 }

@@ -19,6 +19,7 @@ import { TOKEN_REFUSED } from '../slack-api/errors.ts';
 /** A start-up that cannot finish; `message` is the one line printed before exiting non-zero. */
 export class StartupError extends Error {
   override readonly name = 'StartupError';
+  readonly code = 'STARTUP_FAILED';
 }
 
 /** A Redis refusal that no reconnect will cure: the one line, and what to do about it. */

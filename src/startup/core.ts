@@ -106,21 +106,24 @@ export interface Core {
   deadline: StartupDeadline;
 }
 
+/** What the start has opened before the core: the logger, metrics, secrets and keys, the stages and the deadline. */
+export interface CoreParts {
+  logger: Logger;
+  metrics: Metrics;
+  secrets: string[];
+  sealKeys: SealKeys;
+  stages: ShutdownStages;
+  deadline: StartupDeadline;
+  /** Where the policy's version is read (the policy itself arrives as a live view of it). */
+  policySource: PolicySource;
+}
+
 /** Opens what every role shares; throws a StartupError when Redis or the Slack token stops the start-up. */
 export async function openCore(
   env: Env,
   policy: Policy,
   options: StartOptions,
-  parts: {
-    logger: Logger;
-    metrics: Metrics;
-    secrets: string[];
-    sealKeys: SealKeys;
-    stages: ShutdownStages;
-    deadline: StartupDeadline;
-    /** Where the policy's version is read (the policy itself arrives as a live view of it). */
-    policySource: PolicySource;
-  },
+  parts: CoreParts,
 ): Promise<Core> {
   const { logger, metrics, stages, deadline } = parts;
   const audit: AuditContext = {
@@ -135,44 +138,15 @@ export async function openCore(
   // Through the Sentinels when REDIS_SENTINELS is set; a failover moves both clients (and BullMQ's duplicates).
   const target = redisTarget(env);
   const { clients, replicas } = await connectBotRedis(target, logger, runs('worker'), stages, deadline);
-  const {
-    fast: fastRedis,
-    queue: queueRedis,
-    jobs: jobsRedis,
-    records: recordsRedis,
-    log: redisLog,
-  } = clients;
-
+  const { fast: fastRedis, queue: queueRedis, log: redisLog } = clients;
+  const { jobs: jobsRedis, records: recordsRedis } = clients;
   const uploadScope = new UploadScope(logger);
   await checkSlackAtStart(env, runs('web'), uploadScope, logger, deadline);
-
-  // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
-  const cloudCheck = startCloudCheck(
-    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics, proxy: env },
-    options.cloudCheck,
-  );
-  stages.intake.push(async () => cloudCheck.stop());
-  const cloud = openCloudClient(env, metrics);
-  stages.connections.push((budget) => within(cloud.close(), budget));
-  const retentionDays = policy.retention_days;
-  // With the audit export on, retention keeps what it has not shipped.
-  const workerStore = new RequestStore(recordsRedis ?? queueRedis, {
-    prefix,
-    now,
-    retentionDays,
-    auditRetentionDays: () => policy.audit_retention_days,
-    audit,
-    exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
-  });
+  const { cloudCheck, cloud } = openCloud(env, options, logger, metrics, stages);
+  const workerStore = openWorkerStore(env, policy, recordsRedis ?? queueRedis, { prefix, now, audit });
   const queues = openQueues(queueRedis, prefix, (error, queue) => redisLog.failure(error, { queue }));
   stages.connections.push(() => queues.close());
-  const slack = openSlackApi(env, logger);
-  stages.connections.push(() => slack.close());
-  const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
-  const groupsOf = groupsOfMember(userGroups, userGroupsOf(policy));
-  // Through the proxy like every outbound client; nothing is configured without JIRA_URL or SERVICENOW_URL.
-  const tickets = ticketDeskFrom(env);
-  stages.connections.push(() => tickets.close());
+  const { slack, userGroups, groupsOf, tickets } = openSlackAndTickets(env, policy, options, logger, stages);
   const { approvals, store, vmFacts, prices, lifecycleDeps, requests } = openRequests({
     redis: fastRedis,
     queues,
@@ -188,26 +162,9 @@ export async function openCore(
     tickets,
     audit,
   });
-  // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
-
-  const charts = (redis: RedisClient) =>
-    chartDeps(redis, { policy, prefix, slack, scope: uploadScope, logger });
-  const workerCharts = charts(queueRedis);
-  const digests = createDigestJobs({
-    policy,
-    cloud,
-    connection: queueRedis,
-    prefix,
-    slack,
-    renderer: digestRenderer,
-    history: workerCharts.history,
-    charts: workerCharts,
-    now,
-    logger,
-  });
-  stages.connections.push(() => digests.close());
-
+  const opened = { policy, prefix, slack, logger, cloud, now, stages };
+  const { charts, digests } = openDigests(opened, uploadScope, queueRedis);
   return {
     env,
     policy,
@@ -248,6 +205,90 @@ export async function openCore(
     stages,
     deadline,
   };
+}
+
+/** The cloud API's client, and its check in the background (closed with the intake and the connections). */
+function openCloud(
+  env: Env,
+  options: StartOptions,
+  logger: Logger,
+  metrics: Metrics,
+  stages: ShutdownStages,
+) {
+  // Not awaited: an unreachable API or a refused key is a warning, /readyz's "cloud": false and a gauge at 0.
+  const cloudCheck = startCloudCheck(
+    { url: env.CLOUD_API_URL, apiKey: env.CLOUD_API_KEY, logger, metrics, proxy: env },
+    options.cloudCheck,
+  );
+  stages.intake.push(async () => cloudCheck.stop());
+  const cloud = openCloudClient(env, metrics);
+  stages.connections.push((budget) => within(cloud.close(), budget));
+  return { cloudCheck, cloud };
+}
+
+/**
+ * The workers' store (and so their lifecycle) is on the records connection, which waits for Redis to come back
+ * instead of failing a job.
+ */
+function openWorkerStore(
+  env: Env,
+  policy: Policy,
+  redis: RedisClient,
+  { prefix, now, audit }: { prefix: string; now: () => Date; audit: AuditContext },
+) {
+  // With the audit export on, retention keeps what it has not shipped.
+  return new RequestStore(redis, {
+    prefix,
+    now,
+    retentionDays: policy.retention_days,
+    auditRetentionDays: () => policy.audit_retention_days,
+    audit,
+    exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
+  });
+}
+
+/** The Slack Web API client with the user groups it resolves, and the ticket systems (both closed with the connections). */
+function openSlackAndTickets(
+  env: Env,
+  policy: Policy,
+  options: StartOptions,
+  logger: Logger,
+  stages: ShutdownStages,
+) {
+  const slack = openSlackApi(env, logger);
+  stages.connections.push(() => slack.close());
+  const userGroups = createUserGroups(slack, { logger, ...options.userGroupCache });
+  const groupsOf = groupsOfMember(userGroups, userGroupsOf(policy));
+  // Through the proxy like every outbound client; nothing is configured without JIRA_URL or SERVICENOW_URL.
+  const tickets = ticketDeskFrom(env);
+  stages.connections.push(() => tickets.close());
+  return { slack, userGroups, groupsOf, tickets };
+}
+
+/** The digests' jobs on the queue connection, and the price charts on whichever connection asks. */
+function openDigests(
+  core: Pick<Core, 'policy' | 'prefix' | 'slack' | 'logger' | 'cloud' | 'now' | 'stages'>,
+  uploadScope: UploadScope,
+  queueRedis: RedisClient,
+) {
+  const { policy, prefix, slack, logger, cloud, now, stages } = core;
+  const charts = (redis: RedisClient) =>
+    chartDeps(redis, { policy, prefix, slack, scope: uploadScope, logger });
+  const workerCharts = charts(queueRedis);
+  const digests = createDigestJobs({
+    policy,
+    cloud,
+    connection: queueRedis,
+    prefix,
+    slack,
+    renderer: digestRenderer,
+    history: workerCharts.history,
+    charts: workerCharts,
+    now,
+    logger,
+  });
+  stages.connections.push(() => digests.close());
+  return { charts, digests };
 }
 
 /**

@@ -41,11 +41,9 @@ function ssoOf(core: Core) {
   return { flow, emails: slackEmails(core.slack), issuerOrigin: new URL(env.OIDC_ISSUER).origin };
 }
 
-/** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
-export async function startWeb(core: Core, socketMode: boolean): Promise<StartedWeb> {
-  const { env, policy, fastRedis, prefix, stages, deadline } = core;
-  const digestOf = (channel: string) => core.digests.scheduler.get(channel);
-  // The approvers' links and their page run where PUBLIC_URL says browsers reach this role.
+/** The approvers' links and their page, where PUBLIC_URL says browsers reach this role; none without it. */
+function verificationPageOf(core: Core) {
+  const { env, fastRedis, prefix } = core;
   // PUBLIC_URL's path prefix ('' for none): what a proxy in front may strip, and what browsers' paths carry.
   const root = env.PUBLIC_URL === undefined ? '' : new URL(env.PUBLIC_URL).pathname.replace(/\/+$/, '');
   const linkStore =
@@ -72,6 +70,14 @@ export async function startWeb(core: Core, socketMode: boolean): Promise<Started
           sealKeys: core.sealKeys,
         })
       : undefined;
+  return { root, linkStore, page };
+}
+
+/** Starts the Slack app over the core; `socketMode` when SLACK_APP_TOKEN is set. */
+export async function startWeb(core: Core, socketMode: boolean): Promise<StartedWeb> {
+  const { env, policy, fastRedis, prefix, stages, deadline } = core;
+  const digestOf = (channel: string) => core.digests.scheduler.get(channel);
+  const { root, linkStore, page } = verificationPageOf(core);
   const homes = createHomeOpens({
     redis: fastRedis,
     connection: core.queueRedis,

@@ -31,6 +31,7 @@ export type SsoErrorReason =
 /** A failed SSO login; `message` is safe to show and to log. */
 export class SsoError extends Error {
   override readonly name = 'SsoError';
+  readonly code = 'SSO_FAILED';
   constructor(
     readonly reason: SsoErrorReason,
     message: string,

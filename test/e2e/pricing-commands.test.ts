@@ -1,18 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNELS, type CommandResult, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, type CommandResult, USERS } from '../helpers/harness.ts';
 import { PNG_SIGNATURE, pngHeader } from '../helpers/png.ts';
 
 // The whole bot (web + worker + scheduler): signed slash commands in, response_url answers and posts out.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({ role: 'all' });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = botPerFile({ role: 'all' });
 
 type Body = { response_type?: string; text?: string; blocks?: unknown[] };
 

@@ -1,15 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
-import {
-  CHANNELS,
-  type Harness,
-  POLICY_HEAD,
-  PROD_UUID,
-  PROD_VMS,
-  STAGING_UUID,
-  startHarness,
-  USERS,
-} from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, POLICY_HEAD, PROD_UUID, PROD_VMS, STAGING_UUID, USERS } from '../helpers/harness.ts';
 
 // Approval policies end to end (issue 11): signed HTTP into the whole bot (web, worker, scheduler), the Slack
 // stand-in answering usergroups.users.list, the cloud sim running what is approved, and a clock the test moves.
@@ -61,24 +53,15 @@ ${PROD_VMS}
 `;
 }
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    now: new Date('2026-11-25T09:00:00Z'),
-    policyYaml,
-    userGroups: { S0LEADS: [GROUPIE] },
-    startOptions: {
-      duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 },
-      userGroupCache: { cacheMs: 300_000, refreshGapMs: 0 },
-    },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  now: new Date('2026-11-25T09:00:00Z'),
+  policyYaml,
+  userGroups: { S0LEADS: [GROUPIE] },
+  startOptions: {
+    duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 },
+    userGroupCache: { cacheMs: 300_000, refreshGapMs: 0 },
+  },
 });
 
 async function request(text: string, channel: string = CHANNELS.prod, user: string = USERS.dev) {

@@ -1,7 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_SEED, type SimSeed } from '../../sim/cloud/server.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
-import { type Harness, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { TEAM, USERS } from '../helpers/harness.ts';
 import { homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
 // Guarantees of "who may approve" that once held with no test to notice a change (issue 24): a user group Slack
@@ -63,21 +64,12 @@ projects:
     vms: [${facts(403)}]
 `;
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    policyYaml: POLICY,
-    simSeed: SEED,
-    userGroups: { S0GONE: { error: 'no_such_subteam' }, S0LEADS: [GROUPIE] },
-    startOptions: { userGroupCache: { cacheMs: 0, refreshGapMs: 0 } },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  policyYaml: POLICY,
+  simSeed: SEED,
+  userGroups: { S0GONE: { error: 'no_such_subteam' }, S0LEADS: [GROUPIE] },
+  startOptions: { userGroupCache: { cacheMs: 0, refreshGapMs: 0 } },
 });
 
 /** `text` asked for by the developer in `channel`, once it waits for approval. */

@@ -1,6 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
-import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, USERS } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, openHome } from '../helpers/slack-events.ts';
 
 // Guarantees of temporary increases that once held with no test to notice a change (issue 24): returning a lease
@@ -9,19 +10,10 @@ import { clickOnHome, homeAfter, openHome } from '../helpers/slack-events.ts';
 const START = new Date('2026-11-24T14:00:00Z');
 const HOUR = 3_600_000;
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    now: START,
-    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  now: START,
+  startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
 });
 
 /** A temporary increase asked for by the developer and approved by the lead, run, its lease open. */

@@ -1,7 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_SEED, type SimSeed } from '../../sim/cloud/server.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
-import { type Harness, startHarness, TEAM, USERS } from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { TEAM, USERS } from '../helpers/harness.ts';
 
 // Guarantees of the approval rules that once held with no test to notice a change (issue 24): which way a resize
 // goes, the sign of its monthly cost difference, and a freeze that covers the time a scheduled downsize runs.
@@ -82,21 +83,12 @@ projects:
 `;
 }
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    now: START,
-    policyYaml,
-    simSeed: SEED,
-    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  now: START,
+  policyYaml,
+  simSeed: SEED,
+  startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
 });
 
 /** `text` asked for by the developer in `channel` (the VM confirmed stopped), as stored once its message is up. */

@@ -1,14 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
-import {
-  CHANNELS,
-  type Harness,
-  POLICY_HEAD,
-  PROD_UUID,
-  PROD_VMS,
-  startHarness,
-  USERS,
-} from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, POLICY_HEAD, PROD_UUID, PROD_VMS, USERS } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
 // App Home for approvers the request does not name by user id (issue 13): members of a Slack user group among the
@@ -32,21 +25,12 @@ projects:
 ${PROD_VMS}
 `;
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    now: new Date('2026-11-25T09:00:00Z'),
-    policyYaml,
-    userGroups: { S0LEADS: [GROUPIE] },
-    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  now: new Date('2026-11-25T09:00:00Z'),
+  policyYaml,
+  userGroups: { S0LEADS: [GROUPIE] },
+  startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
 });
 
 async function pending(text: string): Promise<CloudRequest> {

@@ -1,21 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HOME_OPEN_COALESCE_MS } from '../../src/jobs/home.ts';
-import { type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { USERS } from '../helpers/harness.ts';
 import { homeAfter, openHome } from '../helpers/slack-events.ts';
 
 // The whole bot with a small views.publish budget (5 per 2 s) so the limit shows within seconds: Home tab opens
 // (signed app_home_opened events) and the refresh queue share it, and a 429 from Slack delays a home, never loses it.
 const RATE = { max: 5, duration: 2000 };
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({ role: 'all', startOptions: { homeRate: RATE } });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = botPerFile({ role: 'all', startOptions: { homeRate: RATE } });
 
 const publishesFor = (user: string) =>
   h.slack.callsOf('views.publish').filter((c) => c.args.user_id === user);

@@ -1,18 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, USERS } from '../helpers/harness.ts';
 import { homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
 // The whole bot: changes reach the notify worker, which has the homes of the people concerned published again.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({ role: 'all' });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = botPerFile({ role: 'all' });
 
 const publishesFor = (user: string) => h.slack.homes.filter((p) => p.user === user);
 

@@ -1,5 +1,6 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { expect, it } from 'vitest';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, defaultPolicyYaml, USERS } from '../helpers/harness.ts';
 
 // A lease's return is approved work like any other: a freeze of the project holds it, and the lease stays open
 // until the return has run after the window.
@@ -7,25 +8,16 @@ const START = new Date('2026-11-24T14:00:00Z');
 const HOUR = 3_600_000;
 const wall = (hours: number) => new Date(START.getTime() + hours * HOUR).toISOString().slice(0, 16);
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    now: START,
-    // shop-prod freezes from 47 h to 50 h after the start: the lease (48 h) ends inside the window.
-    policyYaml: (start) =>
-      defaultPolicyYaml(start).replace(
-        `approvers: [${USERS.lead}, ${USERS.lead2}]`,
-        `approvers: [${USERS.lead}, ${USERS.lead2}]\n    freeze:\n      - { from: "${wall(47)}", to: "${wall(50)}", tz: UTC, reason: sale }`,
-      ),
-    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  now: START,
+  // shop-prod freezes from 47 h to 50 h after the start: the lease (48 h) ends inside the window.
+  policyYaml: (start) =>
+    defaultPolicyYaml(start).replace(
+      `approvers: [${USERS.lead}, ${USERS.lead2}]`,
+      `approvers: [${USERS.lead}, ${USERS.lead2}]\n    freeze:\n      - { from: "${wall(47)}", to: "${wall(50)}", tz: UTC, reason: sale }`,
+    ),
+  startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
 });
 
 it('a freeze holds the return; the lease ends when the return has run after the window', async () => {

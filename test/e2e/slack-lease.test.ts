@@ -1,25 +1,17 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dueKey } from '../../src/jobs/due-times.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
-import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, USERS } from '../helpers/harness.ts';
 
 // Temporary increases (docs/policy.md#temporary-changes-leases) through the whole bot: signed HTTP in, the
 // cloud sim and the Slack stand-in out, one shared clock the test moves.
 const START = new Date('2026-11-24T14:00:00Z');
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({
-    role: 'all',
-    now: START,
-    startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
-  });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
+const h = botPerFile({
+  role: 'all',
+  now: START,
+  startOptions: { duePolicy: { pollMs: 50, leaseMs: 60_000, batch: 50 } },
 });
 
 type Errors = Record<string, string>;

@@ -1,18 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/requests/audit/audit.ts';
-import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, USERS } from '../helpers/harness.ts';
 
 // The whole bot (ROLE=all) with a channel Slack will not let it post in.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({ role: 'all' });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = botPerFile({ role: 'all' });
 
 /** The direct messages the bot sent `user`. */
 const directMessages = (user: string) => h.slack.messages(user).map((m) => m.text ?? '');

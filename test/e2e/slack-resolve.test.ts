@@ -1,17 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { botPerFile } from '../helpers/bot-per-file.ts';
+import { CHANNELS, PROD_UUID, USERS } from '../helpers/harness.ts';
 
 // The whole bot (ROLE=all) on the sims: an unknown outcome resolved through the thread's button.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness({ role: 'all' });
-});
-afterEach(() => {
-  expect(h.slack.problems).toEqual([]);
-});
-afterAll(async () => {
-  await h?.close();
-});
+const h = botPerFile({ role: 'all' });
 
 const fieldErrors = (json: Record<string, unknown> | undefined) =>
   json?.response_action === 'errors' ? (json.errors as Record<string, string>) : {};

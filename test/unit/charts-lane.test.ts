@@ -4,7 +4,7 @@ import {
   CHART_ATTEMPTS,
   CHART_MAX_DEFER_MS,
   ChartLane,
-  ChartRateLimited,
+  ChartRateLimitedError,
 } from '../../src/jobs/digest-chart.ts';
 
 const logger = pino({ level: 'silent' });
@@ -91,7 +91,7 @@ describe('the chart lane: digests first, charts after', () => {
     lane.push(async () => {
       order.push('a');
       limited++;
-      throw new ChartRateLimited(5000);
+      throw new ChartRateLimitedError(5000);
     });
     lane.push(async () => {
       order.push('b');

@@ -6,6 +6,7 @@ import { exportAudit } from './audit.ts';
 /** `--since` could not be read. */
 export class SinceError extends Error {
   override readonly name = 'SinceError';
+  readonly code = 'SINCE_INVALID';
 }
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };

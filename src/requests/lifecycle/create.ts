@@ -274,6 +274,22 @@ async function storeRequest(
     ]);
     return created;
   }
+  return runWithoutApproval(acts, created, plan, now, expiresAt, expiresFrom);
+}
+
+/**
+ * A request no one needs to approve: its message is posted, then it is frozen when a freeze covers its time, else
+ * queued at once.
+ */
+async function runWithoutApproval(
+  acts: Acts,
+  created: CloudRequest,
+  plan: RequestApproval,
+  now: Date,
+  expiresAt: Date,
+  expiresFrom: Date,
+): Promise<CloudRequest> {
+  const { deps } = acts;
   await deps.outbox.postRequest(created.id);
   // The go-ahead that lets it run with nobody approving is sealed, and stored with its first move.
   const goAhead = sealedGoAhead(deps, created, now);

@@ -215,6 +215,25 @@ function projectAndVm(input: {
   ];
 }
 
+/** What the requester confirms of the VM: the bot cannot see its power state, nor choose the WAN steps for them. */
+function confirmInput(): KnownBlock {
+  return {
+    type: 'input',
+    block_id: FIELDS.confirm,
+    optional: true,
+    label: plain('Confirm'),
+    hint: plain('Lowering cores or RAM needs the VM stopped; the bot cannot see its power state.'),
+    element: {
+      type: 'checkboxes',
+      action_id: FIELDS.confirm,
+      options: [
+        option(CONFIRM.stopped, 'The VM is stopped'),
+        option(CONFIRM.wanTwoStep, 'Switch WAN through Off if needed (two steps)'),
+      ],
+    },
+  };
+}
+
 /** The resize modal (docs/slack.md#the-resize-modal): only the fields the policy configures, prefilled from the command and the VM. */
 export function resizeModal(input: ResizeModalInput): ModalView {
   const vm = input.vm;
@@ -267,21 +286,7 @@ export function resizeModal(input: ResizeModalInput): ModalView {
     );
   }
   blocks.push(
-    {
-      type: 'input',
-      block_id: FIELDS.confirm,
-      optional: true,
-      label: plain('Confirm'),
-      hint: plain('Lowering cores or RAM needs the VM stopped; the bot cannot see its power state.'),
-      element: {
-        type: 'checkboxes',
-        action_id: FIELDS.confirm,
-        options: [
-          option(CONFIRM.stopped, 'The VM is stopped'),
-          option(CONFIRM.wanTwoStep, 'Switch WAN through Off if needed (two steps)'),
-        ],
-      },
-    },
+    confirmInput(),
     ...(input.returning ? [] : leaseInputs(input.typed.lease)),
     ...ticketInput(input.ticket),
     textInput(FIELDS.reason, 'Reason', {

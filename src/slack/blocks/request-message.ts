@@ -268,125 +268,132 @@ function whenItRuns(request: CloudRequest): string {
   return request.runAt ? ` It runs ${slackDate(new Date(request.runAt))}.` : ' Queued to run now.';
 }
 
+/** What a reply may need beside the request: the outcome it reports and the run's steps. */
+interface ReplyFacts {
+  outcome: CloudRequest['outcomes'][number] | undefined;
+  steps: ResizeSteps;
+  step?: number;
+}
+type ResizeSteps = Extract<CloudRequest['params'], { kind: 'resize' }>['steps'] | [];
+type Reply = { text: string; blocks?: KnownBlock[] };
+type LeaseEvent = 'lease_offer' | 'lease_reminder' | 'lease_kept' | 'lease_returned';
+
+/** The reply to each event of a request's life but a lease's (lease.ts words those), one entry per event. */
+const REPLIES: {
+  [E in Exclude<ReplyEvent, LeaseEvent>]: (request: CloudRequest, facts: ReplyFacts) => Reply;
+} = {
+  approved: (request) => ({
+    text: `Approved by ${inWords(approverWords(request)) || mention('unknown')}.${whenItRuns(request)}`,
+  }),
+  frozen: (request) => {
+    const until = request.frozenUntil ? slackDate(new Date(request.frozenUntil)) : 'its end';
+    return {
+      text: `A freeze holds ${escapeMrkdwn(request.projectName)}${request.freezeReason ? ` (${escapeMrkdwn(request.freezeReason)})` : ''}: it runs when the freeze ends, ${until}, after the rules are checked again. Nothing was sent to the API yet.`,
+    };
+  },
+  unfrozen: () => ({
+    text: 'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',
+  }),
+  break_glass: (request) => ({
+    text: `:rotating_light: ${mention(request.breakGlass?.by ?? 'unknown')} runs this now, during the freeze (break glass), saying:\n${quoted(request.breakGlass?.reason ?? '')}`,
+  }),
+  reminder: (request) => {
+    const who = stillToApprove(request);
+    const needed = Math.max(1, request.requiredApprovals ?? 1) - approvedBy(request).length;
+    return {
+      text: `Reminder: this request still needs ${approvalsText(needed)}${who.length > 0 ? ` from ${listed(who)}` : ''}. It expires ${slackDate(new Date(request.expiresAt))}.`,
+    };
+  },
+  escalated: (request) => ({
+    text: `Escalated: nobody has decided yet and this request expires ${slackDate(new Date(request.expiresAt))}. ${listed(request.escalateTo ?? [])} may approve it now.`,
+  }),
+  rejected: (request) => ({
+    text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}. Nothing was sent to the API.${request.rejectReason ? `\n${quoted(request.rejectReason)}` : ''}`,
+  }),
+  expired: () => ({
+    text: 'Expired without an approval. Nothing was sent to the API; make a new request if it is still needed.',
+  }),
+  cancelled: (request) => ({
+    text: `Cancelled by ${actorText(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.`,
+  }),
+  step_succeeded: (_request, { outcome, steps, step }) => {
+    const s = steps[step ?? 0];
+    return {
+      text: `Step ${(step ?? 0) + 1} of ${steps.length} done (${s ? escapeMrkdwn(stepSummary(s)) : 'step'}): ${escapeMrkdwn(outcome?.message || 'accepted')}`,
+    };
+  },
+  succeeded: (request, { outcome }) =>
+    request.params.kind === 'restore'
+      ? {
+          text: `:white_check_mark: Restore started: ${escapeMrkdwn(outcome?.message || 'accepted')} Task id: \`${escapeMrkdwn(outcome?.taskId ?? 'not given')}\`.`,
+        }
+      : {
+          text: `:white_check_mark: Done: ${escapeMrkdwn(outcome?.message || 'the API accepted the change.')}`,
+        },
+  refused: (_request, { outcome, steps }) => {
+    if (outcome?.notSent) return { text: `:x: ${escapeMrkdwn(outcome.reason ?? 'Not sent.')}` };
+    const applied =
+      steps.length > 1 && (outcome?.step ?? 0) > 0
+        ? ' Step 1 (WAN off) was applied; the VM has WAN off now.'
+        : '';
+    return {
+      text: `:x: The API refused this: ${escapeMrkdwn(outcome?.reason ?? 'no reason given.')}${applied}`,
+    };
+  },
+  unknown: (request, { outcome }) => unknownReply(request, outcome),
+  resolved: (request) => ({
+    text: `${mention(request.resolvedBy ?? 'unknown')} checked the portal: ${request.state === 'resolved_done' ? 'the change was applied.' : 'the change was not applied.'}`,
+  }),
+};
+
+/** An outcome no one knows: what to check in the portal, and the two buttons that say what was found. */
+function unknownReply(request: CloudRequest, outcome: ReplyFacts['outcome']): Reply {
+  const what =
+    request.params.kind === 'restore'
+      ? `whether a restore of VM ${request.vmid} from \`${escapeMrkdwn(request.params.backupSlug)}\` started`
+      : `the size and WAN mode of VM ${request.vmid}`;
+  const text = `:warning: Outcome unknown: ${escapeMrkdwn(outcome?.reason ?? 'no answer came back.')} The request was sent and may have been applied, so it will not be sent again. Check ${what} in the portal (project ${escapeMrkdwn(request.projectName)}), then mark what you found.`;
+  return {
+    text,
+    blocks: [
+      { type: 'section', text: mrkdwn(text) },
+      {
+        type: 'actions',
+        block_id: `resolve:${request.id}`,
+        elements: [
+          {
+            type: 'button',
+            action_id: ACTIONS.resolveDone,
+            text: plain('It was applied', 75),
+            value: request.id,
+            style: 'primary',
+          },
+          {
+            type: 'button',
+            action_id: ACTIONS.resolveFailed,
+            text: plain('It was not applied', 75),
+            value: request.id,
+          },
+        ],
+      },
+    ],
+  };
+}
+
 /** One thread reply for a state change. */
-function threadReply(
-  request: CloudRequest,
-  event: ReplyEvent,
-  step?: number,
-): { text: string; blocks?: KnownBlock[] } {
-  const outcome = step === undefined ? lastOutcome(request) : request.outcomes.find((o) => o.step === step);
-  const steps = request.params.kind === 'resize' ? request.params.steps : [];
+function threadReply(request: CloudRequest, event: ReplyEvent, step?: number): Reply {
   switch (event) {
     case 'lease_offer':
     case 'lease_reminder':
     case 'lease_kept':
     case 'lease_returned':
       return leaseReply(request, event, step);
-    case 'approved':
-      return {
-        text: `Approved by ${inWords(approverWords(request)) || mention('unknown')}.${whenItRuns(request)}`,
-      };
-    case 'frozen': {
-      const until = request.frozenUntil ? slackDate(new Date(request.frozenUntil)) : 'its end';
-      return {
-        text: `A freeze holds ${escapeMrkdwn(request.projectName)}${request.freezeReason ? ` (${escapeMrkdwn(request.freezeReason)})` : ''}: it runs when the freeze ends, ${until}, after the rules are checked again. Nothing was sent to the API yet.`,
-      };
+    default: {
+      const outcome =
+        step === undefined ? lastOutcome(request) : request.outcomes.find((o) => o.step === step);
+      const steps = request.params.kind === 'resize' ? request.params.steps : [];
+      return REPLIES[event](request, { outcome, steps, step });
     }
-    case 'unfrozen':
-      return {
-        text: 'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',
-      };
-    case 'break_glass':
-      return {
-        text: `:rotating_light: ${mention(request.breakGlass?.by ?? 'unknown')} runs this now, during the freeze (break glass), saying:\n${quoted(request.breakGlass?.reason ?? '')}`,
-      };
-    case 'reminder': {
-      const who = stillToApprove(request);
-      const needed = Math.max(1, request.requiredApprovals ?? 1) - approvedBy(request).length;
-      return {
-        text: `Reminder: this request still needs ${approvalsText(needed)}${who.length > 0 ? ` from ${listed(who)}` : ''}. It expires ${slackDate(new Date(request.expiresAt))}.`,
-      };
-    }
-    case 'escalated': {
-      const to = request.escalateTo ?? [];
-      return {
-        text: `Escalated: nobody has decided yet and this request expires ${slackDate(new Date(request.expiresAt))}. ${listed(to)} may approve it now.`,
-      };
-    }
-    case 'rejected':
-      return {
-        text: `Rejected by ${mention(request.rejectedBy ?? 'unknown')}. Nothing was sent to the API.${request.rejectReason ? `\n${quoted(request.rejectReason)}` : ''}`,
-      };
-    case 'expired':
-      return {
-        text: 'Expired without an approval. Nothing was sent to the API; make a new request if it is still needed.',
-      };
-    case 'cancelled':
-      return {
-        text: `Cancelled by ${actorText(request.cancelledBy ?? request.requester)}. Nothing was sent to the API.`,
-      };
-    case 'step_succeeded': {
-      const s = steps[step ?? 0];
-      return {
-        text: `Step ${(step ?? 0) + 1} of ${steps.length} done (${s ? escapeMrkdwn(stepSummary(s)) : 'step'}): ${escapeMrkdwn(outcome?.message || 'accepted')}`,
-      };
-    }
-    case 'succeeded': {
-      if (request.params.kind === 'restore') {
-        return {
-          text: `:white_check_mark: Restore started: ${escapeMrkdwn(outcome?.message || 'accepted')} Task id: \`${escapeMrkdwn(outcome?.taskId ?? 'not given')}\`.`,
-        };
-      }
-      return {
-        text: `:white_check_mark: Done: ${escapeMrkdwn(outcome?.message || 'the API accepted the change.')}`,
-      };
-    }
-    case 'refused': {
-      if (outcome?.notSent) return { text: `:x: ${escapeMrkdwn(outcome.reason ?? 'Not sent.')}` };
-      const applied =
-        steps.length > 1 && (outcome?.step ?? 0) > 0
-          ? ' Step 1 (WAN off) was applied; the VM has WAN off now.'
-          : '';
-      return {
-        text: `:x: The API refused this: ${escapeMrkdwn(outcome?.reason ?? 'no reason given.')}${applied}`,
-      };
-    }
-    case 'unknown': {
-      const what =
-        request.params.kind === 'restore'
-          ? `whether a restore of VM ${request.vmid} from \`${escapeMrkdwn(request.params.backupSlug)}\` started`
-          : `the size and WAN mode of VM ${request.vmid}`;
-      const text = `:warning: Outcome unknown: ${escapeMrkdwn(outcome?.reason ?? 'no answer came back.')} The request was sent and may have been applied, so it will not be sent again. Check ${what} in the portal (project ${escapeMrkdwn(request.projectName)}), then mark what you found.`;
-      return {
-        text,
-        blocks: [
-          { type: 'section', text: mrkdwn(text) },
-          {
-            type: 'actions',
-            block_id: `resolve:${request.id}`,
-            elements: [
-              {
-                type: 'button',
-                action_id: ACTIONS.resolveDone,
-                text: plain('It was applied', 75),
-                value: request.id,
-                style: 'primary',
-              },
-              {
-                type: 'button',
-                action_id: ACTIONS.resolveFailed,
-                text: plain('It was not applied', 75),
-                value: request.id,
-              },
-            ],
-          },
-        ],
-      };
-    }
-    case 'resolved':
-      return {
-        text: `${mention(request.resolvedBy ?? 'unknown')} checked the portal: ${request.state === 'resolved_done' ? 'the change was applied.' : 'the change was not applied.'}`,
-      };
   }
 }
 

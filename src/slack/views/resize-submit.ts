@@ -9,7 +9,7 @@ import type { CpuClass, OnOff, ResizeTarget, Violation, WanMode } from '../../ru
 import { leaseClosedText } from '../blocks/lease.ts';
 import { CONFIRM, FIELDS, scheduleModal, VIEWS } from '../blocks/modals.ts';
 import { type SlackDeps, TRY_AGAIN } from '../deps.ts';
-import type { SlackRouter } from '../router.ts';
+import type { SlackRouter, ViewArgs } from '../router.ts';
 import {
   readSubmission,
   releaseClaim,
@@ -97,9 +97,104 @@ async function returnRefused(
   return undefined;
 }
 
+/** The sizes and modes the form asks for; a number out of its limit is a violation, a field left empty is absent. */
+function readTarget(
+  form: ReturnType<typeof readForm>,
+  limits: SlackDeps['policy']['limits'],
+  violations: Violation[],
+): ResizeTarget {
+  const target: ResizeTarget = {
+    cores: optionalNumber(text(form, FIELDS.cores), 'cores', limits.cores, violations),
+    ramGb: optionalNumber(text(form, FIELDS.ramGb), 'ramGb', limits.ram_gb, violations),
+    osDiskGb: optionalNumber(text(form, FIELDS.osDiskGb), 'osDiskGb', limits.os_disk_gb, violations),
+    cpuClass: text(form, FIELDS.cpuClass) as CpuClass | undefined,
+    wanMode: text(form, FIELDS.wanMode) as WanMode | undefined,
+    privateNetwork: text(form, FIELDS.privateNetwork) as OnOff | undefined,
+  };
+  for (const key of Object.keys(target) as (keyof ResizeTarget)[]) {
+    if (target[key] === undefined) delete target[key];
+  }
+  return target;
+}
+
+/** The VM as the bot knows it, what the form confirms of it, and the rules' verdict on the resize. */
+function checkForm(
+  deps: SlackDeps,
+  form: ReturnType<typeof readForm>,
+  {
+    project,
+    vmid,
+    recorded,
+    target,
+  }: {
+    project: NonNullable<ReturnType<typeof findProject>>;
+    vmid: number;
+    recorded: Submission['recorded'];
+    target: ResizeTarget;
+  },
+) {
+  const vm = knownVm(
+    project.vms.find((v) => v.vmid === vmid),
+    recorded,
+    vmid,
+  );
+  const confirmedStopped = ticked(form, FIELDS.confirm, CONFIRM.stopped);
+  const acceptWanTwoStep = ticked(form, FIELDS.confirm, CONFIRM.wanTwoStep);
+  const check = checkResizeUnder(deps.policy, {
+    vm,
+    target,
+    confirmedStopped,
+    acceptWanTwoStep,
+    now: deps.now(),
+  });
+  return { vm, confirmedStopped, acceptWanTwoStep, check };
+}
+
+/** A lease the rules refuse: its errors, with the rules' own (but the 24-hour wait, which a lease never needs). */
+function leaseRefusal(
+  check: { violations: Violation[] },
+  lease: LeaseCheck,
+  term: LeaseTerm,
+  blocks: ReturnType<typeof inputBlockIds>,
+): Record<string, string> | undefined {
+  if (lease.violations.length === 0) return undefined;
+  const others = check.violations.filter((v) => v.code !== 'cooldown');
+  return { ...fieldErrors(others, blocks, FIELDS.cores), ...leaseErrors(lease, term) };
+}
+
+/**
+ * Only the 24-hour rule stands in the way: the draft keeps what to run then, and the answer pushes the offer to
+ * run it at `runAt` over the form (or, when the draft cannot be saved, asks to try again).
+ */
+async function offerSchedule(
+  ack: ViewArgs['ack'],
+  deps: SlackDeps,
+  submission: Submission,
+  draft: Parameters<SlackDeps['drafts']['save']>[0],
+  view: ViewArgs['view'],
+  check: { violations: Violation[] },
+  runAt: Date,
+): Promise<void> {
+  try {
+    await submission.within(deps.drafts.save(draft));
+  } catch {
+    return ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } });
+  }
+  await ack({
+    response_action: 'push',
+    view: scheduleModal(
+      view.private_metadata,
+      check.violations.map((v) => v.message),
+      runAt,
+    ),
+  });
+}
+
 /** Handles the resize modal: rules as field errors, the 24-hour offer as a pushed view, else a request. */
 export function register(app: SlackRouter, deps: SlackDeps): void {
   app.view(VIEWS.resize, async ({ ack, body, view }) => {
+    // Every refusal answers with field errors: the form stays open, with what was typed, for the person to fix.
+    const refuse = (errors: Record<string, string>) => ack({ response_action: 'errors', errors });
     const form = readForm(view);
     const blocks = inputBlockIds(view);
     const violations: Violation[] = [];
@@ -113,61 +208,32 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
       const { draft, recorded } = submission;
       const refused = submissionErrors(deps, submission, { project, vmid }, blocks);
       if (refused || !draft || !project || typeof vmid !== 'number')
-        return void (await ack({ response_action: 'errors', errors: refused ?? {} }));
+        return void (await refuse(refused ?? {}));
       const returning = draft.leaseReturn
         ? await returnRefused(deps, submission, draft.leaseReturn, project.uuid, vmid)
         : undefined;
-      if (returning) return void (await ack({ response_action: 'errors', errors: returning }));
-      const limits = deps.policy.limits;
-      const target: ResizeTarget = {
-        cores: optionalNumber(text(form, FIELDS.cores), 'cores', limits.cores, violations),
-        ramGb: optionalNumber(text(form, FIELDS.ramGb), 'ramGb', limits.ram_gb, violations),
-        osDiskGb: optionalNumber(text(form, FIELDS.osDiskGb), 'osDiskGb', limits.os_disk_gb, violations),
-        cpuClass: text(form, FIELDS.cpuClass) as CpuClass | undefined,
-        wanMode: text(form, FIELDS.wanMode) as WanMode | undefined,
-        privateNetwork: text(form, FIELDS.privateNetwork) as OnOff | undefined,
-      };
-      for (const key of Object.keys(target) as (keyof ResizeTarget)[]) {
-        if (target[key] === undefined) delete target[key];
-      }
+      if (returning) return void (await refuse(returning));
+      const target = readTarget(form, deps.policy.limits, violations);
       if (violations.length > 0) {
-        return void (await ack({
-          response_action: 'errors',
-          errors: fieldErrors(violations, blocks, FIELDS.cores),
-        }));
+        return void (await refuse(fieldErrors(violations, blocks, FIELDS.cores)));
       }
 
-      const vm = knownVm(
-        project.vms.find((v) => v.vmid === vmid),
-        recorded,
+      const { vm, confirmedStopped, acceptWanTwoStep, check } = checkForm(deps, form, {
+        project,
         vmid,
-      );
-      const confirmedStopped = ticked(form, FIELDS.confirm, CONFIRM.stopped);
-      const acceptWanTwoStep = ticked(form, FIELDS.confirm, CONFIRM.wanTwoStep);
-      const check = checkResizeUnder(deps.policy, {
-        vm,
+        recorded,
         target,
-        confirmedStopped,
-        acceptWanTwoStep,
-        now: deps.now(),
       });
       const typedReason = text(form, FIELDS.reason);
       const reasonError = reasonProblem(typedReason);
-      if (reasonError)
-        return void (await ack({ response_action: 'errors', errors: { [FIELDS.reason]: reasonError } }));
+      if (reasonError) return void (await refuse({ [FIELDS.reason]: reasonError }));
       const reason = typedReason === undefined ? undefined : cleanReason(typedReason);
       const asked = leaseOf(form);
-      if ('errors' in asked) return void (await ack({ response_action: 'errors', errors: asked.errors }));
+      if ('errors' in asked) return void (await refuse(asked.errors));
       const { term } = asked;
       const lease = term ? checkLease({ vm, check, term, now: deps.now() }) : undefined;
-      if (term && lease && lease.violations.length > 0) {
-        // The rules' own refusals (other than the 24-hour wait a lease never needs) come back with the lease's.
-        const others = check.violations.filter((v) => v.code !== 'cooldown');
-        return void (await ack({
-          response_action: 'errors',
-          errors: { ...fieldErrors(others, blocks, FIELDS.cores), ...leaseErrors(lease, term) },
-        }));
-      }
+      const leaseRefused = term && lease ? leaseRefusal(check, lease, term, blocks) : undefined;
+      if (leaseRefused) return void (await refuse(leaseRefused));
 
       if (check.cooldownOnly && check.earliestAllowedAt) {
         // Only the 24-hour rule stands in the way: offer to run it then, in a view pushed over the form.
@@ -182,25 +248,10 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
           runAt: runAt.toISOString(),
           ticket: text(form, FIELDS.ticket),
         };
-        try {
-          await submission.within(deps.drafts.save({ ...draft, scheduled }));
-        } catch {
-          return void (await ack({ response_action: 'errors', errors: { [FIELDS.project]: TRY_AGAIN } }));
-        }
-        return void (await ack({
-          response_action: 'push',
-          view: scheduleModal(
-            view.private_metadata,
-            check.violations.map((v) => v.message),
-            runAt,
-          ),
-        }));
+        return await offerSchedule(ack, deps, submission, { ...draft, scheduled }, view, check, runAt);
       }
       if (check.violations.length > 0) {
-        return void (await ack({
-          response_action: 'errors',
-          errors: fieldErrors(check.violations, blocks, FIELDS.cores),
-        }));
+        return void (await refuse(fieldErrors(check.violations, blocks, FIELDS.cores)));
       }
 
       const ticketed = await formTicket(
@@ -210,8 +261,7 @@ export function register(app: SlackRouter, deps: SlackDeps): void {
         text(form, FIELDS.ticket),
         blocks,
       );
-      if ('errors' in ticketed)
-        return void (await ack({ response_action: 'errors', errors: ticketed.errors }));
+      if ('errors' in ticketed) return void (await refuse(ticketed.errors));
       await ack({ response_action: 'clear' });
       storing = true;
       const origin = { user: body.user.id, teamId: draft.teamId, channel: draft.channel };
