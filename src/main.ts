@@ -9,7 +9,14 @@ import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { withDotEnv } from './config/dotenv.ts';
 import { ConfigError, type Env, loadEnv, missingForRole, missingLine } from './config/env.ts';
-import { loadPolicy, type Policy, PolicyError } from './config/policy.ts';
+import type { Policy } from './config/policy.ts';
+import { PolicyError } from './config/policy.ts';
+import {
+  FilePolicySource,
+  fixedPolicySource,
+  livePolicy,
+  type PolicySource,
+} from './config/policy-source.ts';
 import { urlCredentials } from './config/redis-connection.ts';
 import { SealKeyError, sealKeysFrom } from './config/seal-keys.ts';
 import { unmetTicketLine } from './config/ticket-env.ts';
@@ -23,6 +30,7 @@ import { listening, StartupError } from './startup/checks.ts';
 import { openCore } from './startup/core.ts';
 import { StartupDeadline } from './startup/deadline.ts';
 import type { Running, StartOptions } from './startup/options.ts';
+import { policyReloader, watchPolicy } from './startup/policy-reload.ts';
 import { closeServer, portOf, ShutdownStages } from './startup/stages.ts';
 import { startProcessTracing, traceLifecycle, tracingSecrets } from './startup/tracing.ts';
 import type { StartedWeb } from './startup/web.ts';
@@ -43,7 +51,16 @@ export const STARTUP_CLOSE_MARGIN_MS = 2_500;
  * started yet), then worker, then scheduler, then /metrics. Whatever fails or is aborted during start-up closes
  * everything opened so far before the start rejects.
  */
-export async function startCloudops(env: Env, policy: Policy, options: StartOptions = {}): Promise<Running> {
+export async function startCloudops(
+  env: Env,
+  given: Policy | PolicySource,
+  options: StartOptions = {},
+): Promise<Running> {
+  // A source a reload can swap (npm start), or a policy given as an object (tests, the demo): every role reads it
+  // through one live view, so a reload reaches each at its next read.
+  const source =
+    'current' in given && typeof given.current === 'function' ? given : fixedPolicySource(given as Policy);
+  const policy = livePolicy(source);
   const deadline = new StartupDeadline(options.startupTimeoutMs, options.signal, options.startupSpareMs);
   // Before anything opens: without its key a role could neither seal a decision nor check one.
   const sealKeys = sealKeysFrom(env.SEAL_KEY ?? '', env.SEAL_KEY_PREVIOUS);
@@ -91,7 +108,23 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       sealKeys,
       stages,
       deadline,
+      policySource: source,
     });
+    const reload =
+      source instanceof FilePolicySource
+        ? policyReloader({
+            source,
+            redis: core.fastRedis,
+            prefix: core.prefix,
+            audit: core.audit,
+            logger,
+            now: core.now,
+          })
+        : undefined;
+    if (reload && env.POLICY_WATCH === '1' && source instanceof FilePolicySource) {
+      const unwatch = watchPolicy(source.path, reload, logger);
+      stages.intake.push(async () => unwatch());
+    }
     if (tracing) for (const lifecycle of [core.requests, core.workerRequests]) traceLifecycle(lifecycle);
     const socketMode = env.SLACK_APP_TOKEN !== undefined && core.runs('web');
     let web: StartedWeb | undefined;
@@ -154,6 +187,9 @@ export async function startCloudops(env: Env, policy: Policy, options: StartOpti
       metricsPort,
       mcpPort: web?.mcpPort,
       metrics,
+      policyVersion: () => source.version(),
+      reloadPolicy: (why = 'SIGHUP') =>
+        reload ? reload(why) : Promise.resolve({ kind: 'unchanged', version: source.version() }),
       stop() {
         stopping ??= stages
           .run(options.shutdownTimeoutMs ?? SHUTDOWN_DEADLINE_MS)
@@ -221,6 +257,13 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // SIGHUP reads POLICY_FILE again (docs/policy.md#reload); Node's default would end the process.
+  process.on('SIGHUP', () => {
+    if (!running || signalled) return;
+    void running
+      .reloadPolicy('SIGHUP')
+      .catch((error: unknown) => logLine('error', { err: String(error) }, 'policy reload failed'));
+  });
   /** One line, exit 1. What start-up opened is closed by then; timers a Redis client left behind do not delay the exit. */
   const fail = (line: string) => {
     process.exitCode = 1;
@@ -228,7 +271,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   };
 
   let env: Env;
-  let policy: Policy;
+  let source: FilePolicySource;
   try {
     // `.env` in the working directory (npm start: the clone), under the environment, which wins.
     env = loadEnv(rawEnv ?? withDotEnv(process.env, '.env'));
@@ -236,14 +279,14 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
     if (missing.length > 0) {
       return fail(missingLine(env, missing));
     }
-    policy = await loadPolicy(env.POLICY_FILE);
+    source = await FilePolicySource.open(env.POLICY_FILE);
     // The web role issues verification links: a `verify:` it cannot serve would leave approvals nobody can give.
     const unmet =
       env.ROLE === 'all' || env.ROLE === 'web'
-        ? await unmetVerifyLine(env, policy, env.POLICY_FILE)
+        ? await unmetVerifyLine(env, source.current(), env.POLICY_FILE)
         : undefined;
     if (unmet) return fail(unmet);
-    const noTickets = await unmetTicketLine(env, policy, env.POLICY_FILE);
+    const noTickets = await unmetTicketLine(env, source.current(), env.POLICY_FILE);
     if (noTickets) return fail(noTickets);
   } catch (error) {
     if (error instanceof ConfigError || error instanceof PolicyError || error instanceof SealKeyError)
@@ -254,7 +297,7 @@ export async function main(rawEnv?: Record<string, string | undefined>): Promise
   const deadlineMs = env.STARTUP_TIMEOUT_SECONDS * 1000 - STARTUP_CLOSE_MARGIN_MS;
   const startupLeft = Math.max(1_000, Math.round(deadlineMs - process.uptime() * 1000));
   try {
-    running = await startCloudops(env, policy, {
+    running = await startCloudops(env, source, {
       signal: stopRequested.signal,
       startupTimeoutMs: startupLeft,
       // Time beyond the default 10 s goes to each wait too (Slack's auth.test, Redis), not only to the whole.

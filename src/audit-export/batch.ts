@@ -4,6 +4,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { scrubSecrets } from '../observability/logger.ts';
+import type { AuditRecord } from '../requests/model/audit-record.ts';
 import type { AuditEntry } from '../requests/model/types.ts';
 
 /**
@@ -16,8 +17,15 @@ export const TIMESTAMP_HEADER = 'x-cloudops-timestamp';
 /** How many characters of an entry's details a trimmed entry keeps (docs/operations.md#audit-export). */
 export const TRIMMED_DETAILS = 1_000;
 
-/** One audit entry as the receiver gets it (docs/operations.md#audit-export). */
-export interface ShippedAuditEntry {
+/**
+ * One audit entry as the receiver gets it (docs/operations.md#audit-export): a chained entry whole, as hashed, with
+ * its stream id, `prev`, `hash` and `seal`, so the copy verifies (`cloudops audit verify --file`); an entry written
+ * before the chain in the fields below only.
+ */
+export type ShippedAuditEntry = LegacyShippedEntry | AuditRecord;
+
+/** An entry written before the audit chain, as it was always shipped. */
+export interface LegacyShippedEntry {
   /** The audit stream's id: stable, unique, ordered (`<ms>-<seq>`); the same entry shipped twice has the same id. */
   id: string;
   /** The request the entry belongs to; null for an entry of no request (an agent disabled or enabled). */
@@ -37,6 +45,8 @@ export interface ShippedAuditEntry {
  * configured values), since history written before typed text was scrubbed this way is shipped too.
  */
 export function shippedEntry(entry: AuditEntry, secrets: readonly string[] = []): ShippedAuditEntry {
+  // A chained entry goes as hashed: scrubbing it would break its hash (typed text is scrubbed before it is written).
+  if (entry.record) return entry.record;
   return {
     id: entry.id,
     request_id: entry.requestId === '' ? null : entry.requestId,

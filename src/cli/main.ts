@@ -13,7 +13,7 @@ import { withSecretFiles } from '../config/secret-files.ts';
 import { packageVersion } from '../config/version.ts';
 import { botVariablesSet } from '../mcp/stdio-client.ts';
 import { CliError, type CliIo, UsageError, write } from './io.ts';
-import { PLAN_USAGE } from './usage.ts';
+import { PLAN_USAGE, REPORT_USAGE } from './usage.ts';
 
 export const USAGE = `Usage: cloudops <command> [options]
 
@@ -24,11 +24,14 @@ Commands:
   ${PLAN_USAGE.replace('cloudops ', '')}
                                              the rules and cost of a resize; sends nothing
   audit --since <ISO|30m|24h|7d> [--json]    the audit log (JSON lines with --json)
+  audit verify [--file F]                    check the audit chain in Redis, or an exported copy (exit 1 if broken)
+  ${REPORT_USAGE.replace('cloudops ', '')}
+                                             every request of a period, for an auditor (csv, html or json)
   doctor [--json]                            check Node, the policy, Redis, Slack, the cloud API and the clock
   agents token                               a new agent token and the SHA-256 the policy stores
   agents list [--json]                       the policy's agents, and which are disabled
-  agents disable|enable <name>               stop an agent at once, or let it ask again (audited)
-  passkeys reset <user>                      remove a Slack user's passkeys (audited)
+  agents disable|enable <name> [--as NAME]   stop an agent at once, or let it ask again (audited)
+  passkeys reset <user> [--as NAME]          remove a Slack user's passkeys (audited)
   mcp                                        the bot's MCP tools over stdio (CLOUDOPS_URL, CLOUDOPS_AGENT_TOKEN)
   help                                       this text
   --version                                  the version of cloudops
@@ -45,6 +48,13 @@ const OPTIONS = {
   stopped: { type: 'boolean' },
   'two-step': { type: 'boolean' },
   at: { type: 'string' },
+  as: { type: 'string' },
+  file: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  project: { type: 'string' },
+  format: { type: 'string' },
+  out: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;
@@ -55,10 +65,11 @@ const FLAGS: Record<string, readonly string[]> = {
   cluster: ['json', 'shape'],
   policy: ['json'],
   plan: ['json', 'stopped', 'two-step', 'at'],
-  audit: ['json', 'since'],
+  audit: ['json', 'since', 'file'],
+  report: ['from', 'to', 'project', 'format', 'out'],
   doctor: ['json'],
-  agents: ['json'],
-  passkeys: ['json'],
+  agents: ['json', 'as'],
+  passkeys: ['json', 'as'],
   mcp: [],
 };
 
@@ -116,15 +127,26 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       });
     }
     case 'audit':
-      if (rest.length > 0) throw new UsageError('usage: cloudops audit --since <ISO|24h> [--json]');
+      if (rest[0] === 'verify') {
+        if (rest.length > 1 || values.since !== undefined || json)
+          throw new UsageError('usage: cloudops audit verify [--file F]');
+        return (await import('./commands/audit-verify.ts')).auditVerifyCommand(io, values.file);
+      }
+      if (rest.length > 0 || values.file !== undefined)
+        throw new UsageError(
+          'usage: cloudops audit --since <ISO|24h> [--json] | cloudops audit verify [--file F]',
+        );
       return (await import('./commands/audit.ts')).auditCommand(io, values.since, json);
+    case 'report':
+      if (rest.length > 0) throw new UsageError(`usage: ${REPORT_USAGE}`);
+      return (await import('./commands/report.ts')).reportCommand(io, values);
     case 'doctor':
       if (rest.length > 0) throw new UsageError('usage: cloudops doctor [--json]');
       return (await import('./commands/doctor.ts')).doctorCommand(io, json);
     case 'agents':
-      return (await import('./commands/agents.ts')).agentsCommand(io, rest, json);
+      return (await import('./commands/agents.ts')).agentsCommand(io, rest, json, values.as);
     case 'passkeys':
-      return (await import('./commands/passkeys.ts')).passkeysCommand(io, rest, json);
+      return (await import('./commands/passkeys.ts')).passkeysCommand(io, rest, json, values.as);
     case 'mcp':
       if (rest.length > 0)
         throw new UsageError(

@@ -205,6 +205,8 @@ const envSchema = z.object({
   /** The key before the current one, during a rotation: accepted for checking seals, never for sealing. */
   SEAL_KEY_PREVIOUS: sealKey.optional(),
   POLICY_FILE: z.string().min(1).default('./policy.yml'),
+  /** `1`: read POLICY_FILE again when it changes (its folder is watched: a ConfigMap swaps a symlink). */
+  POLICY_WATCH: z.enum(['0', '1'], { message: 'expected 1 (watch the policy file) or 0' }).default('0'),
   ROLE: z.enum(ROLES, { message: `expected one of ${ROLES.join(', ')}` }).default('all'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type Document, LineCounter, parseDocument, visit } from 'yaml';
 import { z } from 'zod';
@@ -72,6 +73,16 @@ const policySchema = z
       .min(1, { message: 'expected a number of days from 1 to 3650' })
       .max(3650, { message: 'expected a number of days from 1 to 3650' })
       .default(90),
+    /**
+     * Days an audit entry is kept, apart from the requests' retention: the oldest entries are trimmed past it and a
+     * sealed anchor keeps what remains verifiable (docs/operations.md#audit-retention).
+     */
+    audit_retention_days: z
+      .number({ message: 'expected a number of days from 1 to 3650' })
+      .int({ message: 'expected a whole number of days' })
+      .min(1, { message: 'expected a number of days from 1 to 3650' })
+      .max(3650, { message: 'expected a number of days from 1 to 3650' })
+      .default(400),
     /** Upper bounds for what a requester may type; the API documents none. */
     limits: z
       .object({
@@ -302,9 +313,25 @@ function firstAliasLine(doc: Document, lineCounter: LineCounter): number {
 
 /** Reads and parses the policy file at `path`. */
 export async function loadPolicy(path: string): Promise<Policy> {
-  let text: string;
+  return (await loadPolicyFile(path)).policy;
+}
+
+/**
+ * The policy's version: the SHA-256 of the file's bytes, shown (and recorded with every decision) as its first 12
+ * hex digits.
+ */
+export function policyVersionOf(bytes: string | Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex').slice(0, 12);
+}
+
+/**
+ * Reads the policy file at `path` once and parses it, with the version of the very bytes parsed: a file replaced
+ * while it is read yields the version of what was read, never of a mix.
+ */
+export async function loadPolicyFile(path: string): Promise<{ policy: Policy; version: string }> {
+  let bytes: Buffer;
   try {
-    text = await readFile(path, 'utf8');
+    bytes = await readFile(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A first run has no policy yet: say how to make one.
@@ -316,7 +343,7 @@ export async function loadPolicy(path: string): Promise<Policy> {
       { message: `cannot read the policy file (${code ?? 'unknown error'})${hint}` },
     ]);
   }
-  return parsePolicy(text, path);
+  return { policy: parsePolicy(bytes.toString('utf8'), path), version: policyVersionOf(bytes) };
 }
 
 /** Finds a project by name or UUID (both case-insensitive). */

@@ -2,7 +2,7 @@
  * `NAME_FILE` for every secret variable: a path whose content is the value, as Docker and Kubernetes mount secrets
  * (docs/configuration.md#secrets-in-files), so a secret need not sit in the environment any process listing shows.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 
 /**
  * The variables that may be given as `NAME_FILE`: every one that holds a secret, whichever part of the bot reads it
@@ -59,7 +59,9 @@ export function withSecretFiles(raw: Record<string, string | undefined>): {
 function readSecretFile(path: string): string | { why: string } {
   let fd: number | undefined;
   try {
-    fd = openSync(path, 'r');
+    // Non-blocking: opening a FIFO for reading otherwise waits for a writer, and start-up would hang there before
+    // the check below could refuse it (a regular file opens and reads the same either way).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
     // A device or a pipe (/dev/zero, /dev/stdin) would be read forever: a secret is a file (Docker's and
     // Kubernetes' are, behind their symlinks), and only its first bytes past the limit are ever read.
     if (!fstatSync(fd).isFile()) return { why: `${path} is not a regular file` };

@@ -61,6 +61,7 @@ export class ExecuteProcessor {
       markerTtlS: MARKER_TTL_S,
       vmFacts: this.deps.vmFacts,
       prefix: this.deps.prefix,
+      store: this.deps.store,
     };
   }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { requestKeys } from '../requests/store/keys.ts';
+import { AuditAppender, type AuditContext, NO_AUDIT_CONTEXT } from '../requests/audit/append.ts';
+import { standaloneEntry } from '../requests/audit/entry.ts';
+import type { AuditRequester } from '../requests/model/audit-record.ts';
 import { LuaScript } from '../requests/store/lua.ts';
 
 const HOUR_MS = 3_600_000;
@@ -95,15 +97,16 @@ export type AskClaim =
  */
 export class AgentControls {
   private readonly keys: ReturnType<typeof agentKeys>;
-  private readonly audit: string;
+  private readonly audit: AuditAppender;
 
   constructor(
     private readonly redis: Redis | Cluster,
     prefix: string,
     private readonly now: () => Date = () => new Date(),
+    audit: AuditContext = NO_AUDIT_CONTEXT,
   ) {
     this.keys = agentKeys(prefix);
-    this.audit = requestKeys(prefix).audit;
+    this.audit = new AuditAppender(redis, prefix, audit, now);
   }
 
   async isDisabled(name: string): Promise<boolean> {
@@ -115,21 +118,29 @@ export class AgentControls {
   }
 
   /**
-   * Disables or enables an agent at once, with an audit entry naming who did it; false when it already was. The
-   * change and its entry go in one MULTI.
+   * Disables or enables an agent at once, with an audit entry naming who did it (`requester`: the operator's OS user
+   * and host); false when it already was, and then nothing is audited.
    */
-  async setDisabled(name: string, disabled: boolean, actor: string): Promise<boolean> {
+  async setDisabled(
+    name: string,
+    disabled: boolean,
+    actor: string,
+    requester?: AuditRequester,
+  ): Promise<boolean> {
     const key = name.toLowerCase();
-    const detail = `${disabled ? 'disabled' : 'enabled'} agent ${name}`;
-    const results = await this.redis
-      .multi()
-      .call(disabled ? 'SADD' : 'SREM', this.keys.disabled, key)
-      .xadd(this.audit, '*', 'requestId', '', 'state', 'agent', 'actor', actor, 'detail', detail)
-      .exec();
-    const changed = results?.[0]?.[1] === 1;
-    // An entry for a change that did not happen would mislead: it is removed again.
-    const id = results?.[1]?.[1];
-    if (!changed && typeof id === 'string') await this.redis.xdel(this.audit, id);
+    const details = `${disabled ? 'disabled' : 'enabled'} agent ${name}`;
+    const changed =
+      (disabled
+        ? await this.redis.sadd(this.keys.disabled, key)
+        : await this.redis.srem(this.keys.disabled, key)) === 1;
+    if (changed)
+      await this.audit.append([
+        standaloneEntry(
+          { act: 'agent', actor, details, ...(requester ? { requester } : {}) },
+          this.now().toISOString(),
+          this.audit.policyVersion(),
+        ),
+      ]);
     return changed;
   }
 

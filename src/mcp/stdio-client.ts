@@ -174,7 +174,11 @@ export class BotLink {
     private readonly version: string,
     private readonly limit = MAX_ANSWER_BYTES,
   ) {
-    this.dispatcher = outboundDispatcher(proxy, { connectTimeout: CONNECT_TIMEOUT_MS });
+    // Plain http is loopback only (botEndpoint): through a proxy the bearer would cross the network in clear, and
+    // the proxy would call its own loopback, not this machine's bot. So it goes direct; https follows the proxy.
+    this.dispatcher = outboundDispatcher(endpoint.protocol === 'http:' ? {} : proxy, {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+    });
   }
 
   async listTools(params: ListToolsRequest['params']): Promise<ListToolsResult> {
@@ -197,7 +201,7 @@ export class BotLink {
   private async forward<T>(call: (client: Client) => Promise<T>): Promise<T> {
     this.overflowed = false;
     try {
-      return await call(await this.connected());
+      return this.scrubbed(await call(await this.connected()));
     } catch (error) {
       throw this.asMcpError(error);
     }
@@ -254,7 +258,7 @@ export class BotLink {
       return new BotCallError(
         error.code,
         this.scrub(error.message.replace(/^MCP error -?\d+: /, '').slice(0, 4 * MAX_SAID)),
-        error.data,
+        this.scrubbed(error.data),
       );
     if (error instanceof StreamableHTTPError) {
       const status = error.code;
@@ -273,6 +277,16 @@ export class BotLink {
       ErrorCode.ConnectionClosed,
       `cannot reach the bot at ${where} (${why.slice(0, MAX_SAID)})`,
     );
+  }
+
+  /** A result or an error's data with the token out of every string in it, keys included. */
+  private scrubbed<T>(value: T): T {
+    if (typeof value === 'string') return this.scrub(value) as T;
+    if (Array.isArray(value)) return value.map((item: unknown) => this.scrubbed(item)) as T;
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [this.scrub(key), this.scrubbed(item)]),
+    ) as T;
   }
 
   /** The token, and anything shaped like an agent's token, out of what is passed on. */

@@ -7,6 +7,8 @@ export interface Readiness {
   /** On a Redis Cluster: whether every slot is served, and the one line saying so (used instead of the ping). */
   redisCluster?: () => Promise<{ ok: boolean; line: string }>;
   policyLoaded(): boolean;
+  /** The version of the policy in force (12 hex digits), shown in the body. */
+  policyVersion?: () => string;
   /** Socket Mode only: whether the link to Slack is up. Undefined elsewhere (not part of readiness). */
   slackConnected?: () => boolean;
   /** Whether the last check of the cloud API passed; reported in the body only, never a reason for 503. */
@@ -54,6 +56,7 @@ export function healthHandlers(readiness: Readiness): Record<string, Handler> {
             redis,
             redisCluster,
             policy,
+            policyVersion: readiness.policyVersion?.(),
             slack,
             cloud,
           }),

@@ -10,6 +10,7 @@ import type { PriceSource } from '../cloud/price-cache.ts';
 import { clusterHealth } from '../config/cluster-health.ts';
 import type { Env } from '../config/env.ts';
 import { type Policy, userGroupsOf } from '../config/policy.ts';
+import type { PolicySource } from '../config/policy-source.ts';
 import {
   type RedisClient,
   type RedisTarget,
@@ -22,10 +23,11 @@ import type { ChartPosterDeps } from '../jobs/digest-chart.ts';
 import { createDigestJobs, type DigestJobs } from '../jobs/digests.ts';
 import type { Queues } from '../jobs/queues.ts';
 import type { Readiness } from '../observability/http.ts';
-import type { Logger } from '../observability/logger.ts';
+import { type Logger, scrubSecrets } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { PriceHistory } from '../pricing/price-history.ts';
 import type { ApprovalPolicy } from '../requests/approval/approvers.ts';
+import type { AuditContext } from '../requests/audit/append.ts';
 import { groupsOfMember } from '../requests/inbox.ts';
 import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import { RequestStore } from '../requests/store/store.ts';
@@ -55,6 +57,8 @@ export type Role = 'web' | 'worker' | 'scheduler';
 export interface Core {
   env: Env;
   policy: Policy;
+  /** Seals the audit entries every writer of this process appends, and names the policy version in them. */
+  audit: AuditContext;
   options: StartOptions;
   now: () => Date;
   logger: Logger;
@@ -114,9 +118,16 @@ export async function openCore(
     sealKeys: SealKeys;
     stages: ShutdownStages;
     deadline: StartupDeadline;
+    /** Where the policy's version is read (the policy itself arrives as a live view of it). */
+    policySource: PolicySource;
   },
 ): Promise<Core> {
   const { logger, metrics, stages, deadline } = parts;
+  const audit: AuditContext = {
+    sealer: parts.sealKeys,
+    policyVersion: () => parts.policySource.version(),
+    scrub: (text) => scrubSecrets(text, parts.secrets),
+  };
   const now = options.now ?? (() => new Date());
   const prefix = redisKeyPrefix(env);
   const runs = (role: Role) => env.ROLE === 'all' || env.ROLE === role;
@@ -149,6 +160,8 @@ export async function openCore(
     prefix,
     now,
     retentionDays,
+    auditRetentionDays: () => policy.audit_retention_days,
+    audit,
     exportsAudit: env.AUDIT_WEBHOOK_URL !== undefined,
   });
   const queues = openQueues(queueRedis, prefix, (error, queue) => redisLog.failure(error, { queue }));
@@ -173,6 +186,7 @@ export async function openCore(
     sealKeys: parts.sealKeys,
     userGroups,
     tickets,
+    audit,
   });
   // The workers' lifecycle waits for Redis to come back (the records connection) instead of failing a job.
   const workerRequests = new RequestLifecycle({ ...lifecycleDeps, store: workerStore });
@@ -226,7 +240,11 @@ export async function openCore(
     tickets,
     digests,
     charts: charts(fastRedis),
-    readiness: readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
+    readiness: {
+      ...readinessOf(fastRedis, policy, queues, metrics, () => cloudCheck.up()),
+      policyVersion: () => parts.policySource.version(),
+    },
+    audit,
     stages,
     deadline,
   };

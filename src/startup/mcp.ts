@@ -37,7 +37,7 @@ export async function startMcp(core: Core): Promise<number | undefined> {
     requests: core.requests,
     vmFacts: core.vmFacts,
     prices: core.prices,
-    controls: new AgentControls(core.fastRedis, core.prefix, core.now),
+    controls: new AgentControls(core.fastRedis, core.prefix, core.now, core.audit),
     changes,
     now: core.now,
     logger,

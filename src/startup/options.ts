@@ -1,6 +1,7 @@
 /** What a start is given beside the environment and the policy, and what a started bot hands back. */
 
 import type { AuditExportPolicy } from '../audit-export/shipper.ts';
+import type { ReloadOutcome } from '../config/policy-source.ts';
 import type { DuePolicy } from '../jobs/due-times.ts';
 import type { ExecutionConcurrency } from '../jobs/execution.ts';
 import type { HomeRate } from '../jobs/home.ts';
@@ -21,6 +22,10 @@ export interface Running {
   /** Where the MCP server listens (web role with MCP_PORT set; the one picked when MCP_PORT is 0). */
   mcpPort?: number;
   metrics: Metrics;
+  /** The version of the policy in force (the first 12 hex digits of the SHA-256 of its file). */
+  policyVersion(): string;
+  /** Reads POLICY_FILE again (docs/policy.md#reload); a policy given as an object never changes. */
+  reloadPolicy(why?: string): Promise<ReloadOutcome>;
   /** Stops taking work, finishes or hands back what runs, closes every connection: within the shutdown deadline. */
   stop(): Promise<void>;
 }

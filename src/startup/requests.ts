@@ -14,6 +14,7 @@ import { AgentControls } from '../mcp/agent-state.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { createApprovalPolicy, type UserGroups } from '../requests/approval/approvers.ts';
+import type { AuditContext } from '../requests/audit/append.ts';
 import { RequestLifecycle } from '../requests/lifecycle/request-lifecycle.ts';
 import type { LifecycleDeps } from '../requests/lifecycle/types.ts';
 import { RequestStore } from '../requests/store/store.ts';
@@ -35,11 +36,19 @@ export function openRequests(parts: {
   sealKeys?: SealKeys;
   /** Who is in the policy's user groups (Slack's usergroups.users.list); without it only listed users count. */
   userGroups?: UserGroups;
+  /** Seals the audit entries and names the policy version in them. */
+  audit?: AuditContext;
   /** The change-ticket systems the environment configures (docs/configuration.md#change-tickets). */
   tickets?: TicketDesk;
 }) {
   const { redis, queues, policy, prefix, now } = parts;
-  const store = new RequestStore(redis, { prefix, now, retentionDays: policy.retention_days });
+  const store = new RequestStore(redis, {
+    prefix,
+    now,
+    retentionDays: policy.retention_days,
+    auditRetentionDays: () => policy.audit_retention_days,
+    audit: parts.audit,
+  });
   const vmFacts = new VmFactsStore(redis, { prefix });
   const prices = createPriceCache(parts.cloud);
   const approvals = createApprovalPolicy(policy, parts.userGroups);
@@ -56,7 +65,7 @@ export function openRequests(parts: {
     secrets: parts.secrets,
     ...(parts.sealKeys ? { sealKeys: parts.sealKeys } : {}),
     ...(parts.tickets ? { tickets: parts.tickets } : {}),
-    agentDisabled: (name) => new AgentControls(redis, prefix, now).isDisabled(name),
+    agentDisabled: (name) => new AgentControls(redis, prefix, now, parts.audit).isDisabled(name),
     // A person's requests are counted as an agent's asks are, under a name no agent can have (`:` is not allowed).
     takeRequest: (user, perHour) => new AgentControls(redis, prefix, now).takeAsk(`person:${user}`, perHour),
   };

@@ -125,9 +125,13 @@ export function adfDocument(note: TicketNote) {
   return { type: 'doc', version: 1, content: [{ type: 'paragraph', content }] };
 }
 
-/** Data Center's wiki markup takes `[label|url]` for a link. */
+/**
+ * Data Center's wiki markup takes `[label|url]` for a link. The text carries words cloudops does not choose (a VM's
+ * name, the API's message): its link, image, mention and macro markers are escaped, so they show as typed.
+ */
 function plainText(note: TicketNote): string {
-  return note.link ? `${note.text} [${note.link.label.replace(/[[\]|]/g, '')}|${note.link.url}]` : note.text;
+  const text = note.text.replace(/[\\[\]{}|!]/g, (c) => `\\${c}`);
+  return note.link ? `${text} [${note.link.label.replace(/[[\]|]/g, '')}|${note.link.url}]` : text;
 }
 
 /** A typed value as a message may show it: short, printable. */

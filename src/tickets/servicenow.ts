@@ -67,7 +67,10 @@ export class ServiceNowClient implements TicketSystem {
 
   async note(typed: string, note: TicketNote, options: TicketCallOptions = {}): Promise<void> {
     const { sysId, facts } = await this.find(changeNumber(typed), options);
-    const text = note.link ? `${note.text} ${note.link.label}: ${note.link.url}` : note.text;
+    // A journal field renders what sits between [code] and [/code] as HTML; the note's words (a VM's name, the API's
+    // message) are not cloudops' to choose, so no such marker survives (brackets become parentheses, forming none).
+    const said = note.text.replace(/\[(\/?code)\]/gi, '($1)');
+    const text = note.link ? `${said} ${note.link.label}: ${note.link.url}` : said;
     const answer = await this.http.call(
       facts.key,
       'PATCH',

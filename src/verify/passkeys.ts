@@ -10,6 +10,9 @@ import {
 import { COSEALG } from '@simplewebauthn/server/helpers';
 import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
+import { AuditAppender, type AuditContext } from '../requests/audit/append.ts';
+import { standaloneEntry } from '../requests/audit/entry.ts';
+import type { AuditRequester } from '../requests/model/audit-record.ts';
 import { requestKeys } from '../requests/store/keys.ts';
 import { LINK_STATE_LUA, type LinkUse, registrationLinksKey } from './links.ts';
 import { VerifySeals } from './seals.ts';
@@ -61,7 +64,8 @@ export interface NewPasskey {
   detail: string;
 }
 
-// KEYS[1] the person's passkeys, KEYS[2] the owners of credential ids, KEYS[3] the link, KEYS[4] the audit.
+// KEYS[1] the person's passkeys, KEYS[2] the owners of credential ids, KEYS[3] the link, KEYS[4] unused, KEYS[5] the
+// person's open registration links (the used one gives its place back).
 // ARGV[1] credential id, ARGV[2] the stored entry, ARGV[3] owner (team:user), ARGV[4] now (ms), ARGV[5] proof kind,
 // ARGV[6] the proved credential id, ARGV[7] audit detail, ARGV[8] the person.
 const ADD = `${LINK_STATE_LUA}
@@ -73,9 +77,9 @@ if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 or redis.call('HEXISTS', KEYS[1]
   return 'taken'
 end
 redis.call('HSET', KEYS[3], 'used', '1')
+redis.call('ZREM', KEYS[5], KEYS[3])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-redis.call('XADD', KEYS[4], '*', 'requestId', '', 'state', 'passkey', 'actor', ARGV[8], 'detail', ARGV[7])
 return 'ok'`;
 
 // KEYS[1] the person's passkeys; ARGV[1] credential id, ARGV[2] the new counter. Only while the passkey exists, and
@@ -89,7 +93,7 @@ if (counter > 0 or stored > 0) and counter <= stored then return 'replayed' end
 redis.call('HSET', KEYS[1], ARGV[1], (string.gsub(json, '"counter":%d+', '"counter":' .. ARGV[2], 1)))
 return 'ok'`;
 
-// KEYS[1] the person's passkeys, KEYS[2] the owners, KEYS[3] their open registration links, KEYS[4] the audit.
+// KEYS[1] the person's passkeys, KEYS[2] the owners, KEYS[3] their open registration links, KEYS[4] unused.
 // ARGV[1] owner (team:user), ARGV[2] the person, ARGV[3] who reset. The registration links are ended in place (keys
 // under the same prefix: one slot on a cluster), so a page proved with a removed passkey, or by a login before the
 // reset, registers nothing; approval links rest on no passkey (their proof is made when they are used).
@@ -102,8 +106,6 @@ for _, link in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
   if redis.call('EXISTS', link) == 1 then redis.call('HSET', link, 'used', 'reset') end
 end
 redis.call('DEL', KEYS[1], KEYS[3])
-redis.call('XADD', KEYS[4], '*', 'requestId', '', 'state', 'passkey', 'actor', ARGV[3], 'detail',
-  'reset the passkeys of ' .. ARGV[2] .. ' (' .. #ids .. ' removed)')
 return #ids`;
 
 /** The passkeys of every Slack user, on Redis under the cluster's prefix. */
@@ -113,6 +115,8 @@ export class PasskeyStore {
   private readonly owners: string;
 
   private readonly seals: VerifySeals;
+  /** The audit chain: a script cannot chain an entry (its hash needs the whole entry), so it follows the script. */
+  private readonly chain: AuditAppender;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -120,10 +124,24 @@ export class PasskeyStore {
     private readonly now: () => Date,
     /** SEAL_KEY's keys: passkeys are sealed when added and checked when read (the CLI's reset needs none). */
     keys?: SealKeys,
+    /** How the audit entries are sealed; by default with `keys`. */
+    audit: AuditContext = { ...(keys ? { sealer: keys } : {}), policyVersion: () => null },
   ) {
     this.audit = requestKeys(prefix).audit;
     this.owners = `${prefix}:passkey-owners`;
     this.seals = new VerifySeals(keys, redis, prefix);
+    this.chain = new AuditAppender(redis, prefix, audit, now);
+  }
+
+  /** Records a passkey act of no request in the audit chain. */
+  private async record(actor: string, details: string, requester?: AuditRequester): Promise<void> {
+    await this.chain.append([
+      standaloneEntry(
+        { act: 'passkey', actor, details, ...(requester ? { requester } : {}) },
+        this.now().toISOString(),
+        this.chain.policyVersion(),
+      ),
+    ]);
   }
 
   /** What a passkey's seal covers: whose it is, its credential id and its public key. */
@@ -178,11 +196,12 @@ export class PasskeyStore {
     };
     const result = await this.redis.eval(
       ADD,
-      4,
+      5,
       this.key(teamId, user),
       this.owners,
       passkey.link,
       this.audit,
+      registrationLinksKey(this.prefix, teamId, user),
       credential.id,
       JSON.stringify(stored),
       `${teamId}:${user}`,
@@ -192,6 +211,7 @@ export class PasskeyStore {
       passkey.detail,
       user,
     );
+    if (result === 'ok') await this.record(user, passkey.detail);
     return result as AddOutcome;
   }
 
@@ -213,7 +233,7 @@ export class PasskeyStore {
    * Removes every passkey of `user` (`cloudops passkeys reset`) and ends their open registration links, audited as
    * `actor`; how many passkeys there were.
    */
-  async reset(teamId: string, user: string, actor: string): Promise<number> {
+  async reset(teamId: string, user: string, actor: string, requester?: AuditRequester): Promise<number> {
     const removed = await this.redis.eval(
       RESET,
       4,
@@ -225,6 +245,7 @@ export class PasskeyStore {
       user,
       actor,
     );
+    await this.record(actor, `reset the passkeys of ${user} (${Number(removed)} removed)`, requester);
     return Number(removed);
   }
 

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
-import { requestKeys } from '../requests/store/keys.ts';
+import { AuditAppender } from '../requests/audit/append.ts';
+import { standaloneEntry } from '../requests/audit/entry.ts';
 
 /*
  * What lets a person pass verification is sealed under SEAL_KEY's `verify` purpose: each stored passkey (its person,
@@ -11,11 +12,18 @@ import { requestKeys } from '../requests/store/keys.ts';
 
 /** Seals and checks the page's records; without keys (a store used by the CLI to remove) it seals nothing. */
 export class VerifySeals {
+  private readonly chain: AuditAppender;
+
   constructor(
     private readonly keys: SealKeys | undefined,
-    private readonly redis: Redis | Cluster,
-    private readonly prefix: string,
-  ) {}
+    redis: Redis | Cluster,
+    prefix: string,
+  ) {
+    this.chain = new AuditAppender(redis, prefix, {
+      ...(keys ? { sealer: keys } : {}),
+      policyVersion: () => null,
+    });
+  }
 
   /** The seal of a record's `parts` (JSON-encoded, so no two lists read alike); undefined without keys. */
   seal(parts: string[]): string | undefined {
@@ -29,19 +37,11 @@ export class VerifySeals {
   async holds(parts: string[], seal: string | undefined, what: string): Promise<boolean> {
     if (!this.keys) return true;
     if (seal !== undefined && this.keys.check('verify', JSON.stringify(parts), seal)) return true;
-    await this.redis
-      .xadd(
-        requestKeys(this.prefix).audit,
-        '*',
-        'requestId',
-        '',
-        'state',
-        'seal_invalid',
-        'actor',
-        'cloudops',
-        'detail',
-        `${what}: its seal does not check (written outside the bot, or under another SEAL_KEY), so it grants nothing`,
-      )
+    const details = `${what}: its seal does not check (written outside the bot, or under another SEAL_KEY), so it grants nothing`;
+    await this.chain
+      .append([
+        standaloneEntry({ act: 'seal_invalid', actor: 'cloudops', details }, new Date().toISOString(), null),
+      ])
       .catch(() => undefined);
     return false;
   }

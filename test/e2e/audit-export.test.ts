@@ -10,6 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, startSlackStandIn } from '../../sim/slack/server.ts';
 import type { ShippedAuditEntry } from '../../src/audit-export/batch.ts';
+import { sealKeysFrom } from '../../src/config/seal-keys.ts';
+import { parseAuditFile } from '../../src/requests/audit/read.ts';
+import { verifyChain } from '../../src/requests/audit/verify.ts';
 import { requestKeys } from '../../src/requests/store/keys.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
@@ -154,7 +157,10 @@ async function startBot(): Promise<BotProcess> {
 
 /** Requests made as the bot's lifecycle makes them: each writes its audit entries to the stream. */
 async function makeRequests(count: number): Promise<void> {
-  const store = new RequestStore(redis, { prefix });
+  const store = new RequestStore(redis, {
+    prefix,
+    audit: { sealer: sealKeysFrom(TEST_SEAL_KEY), policyVersion: () => null },
+  });
   for (let i = 0; i < count; i++) {
     const request = await store.create(resizeRequest(), 'U0DEV', 'rule: one approver');
     await store.transition(request.id, {
@@ -210,6 +216,12 @@ describe('the audit export through a receiver outage and a restart', { timeout: 
     expect(rejected?.request_id).toMatch(/^[A-Z0-9]{8}$/);
     expect(Number.isNaN(Date.parse(rejected?.time ?? ''))).toBe(false);
     expect(shipped.find((e) => e.act === 'created')?.details).toBe('rule: one approver');
+    // What the receiver kept is the chain itself: its batches, as they came, verify with the seals.
+    const copy = parseAuditFile(receiver.batches.map((b) => b.body).join('\n'));
+    expect(verifyChain(copy, { sealer: sealKeysFrom(TEST_SEAL_KEY), openStart: true })).toMatchObject({
+      ok: true,
+      checked: all.length,
+    });
 
     // One line when the receiver stopped answering and one when it took batches again, not one per retry.
     expect(lines(first, 'audit export failing')).toHaveLength(1);

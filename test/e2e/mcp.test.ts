@@ -458,7 +458,14 @@ describe('MCP over Streamable HTTP: requests', () => {
       );
     }
     const audit = await h.redis.xrange(`${h.prefix}:audit`, '-', '+');
-    expect(audit.some(([, fields]) => fields.includes('disabled agent night-agent'))).toBe(true);
+    // A chained entry: its JSON in `e`, naming the operator's OS user and host.
+    const entries = audit.map(
+      ([, fields]) => JSON.parse(fields[fields.indexOf('e') + 1] ?? '{}') as Record<string, unknown>,
+    );
+    expect(entries.find((e) => e.details === 'disabled agent night-agent')).toMatchObject({
+      act: 'agent',
+      actor: expect.stringMatching(/^cli:.+@.+$/),
+    });
     const listed = JSON.parse((await cli('agents', 'list', '--json')).stdout) as {
       name: string;
       disabled: boolean;

@@ -1,16 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditLog, exportAudit } from '../../src/requests/audit/audit.ts';
+import { readStoredChain } from '../../src/requests/audit/read.ts';
+import { verifyChain } from '../../src/requests/audit/verify.ts';
 import { requestKeys } from '../../src/requests/store/keys.ts';
 import { CHANNELS, defaultPolicyYaml, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 const DAY = 86_400_000;
 
-// The whole bot (ROLE=all) with retention_days: 30 and a retention sweep every 100 ms; the test moves the clock.
+// The whole bot (ROLE=all) with retention_days: 30, audit_retention_days: 45 and a retention sweep every 100 ms; the
+// test moves the clock.
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({
     role: 'all',
-    policyYaml: (start) => `retention_days: 30\n${defaultPolicyYaml(start)}`,
+    policyYaml: (start) => `retention_days: 30\naudit_retention_days: 45\n${defaultPolicyYaml(start)}`,
     startOptions: { retentionPolicy: { intervalMs: 100, batch: 500, finishedJobAgeMs: DAY } },
   });
 });
@@ -31,7 +34,7 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
 const aFewSweeps = () => new Promise((resolve) => setTimeout(resolve, 400));
 
 describe('retention in the running bot', () => {
-  it('removes requests and their audit retention_days after they end, never while a lease is open', async () => {
+  it('removes requests retention_days after they end, never while a lease is open; audit entries follow their own retention', async () => {
     const audit = new AuditLog(h.redis, h.prefix);
 
     // One request runs to success; one is cancelled by its requester (its expire job goes with the decision).
@@ -66,6 +69,8 @@ describe('retention in the running bot', () => {
     expect((await h.requests()).map((r) => r.id)).toEqual([done.id]);
     expect(await h.store.get(done.id)).toBeDefined();
     expect(await audit.read({ requestId: done.id })).not.toEqual([]);
+    // The removed request's history stays in the audit until audit_retention_days.
+    expect(await audit.read({ requestId: cancelled.id })).not.toEqual([]);
 
     // The lease ends: retention counts from then.
     await h.store.update(done.id, { leaseOpen: false });
@@ -77,43 +82,39 @@ describe('retention in the running bot', () => {
     await until(async () => (await h.redis.xlen(requestKeys(h.prefix).audit)) === 0, 'audit trimmed');
     expect(await h.requests()).toEqual([]);
     expect(await audit.read({ requestId: cancelled.id })).toEqual([]);
+    const chain = await readStoredChain(h.redis, h.prefix);
+    expect(verifyChain(chain.records, { head: chain.head, anchor: chain.anchor })).toMatchObject({
+      ok: true,
+    });
   });
 
-  it('removes a request’s audit entries retention_days after it ends even while an older lease stays open', async () => {
+  it('trims audit entries from the oldest audit_retention_days after they were written, and what remains verifies', async () => {
     /** The request ids the whole audit stream (what `cloudops audit` exports) still names. */
     const exported = async () => {
       const ids = new Set<string>();
       for await (const entry of exportAudit(h.redis, h.prefix)) ids.add(entry.requestId);
       return ids;
     };
-    // A temporary increase runs and its lease stays open (nobody returns or keeps it).
-    await h.fillAndSubmit('resize shop-prod 104 cores=4 for=7d', {});
-    const leased = await h.nextRequest();
-    await h.click('approve', leased.id, USERS.lead, CHANNELS.prod, await h.requestMessage(leased.id));
-    await h.waitForRequest(leased.id, (r) => r.state === 'succeeded' && r.leaseOpen === true, 30_000);
-
-    // A later request is rejected: it ends now.
     await h.fillAndSubmit('resize shop-prod 102 cores=8', {});
     const rejected = await h.nextRequest();
     const seen = h.slack.views.length;
     await h.click('reject', rejected.id, USERS.lead2, CHANNELS.prod, await h.requestMessage(rejected.id));
     await h.submitView((await h.openedView(seen)).view, { reject_reason: 'not now' }, USERS.lead2);
     await h.waitForRequest(rejected.id, (r) => r.state === 'rejected');
-    expect(await exported()).toContain(rejected.id);
 
     h.clock.advance(31 * DAY);
     await until(async () => (await h.store.get(rejected.id)) === undefined, 'rejected request removed');
+    expect(await exported()).toContain(rejected.id);
+    // A later request: its entries are newer than the window when the older ones go.
+    await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
+    const later = await h.nextRequest();
+    h.clock.advance(15 * DAY);
     await until(async () => !(await exported()).has(rejected.id), 'its audit entries removed');
-    // The open lease and its whole history stay.
-    expect((await h.store.get(leased.id))?.leaseOpen).toBe(true);
-    const leaseHistory = await h.auditOf(leased.id);
-    expect(leaseHistory.map((line) => line.split(' ')[0])).toEqual([
-      'created',
-      'pending',
-      'approved',
-      'queued',
-      'sending',
-      'succeeded',
-    ]);
+    expect(await exported()).toContain(later.id);
+    const chain = await readStoredChain(h.redis, h.prefix);
+    expect(chain.anchor).toBeDefined();
+    expect(verifyChain(chain.records, { head: chain.head, anchor: chain.anchor })).toMatchObject({
+      ok: true,
+    });
   });
 });

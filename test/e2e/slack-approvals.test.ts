@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { auditRecords } from '../helpers/audit-records.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 
 // The web role only: clicks are judged and queued; no worker runs the jobs, so the queue can be inspected.
@@ -94,10 +95,8 @@ describe('approve', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const jobs = await jobsOf();
     expect(jobs).toHaveLength(1);
-    const audit = await h.redis.xrange(`${h.prefix}:audit`, '-', '+');
-    const approvals = audit.filter(
-      ([, fields]) => fields.includes(request.id) && fields.includes('approved'),
-    );
+    const audit = await auditRecords(h.redis, h.prefix);
+    const approvals = audit.filter((r) => r.request_id === request.id && r.act === 'approved');
     expect(approvals).toHaveLength(1);
     // The three clicks that lost each hear that nothing changed.
     await h.slack.waitFor(

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { auditRecords } from '../helpers/audit-records.ts';
 import { CHANNELS, type Harness, startHarness, USERS } from '../helpers/harness.ts';
 import { clickOnHome, homeAfter, homeButtons, openHome } from '../helpers/slack-events.ts';
 
@@ -85,8 +86,8 @@ describe('App Home', () => {
     const queued = await h.waitForRequest(first.id, (r) => r.state === 'queued');
     expect([USERS.lead, USERS.lead2]).toContain(queued.approvedBy);
     await expect.poll(() => h.queues.execute.getJob(first.id)).toBeDefined();
-    const audit = await h.redis.xrange(`${h.prefix}:audit`, '-', '+');
-    const approvals = audit.filter(([, f]) => f.includes(first.id) && f.includes('approved'));
+    const audit = await auditRecords(h.redis, h.prefix);
+    const approvals = audit.filter((r) => r.request_id === first.id && r.act === 'approved');
     expect(approvals).toHaveLength(1);
     // The click that lost is told so in a modal (a home has no ephemeral messages).
     const notice = await h.slack.waitFor(() =>

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { STALE_FORM, TAMPERED_FORM } from '../../src/slack/views/draft-submission.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
 
@@ -202,6 +202,9 @@ describe('what the client sends back is not trusted', () => {
     const [a, b] = await Promise.all([h.submitView(view, {}, USERS.dev), h.submitView(view, {}, USERS.dev)]);
     const actions = [a.json?.response_action, b.json?.response_action].sort();
     expect(actions).toEqual(['clear', 'errors']);
+    // The accepted one is stored after its ack (Slack's 3 s): wait for it, then see that no second one follows.
+    await vi.waitFor(async () => expect((await h.requests()).length).toBe(before + 1), { timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 500));
     expect((await h.requests()).length).toBe(before + 1);
   });
 });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OPEN_REGISTRATION_LINKS } from '../../src/verify/links.ts';
 import { PasskeyStore } from '../../src/verify/passkeys.ts';
 import { SESSIONS_PER_LINK } from '../../src/verify/sessions.ts';
+import { auditRecords } from '../helpers/audit-records.ts';
 import { CHANNELS, type Harness, TEAM, USERS } from '../helpers/harness.ts';
 import { testRedisUrl } from '../helpers/redis.ts';
 import { runProcess } from '../helpers/run-process.ts';
@@ -249,6 +250,13 @@ describe('passkeys and their resets under attack', () => {
     expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
   });
 
+  it('a registration link used up gives its place back: after registering, the person may again hold the cap of open links', async () => {
+    await registerFirst(USERS.lead2, new SoftPasskey(publicUrl));
+    // The used link no longer counts: the full cap of fresh links is sent.
+    for (let i = 0; i < OPEN_REGISTRATION_LINKS; i++)
+      expect(await passkeyRegistrationLink(h, USERS.lead2)).toContain('/passkeys/');
+  });
+
   it('a request whose headers never finish is answered 408 and closed, well before Node’s default minute', async () => {
     const socket = connect(h.bot.port ?? 0, '127.0.0.1');
     const ended = new Promise<string>((resolve) => {
@@ -273,8 +281,7 @@ describe('passkeys and their resets under attack', () => {
     const ownEntry = JSON.parse((await h.redis.hget(hash, owner.id)) ?? '{}') as { seal?: string };
     expect(ownEntry.seal).toMatch(/^[0-9a-f]{12}\./);
     const sealInvalid = async () =>
-      (await h.redis.xrange(`${h.prefix}:audit`, '-', '+')).filter(([, f]) => f.includes('seal_invalid'))
-        .length;
+      (await auditRecords(h.redis, h.prefix)).filter((r) => r.act === 'seal_invalid').length;
     const before = await sealInvalid();
     // A Redis writer plants a passkey of their own under lead2, shaped as the bot stores one; another carries the
     // seal of lead2's real passkey.

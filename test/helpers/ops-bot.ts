@@ -59,6 +59,8 @@ export async function startOpsBot(options: {
   role?: Role;
   logLevel?: string;
   now?: () => Date;
+  /** The policy, when not {@link OPS_POLICY}. */
+  policyYaml?: string;
 }): Promise<OpsBot> {
   const secrets = {
     botToken: `xoxb-ops-${randomBytes(12).toString('hex')}`,
@@ -66,7 +68,7 @@ export async function startOpsBot(options: {
     apiKey: `ck_${randomBytes(16).toString('hex')}`,
   };
   const prefix = uniquePrefix('ops');
-  const policy = parsePolicy(OPS_POLICY, 'ops-policy.yml');
+  const policy = parsePolicy(options.policyYaml ?? OPS_POLICY, 'ops-policy.yml');
   const sim = await startCloudSim({ apiKey: secrets.apiKey, now: options.now });
   const slack = await startSlackStandIn({ botToken: secrets.botToken, teamId: OPS.team });
   const env = loadEnv({

@@ -70,11 +70,25 @@ afterAll(async () => {
 async function ship(
   url: string,
   receivers: TestReceiver[],
-  written: { detail?: string; secrets?: string[]; secret?: string; more?: string[] } = {},
+  written: { detail?: string; secrets?: string[]; secret?: string; more?: string[]; legacy?: boolean } = {},
 ): Promise<void> {
   prefix = uniquePrefix('audit-receivers');
   const store = new RequestStore(redis, { prefix });
-  await store.create(resizeRequest(), 'U0DEV', written.detail ?? 'rule: one approver');
+  // As an earlier version stored an entry: its fields, the reason verbatim (chained entries are scrubbed when written).
+  if (written.legacy)
+    await redis.xadd(
+      `${prefix}:audit`,
+      '*',
+      'requestId',
+      'R0OLD',
+      'state',
+      'created',
+      'actor',
+      'U0DEV',
+      'detail',
+      written.detail ?? '',
+    );
+  else await store.create(resizeRequest(), 'U0DEV', written.detail ?? 'rule: one approver');
   for (const detail of written.more ?? []) await store.create(resizeRequest(), 'U0DEV', detail);
   log = [];
   const logger = createLogger(
@@ -155,7 +169,7 @@ describe('the audit export and its receiver', { timeout: 60_000 }, () => {
     const apiKey = 'configured-api-key-4d1f';
     // As an earlier version stored a reason: verbatim.
     const detail = `urgent, ${agentToken} and xoxb-111-222-abcDEF and ${apiKey}`;
-    await ship(`${logs.url}/audit`, [logs], { detail, secrets: [apiKey] });
+    await ship(`${logs.url}/audit`, [logs], { detail, secrets: [apiKey], legacy: true });
     await until(async () => (await pendingCount()) === 0 && bodies.length > 0, 'shipped');
     const shipped = bodies.join('');
     expect(shipped).toContain('urgent, [redacted] and [redacted] and [redacted]');
@@ -198,14 +212,15 @@ describe('the audit export and its receiver', { timeout: 60_000 }, () => {
 
   it('a receiver answering 413: the batch is split until it fits; an entry too large alone goes trimmed', async () => {
     const bodies: string[] = [];
-    // As a proxy or a log system with a request-size limit: anything over 1,500 bytes is refused with a 413.
+    // As a proxy or a log system with a request-size limit: anything over 2,500 bytes is refused with a 413 (a
+    // self-contained entry with its hash and seal is about 800 bytes before its details).
     const logs = await receiver((req, res) => {
       let body = '';
       req.on('data', (chunk: Buffer) => {
         body += chunk.toString();
       });
       req.on('end', () => {
-        if (Buffer.byteLength(body) > 1_500) return void res.writeHead(413).end();
+        if (Buffer.byteLength(body) > 2_500) return void res.writeHead(413).end();
         bodies.push(body);
         res.writeHead(204).end();
       });

@@ -6,7 +6,6 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CloudSim, startCloudSim } from '../../sim/cloud/server.ts';
 import { startSlackStandIn } from '../../sim/slack/server.ts';
-import type { AuditEntry } from '../../src/requests/model/types.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, testRedisUrl, uniquePrefix } from '../helpers/redis.ts';
@@ -455,13 +454,14 @@ describe.concurrent('cloudops audit', () => {
     const entries = run.stdout
       .trimEnd()
       .split('\n')
-      .map((line) => JSON.parse(line) as AuditEntry);
-    expect(entries.map((e) => [e.requestId, e.state, e.actor])).toEqual([
+      .map((line) => JSON.parse(line) as { request_id: string; act: string; actor: string; prev: string });
+    expect(entries.map((e) => [e.request_id, e.act, e.actor])).toEqual([
       [fresh.id, 'created', 'U0DEV'],
       [fresh.id, 'pending', 'U0DEV'],
       [fresh.id, 'approved', 'U0LEAD'],
     ]);
-    expect(entries.some((e) => e.requestId === old.id)).toBe(false);
+    expect(entries.every((e) => Object.hasOwn(e, 'prev') && Object.hasOwn(e, 'hash'))).toBe(true);
+    expect(entries.some((e) => e.request_id === old.id)).toBe(false);
 
     const human = await cloudops(['audit', '--since', '2025-03-01T00:00:00Z'], auditEnv);
     expect(human.code).toBe(0);

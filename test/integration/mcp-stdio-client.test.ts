@@ -17,7 +17,15 @@ const BIN = join(fileURLToPath(new URL('../../', import.meta.url)), 'bin/cloudop
 const TOKEN = newAgentToken();
 const CLOUD_KEY = 'cloud-key-on-the-agent-machine-5a1f';
 
-type Mode = 'tools' | 'rate' | 'echo' | 'redirect' | 'huge-json' | 'endless-sse';
+type Mode =
+  | 'tools'
+  | 'rate'
+  | 'echo'
+  | 'echo-data'
+  | 'echo-result'
+  | 'redirect'
+  | 'huge-json'
+  | 'endless-sse';
 
 interface FakeBot {
   url: string;
@@ -89,6 +97,32 @@ async function startFakeBot(elsewhere: string): Promise<FakeBot> {
           jsonrpc: '2.0',
           error: { code: -32000, message: `refused ${req.headers.authorization ?? ''}` },
           id: null,
+        });
+      case 'echo-data':
+        // The same, in a JSON-RPC error's data (answered 200, as a tool's error is), where a client shows it too.
+        return json(res, 200, {
+          jsonrpc: '2.0',
+          id: message.id,
+          error: {
+            code: -32001,
+            message: 'refused',
+            data: { seen: { authorization: req.headers.authorization } },
+          },
+        });
+      case 'echo-result':
+        // And in a result, where the agent's model reads it.
+        return json(res, 200, {
+          jsonrpc: '2.0',
+          id: message.id,
+          result: {
+            tools: [
+              {
+                name: 'list_clusters',
+                description: `you sent ${req.headers.authorization ?? ''}`,
+                inputSchema: { type: 'object' },
+              },
+            ],
+          },
         });
       case 'redirect':
         res.writeHead(307, { location: `${elsewhere}/mcp` }).end();
@@ -197,6 +231,18 @@ describe('cloudops mcp against a bot that misbehaves', { timeout: 120_000 }, () 
     expect(refused.message).not.toContain(TOKEN);
   });
 
+  it('an error’s data or a result that repeats the token does not carry it on either', async () => {
+    const client = await stdio();
+    bot.mode = 'echo-data';
+    const refused = (await failure(client.listTools())) as Error & { data?: unknown };
+    expect(refused.message).toBe('MCP error -32001: refused');
+    expect(refused.data).toEqual({ seen: { authorization: 'Bearer [redacted]' } });
+    expect(JSON.stringify(refused.data)).not.toContain(TOKEN);
+    bot.mode = 'echo-result';
+    const listed = await client.listTools();
+    expect(listed.tools.map((t) => t.description)).toEqual(['you sent Bearer [redacted]']);
+  });
+
   it('a redirect is not followed: the token never reaches the other server', async () => {
     const client = await stdio();
     bot.mode = 'redirect';
@@ -222,11 +268,12 @@ describe('cloudops mcp against a bot that misbehaves', { timeout: 120_000 }, () 
     },
   );
 
-  it('goes through the proxy of HTTP_PROXY, as the bot’s own calls do', async () => {
+  it('plain http to loopback goes direct whatever HTTP_PROXY says: the token never crosses to the proxy in clear', async () => {
+    // A machine-wide HTTP_PROXY (a corporate one, NO_PROXY without 127.0.0.1) would otherwise get the bearer in
+    // clear, and would call its own loopback, not this machine's bot.
     const before = proxy.calls.length;
-    const client = await stdio({ HTTP_PROXY: proxy.url });
-    await client.listTools();
-    const carried = proxy.calls.slice(before).map((c) => c.target);
-    expect(carried).toContain(`${bot.url}/mcp`);
+    const client = await stdio({ HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url });
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['list_clusters']);
+    expect(proxy.calls.slice(before)).toEqual([]);
   });
 });

@@ -53,6 +53,7 @@ describe('health and metrics of the running bot (HTTP mode, ROLE=all)', () => {
       status: 'ready',
       redis: true,
       policy: true,
+      policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/),
       cloud: expect.any(Boolean),
     });
     // The same port still refuses unsigned Slack traffic.
@@ -152,6 +153,7 @@ describe('readiness follows Redis', () => {
         status: 'not ready',
         redis: false,
         policy: true,
+        policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/),
         cloud: expect.any(Boolean),
       });
       // It answers (within the ping timeout), never hangs: a hanging answer would end the test at its time-out.

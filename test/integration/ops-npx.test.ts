@@ -32,6 +32,6 @@ describe('npx cloudops from a checkout', { timeout: 120_000 }, () => {
 
   it('checks the example policy, as the README asks before the first start', async () => {
     const { stdout } = await npx(['policy', 'check', 'policy.example.yml']);
-    expect(stdout).toMatch(/^policy\.example\.yml: OK, 2 project\(s\)/);
+    expect(stdout).toMatch(/^policy\.example\.yml: OK, version [0-9a-f]{12}, 2 project\(s\)/);
   });
 });

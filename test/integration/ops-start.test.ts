@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -217,6 +218,14 @@ describe.concurrent('npm start and SEAL_KEY, and secrets given as NAME_FILE', { 
       'cloudops: SEAL_KEY and SEAL_KEY_FILE: both are set; give the secret one way only',
     ]);
     expect(run.stderr).not.toContain(TEST_SEAL_KEY);
+  });
+
+  it('a secret file that is a FIFO nobody writes to: refused at once, start-up does not hang opening it', async () => {
+    const fifo = join(dir, 'secret-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const run = await start({ ...COMPLETE, CLOUD_API_KEY: '', CLOUD_API_KEY_FILE: fifo }, 20_000);
+    expect(run.code).toBe(1);
+    expect(lines(run.stderr)).toEqual([`cloudops: CLOUD_API_KEY_FILE: ${fifo} is not a regular file`]);
   });
 
   it('a secret file that is not there: one line naming the variable and the path', async () => {

@@ -73,7 +73,7 @@ describe.concurrent('change_ticket at start-up and in policy check', { timeout: 
     const checked = await run([BIN, 'policy', 'check', file], ENV);
     expect(checked.code).toBe(0);
     expect(checked.stdout).toContain(
-      'approvers U0ADMIN; change ticket: Jira, in Approved, for resize_up, resize_down, restore (projects OPS)\n',
+      "approvers U0ADMIN; requesters not set: anyone in the project's channels may ask; change ticket: Jira, in Approved, for resize_up, resize_down, restore (projects OPS)\n",
     );
     expect(checked.stdout).toContain(
       'change ticket: ServiceNow (optional), in Scheduled or Implement, for restore\n',
@@ -89,5 +89,26 @@ describe.concurrent('change_ticket at start-up and in policy check', { timeout: 
       for: ['restore'],
       states: ['Scheduled', 'Implement'],
     });
+  });
+
+  it('policy check warns of a Jira rule without projects: a ticket of any project passes, and its states are its own', async () => {
+    const open = join(dir, 'jira-any-project.yml');
+    await writeFile(
+      open,
+      POLICY.replace(
+        'change_ticket: { system: jira, states: [Approved], projects: [OPS] }',
+        'change_ticket: { system: jira, states: [Approved] }',
+      ),
+    );
+    const checked = await run([BIN, 'policy', 'check', open], {
+      ...ENV,
+      JIRA_URL: 'https://jira.example',
+      JIRA_TOKEN: 'pat-secret-2',
+    });
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(
+      '  warning: change_ticket.projects: not set, so a Jira ticket of any project passes; whoever may create a Jira project may give it a status named like one of states (Approved): name the projects (projects: [OPS])',
+    );
+    expect(checked.stdout).not.toContain('pat-secret-2');
   });
 });

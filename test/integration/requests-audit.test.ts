@@ -78,21 +78,24 @@ describe('AuditLog', () => {
     expect(entries[2]!.at).toBe(hours(1).toISOString());
   });
 
-  it('stores `at` only where the stream id does not give it (the clock went back), and reads the same either way', async () => {
+  it('stores each entry as one chained record (canonical JSON, hash), and reads the same when the clock went back', async () => {
     clock = hours(5);
     const a = await store.create(resizeRequest(), 'U0DEV');
     await store.transition(a.id, { from: ['pending'], to: 'approved', actor: 'U0LEAD' });
     clock = hours(1);
     await store.transition(a.id, { from: ['approved'], to: 'queued', actor: 'cloudops' });
     const raw = await redis.xrange(`${prefix}:audit`, '-', '+');
-    // created, pending and approved at hours(5) (ids 5h-0, 5h-1, 5h-2): no `at`; queued at hours(1) got id 5h-3.
-    expect(raw.map(([, fields]) => fields.includes('at'))).toEqual([false, false, false, true]);
+    expect(raw.map(([, fields]) => fields.filter((_, i) => i % 2 === 0))).toEqual(Array(4).fill(['e', 'h']));
     const entries = await new AuditLog(redis, prefix).read({ requestId: a.id });
     expect(entries.map((e) => [e.state, e.at])).toEqual([
       ['created', hours(5).toISOString()],
       ['pending', hours(5).toISOString()],
       ['approved', hours(5).toISOString()],
       ['queued', hours(1).toISOString()],
+    ]);
+    expect(entries.map((e) => e.record?.prev)).toEqual([
+      '',
+      ...entries.slice(0, -1).map((e) => e.record?.hash),
     ]);
   });
 
@@ -121,8 +124,9 @@ describe('AuditLog', () => {
     const lines = Buffer.concat(chunks).toString('utf8').trim().split('\n');
     expect(count).toBe(6);
     expect(lines).toHaveLength(6);
-    const first = JSON.parse(lines[0]!) as AuditEntry;
-    expect(first).toMatchObject({ state: 'created', actor: 'U0DEV1', at: hours(1).toISOString() });
+    const first = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(first).toMatchObject({ act: 'created', actor: 'U0DEV1', time: hours(1).toISOString() });
+    expect(Object.keys(first)).toEqual(expect.arrayContaining(['prev', 'hash', 'policy_version']));
   });
 });
 

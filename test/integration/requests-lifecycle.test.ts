@@ -53,10 +53,15 @@ let queues: Queues;
 const extra: { redis: Redis; queues: Queues }[] = [];
 
 /** One bot process's lifecycle: its own Redis connection and queues, as a second web instance would have. */
-function lifecycle(connection = redis, q = queues, now = () => clock): RequestLifecycle {
+function lifecycle(
+  connection = redis,
+  q = queues,
+  now = () => clock,
+  store = new RequestStore(connection, { prefix, now }),
+): RequestLifecycle {
   return new RequestLifecycle({
     policy,
-    store: new RequestStore(connection, { prefix, now }),
+    store,
     outbox: createOutbox(q, now),
     approvals: createApprovalPolicy(policy),
     prices: noPrices,
@@ -306,9 +311,13 @@ describe('RequestLifecycle: round trips of an approval', () => {
     await q.notify.add('warm-up', {}, { jobId: 'warm-up' });
     await q.execute.add('warm-up', {}, { jobId: 'warm-up' });
     await Promise.all([q.notify.remove('warm-up'), q.execute.remove('warm-up'), q.due.drop([])]);
+    // A store reads the audit chain's head at its first write, then knows it: as in the running bot, it has written.
+    const store = new RequestStore(storeRedis, { prefix, now: () => clock });
+    await store.record(request, { state: 'reminder', actor: 'cloudops' });
+    const life = lifecycle(storeRedis, q, () => clock, store);
     const onStore = await counted(storeRedis);
     const onQueues = await counted(queueRedis);
-    const approved = await lifecycle(storeRedis, q).approve(request, 'U0LEAD');
+    const approved = await life.approve(request, 'U0LEAD');
     expect(approved.ok && approved.request.state).toBe('queued');
     // Before: get + compare-and-set twice, and four announcement writes one after another, then the job: 9; then
     // the two compare-and-sets and the job after the announcement: 4.

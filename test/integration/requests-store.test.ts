@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/requests/audit/audit.ts';
 import { newRequestId } from '../../src/requests/store/keys.ts';
-import { IllegalTransitionError, RequestStore } from '../../src/requests/store/store.ts';
+import { RequestStore } from '../../src/requests/store/store.ts';
+import { IllegalTransitionError } from '../../src/requests/store/transitions.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { deleteKeys, testRedis, uniquePrefix } from '../helpers/redis.ts';
 
@@ -272,9 +273,11 @@ describe("RequestStore: the caller's copy as the expected current version", () =
   }
 
   it('with the current copy a transition is the compare-and-set alone: one round trip instead of two', async () => {
-    const created = await store.create(resizeRequest(), 'U0DEV');
     const counted = await countedStore();
     try {
+      // Its first write reads the audit chain's head; from then on the store knows it.
+      const created = await counted.store.create(resizeRequest(), 'U0DEV');
+      counted.commands.length = 0;
       const approved = await counted.store.transition(
         created.id,
         { from: ['pending'], to: 'approved', actor: 'U0LEAD' },

@@ -228,6 +228,39 @@ describe('attacks on the ticket key and on the answer', () => {
     expect(checked && !checked.ok && checked.error.reason).toContain('HR-1 is not a ticket of OPS');
   });
 
+  // The run's note carries the VM's name and the API's words, which a cloud user chooses; the note is the bot's own
+  // comment, so their markup must not become a link, an image, a mention or (ServiceNow's [code]) HTML there.
+  const HOSTILE_VM =
+    'web [Approve here|https://evil.example/x] !https://evil.example/p.png! [~admin] {html}<b>x</b>{html}';
+
+  it('a Data Center note shows a hostile VM name’s wiki markup as text, while the Slack link stays a link', async () => {
+    const issue = dc.addIssue('CHG-7', 'Approved');
+    const client = new JiraClient({
+      baseUrl: dc.url,
+      auth: { kind: 'datacenter', token: dc.pat },
+      timeouts: FAST,
+    });
+    await client.note('CHG-7', {
+      text: `Resize of VM 101 (${HOSTILE_VM}) in shop, cloudops request r1: succeeded.`,
+      link: { url: 'https://t.example/x', label: 'Slack thread' },
+    });
+    // Unescaped, these open a link, an image, a mention or a macro: each marker is escaped with a backslash.
+    expect(issue.comments[0]?.body).toBe(
+      String.raw`Resize of VM 101 (web \[Approve here\|https://evil.example/x\] \!https://evil.example/p.png\! \[~admin\] \{html\}<b>x</b>\{html\}) in shop, cloudops request r1: succeeded. [Slack thread|https://t.example/x]`,
+    );
+    await client.close();
+  });
+
+  it('a ServiceNow work note cannot open a [code] block (HTML in the journal) from a hostile VM name', async () => {
+    const change = sn.addChange('CHG0030009', 'Implement');
+    await snClient().note('CHG0030009', {
+      text: 'Resize of VM 101 (web [code]<img src=x onerror=alert(1)>[/CODE] [co[code]de]) in shop: succeeded.',
+    });
+    expect(change.workNotes).toHaveLength(1);
+    expect(change.workNotes[0]).not.toMatch(/\[\/?code\]/i);
+    expect(change.workNotes[0]).toContain('<img src=x onerror=alert(1)>');
+  });
+
   it('200 with an HTML login page is unreachable, never a pass', async () => {
     jira.fail({ kind: 'html' }, 1);
     const error = await cloudClient()

@@ -143,7 +143,7 @@ describe('parsePolicy', () => {
       'policy.yml:11: projects[0].clutser: unknown key, did you mean `cluster`?',
     );
     expect(failure(`${GOOD}colour: blue\n`)).toBe(
-      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, approval_valid_hours, retention_days, limits, resize_fields, reference_vm, projects, agents, change_ticket',
+      'policy.yml:17: colour: unknown key; the keys here are workspace, currency, approvers, approvals, freeze, break_glass, requests_per_hour, approval_ttl_hours, approval_valid_hours, retention_days, audit_retention_days, limits, resize_fields, reference_vm, projects, agents, change_ticket',
     );
   });
 

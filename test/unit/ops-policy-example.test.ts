@@ -34,6 +34,7 @@ describe('policy.example.yml', () => {
         'approval_valid_hours',
         'approvals',
         'approvers',
+        'audit_retention_days',
         'break_glass',
         'freeze',
         'currency',

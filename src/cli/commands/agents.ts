@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import { findAgent, newAgentToken, tokenHash } from '../../config/agents.ts';
 import { redisKeyPrefix } from '../../config/redis-connection.ts';
 import { createOutbox } from '../../jobs/outbox.ts';
@@ -6,21 +5,13 @@ import { createQueues } from '../../jobs/queues.ts';
 import { AgentControls } from '../../mcp/agent-state.ts';
 import { markAgentRequests } from '../../requests/approval/agent-marks.ts';
 import { RequestStore } from '../../requests/store/store.ts';
+import { cliAuditContext, cliOperator } from '../audit-context.ts';
 import { policyOf } from '../cloud.ts';
 import { CliError, type CliIo, table, UsageError, write } from '../io.ts';
 import { withCliRedis } from '../redis.ts';
 
 export const AGENTS_USAGE =
   'cloudops agents token | agents list [--json] | agents disable <name> | agents enable <name>';
-
-/** Who ran the command, for the audit: the operating-system user. */
-function operator(): string {
-  try {
-    return `cli:${userInfo().username}`;
-  } catch {
-    return 'cli';
-  }
-}
 
 /** The agents' controls on a short-lived Redis connection for one command. */
 function withRedis<T>(io: CliIo, use: (controls: AgentControls) => Promise<T>): Promise<T> {
@@ -32,7 +23,7 @@ function withRedis<T>(io: CliIo, use: (controls: AgentControls) => Promise<T>): 
  * at once (every tool answers that it is disabled) and `enable` undoes it, both audited; `list` shows the agents of
  * the policy and which are disabled.
  */
-export async function agentsCommand(io: CliIo, args: string[], json: boolean): Promise<number> {
+export async function agentsCommand(io: CliIo, args: string[], json: boolean, as?: string): Promise<number> {
   const [sub, name, ...extra] = args;
   if (extra.length > 0) throw new UsageError(`usage: ${AGENTS_USAGE}`);
   switch (sub) {
@@ -92,16 +83,19 @@ export async function agentsCommand(io: CliIo, args: string[], json: boolean): P
       const disable = sub === 'disable';
       const prefix = redisKeyPrefix(io.env);
       const { changed, marked } = await withCliRedis(io.env, async (redis) => {
-        const changed = await new AgentControls(redis, prefix, io.now).setDisabled(
+        const audit = cliAuditContext(io);
+        const operator = cliOperator(as);
+        const changed = await new AgentControls(redis, prefix, io.now, audit).setDisabled(
           agent.name,
           disable,
-          operator(),
+          operator.actor,
+          operator.requester,
         );
         // Its open requests say so in Slack (the bot's workers update the messages), changed or not: a mark lost
         // to a failure before is set now.
         const queues = createQueues(redis, prefix);
         try {
-          const store = new RequestStore(redis, { prefix, now: io.now });
+          const store = new RequestStore(redis, { prefix, now: io.now, audit });
           const outbox = createOutbox(queues, io.now);
           const marked = await markAgentRequests({ store, outbox }, agent.name, agent.on_behalf_of, disable);
           return { changed, marked };

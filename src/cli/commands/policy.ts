@@ -1,6 +1,7 @@
 import {
   approvalsOf,
   changeTicketOf,
+  loadPolicyFile,
   type Policy,
   PolicyError,
   type ProjectPolicy,
@@ -14,7 +15,6 @@ import { createLogger } from '../../observability/logger.ts';
 import { describeRule, verifyText } from '../../requests/approval/approval-rules.ts';
 import { createUserGroups } from '../../slack/user-groups.ts';
 import { SlackApi } from '../../slack-api/client.ts';
-import { policyOf } from '../cloud.ts';
 import { type CliIo, write } from '../io.ts';
 
 /**
@@ -28,8 +28,9 @@ export async function policyCheckCommand(
 ): Promise<number> {
   const path = file ?? io.env.POLICY_FILE;
   let policy: Policy;
+  let version: string;
   try {
-    policy = await policyOf(io, path);
+    ({ policy, version } = await loadPolicyFile(path));
   } catch (error) {
     // Text goes to stderr through the command's error line; JSON readers get the problems on stdout.
     if (!(json && error instanceof PolicyError)) throw error;
@@ -44,10 +45,12 @@ export async function policyCheckCommand(
     ...groupWarnings,
     ...(unmet ? [`${fieldOf(unmet.path)}: ${unmetWords(unmet)}`] : []),
     ...unmetTickets(io, policy),
+    ...jiraRulesOfAnyProject(policy),
   ];
   const summary = {
     ok: true,
     file: path,
+    version,
     projects: policy.projects.map((p) => ({
       name: p.name,
       uuid: p.uuid,
@@ -75,7 +78,7 @@ export async function policyCheckCommand(
     return 0;
   }
   const lines = [
-    `${path}: OK, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
+    `${path}: OK, version ${version}, ${policy.projects.length} project(s), ${vms} VM fact(s), currency ${policy.currency}.`,
     ...policy.projects.map(
       (p) =>
         `  ${p.name} (${p.uuid})${p.cluster ? ` in ${p.cluster}` : ', no cluster for cost previews'}: channels ${p.channels.join(', ')}; approvers ${(p.approvers ?? policy.approvers).join(', ') || 'none'}; ${requestersLine(p)}${verifiedLine(policy, p)}${ticketLine(policy, p)}`,
@@ -117,6 +120,24 @@ function ticketLine(policy: Policy, project: ProjectPolicy): string {
 function unmetTickets(io: CliIo, policy: Policy): string[] {
   const unmet = unmetTicketSystem(io.env, policy);
   return unmet ? [`${fieldOf(unmet.path)}: ${unmet.words}`] : [];
+}
+
+/**
+ * A Jira rule without `projects`: a ticket of any project passes, and each project's workflow names its own statuses
+ * (in Jira Cloud whoever may create a team-managed project may call one of them Approved), so the rule holds little.
+ */
+function jiraRulesOfAnyProject(policy: Policy): string[] {
+  const rules = [
+    { path: 'change_ticket', rule: policy.change_ticket },
+    ...policy.projects.map((p, i) => ({ path: `projects[${i}].change_ticket`, rule: p.change_ticket })),
+  ];
+  return rules.flatMap(({ path, rule }) =>
+    rule?.system === 'jira' && rule.projects === undefined
+      ? [
+          `${path}.projects: not set, so a Jira ticket of any project passes; whoever may create a Jira project may give it a status named like one of states (${rule.states.join(', ')}): name the projects (projects: [OPS])`,
+        ]
+      : [],
+  );
 }
 
 /** Which approvals of a project must be verified: by default (the block's `verify`) and per rule. */

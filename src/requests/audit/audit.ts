@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import type { AuditBody, AuditRecord } from '../model/audit-record.ts';
 import type { AuditEntry, CloudRequest } from '../model/types.ts';
 import { requestKeys } from '../store/keys.ts';
 
@@ -22,10 +23,15 @@ export interface AuditQuery {
  */
 export const AUDIT_EXPORT_GROUP = 'cloudops-audit-export';
 
-/** A stream entry's fields (`[name, value, …]`) as an audit entry. */
+/**
+ * A stream entry's fields (`[name, value, …]`) as an audit entry: a chained one (`e`, `h`, `s`: its canonical JSON,
+ * hash and seal) with its whole record, or one written before the chain (`requestId`, `state`, …).
+ */
 export function auditEntryOf(id: string, fields: string[]): AuditEntry {
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
+  const json = map.get('e');
+  if (json !== undefined) return chainedEntry(id, json, map.get('h') ?? '', map.get('s'));
   const entry: AuditEntry = {
     id,
     requestId: map.get('requestId') ?? '',
@@ -36,6 +42,34 @@ export function auditEntryOf(id: string, fields: string[]): AuditEntry {
   const detail = map.get('detail');
   if (detail !== undefined) entry.detail = detail;
   return entry;
+}
+
+function chainedEntry(id: string, json: string, hash: string, seal: string | undefined): AuditEntry {
+  let body: AuditBody;
+  try {
+    body = JSON.parse(json) as AuditBody;
+  } catch {
+    // Not JSON: written by someone other than the bot. Kept so verify names it; the hash cannot match.
+    body = {
+      request_id: null,
+      act: 'unreadable',
+      actor: '',
+      time: '',
+      details: json,
+      policy_version: null,
+      prev: '',
+    };
+  }
+  const record: AuditRecord = { id, ...body, hash, ...(seal ? { seal } : {}) };
+  return {
+    id,
+    requestId: body.request_id ?? '',
+    state: body.act as AuditEntry['state'],
+    actor: body.actor,
+    at: body.time,
+    ...(body.details !== null ? { detail: body.details } : {}),
+    record,
+  };
 }
 
 /** Pages through the stream from `start` to `end` (XRANGE bounds), oldest first. */

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
+import type { AuditEntry } from '../model/types.ts';
 import { exportAudit } from './audit.ts';
 
 /** `--since` could not be read. */
@@ -30,6 +31,16 @@ export function parseSince(text: string, now: Date = new Date()): Date {
 }
 
 /**
+ * An entry as `cloudops audit --json` prints it: a chained entry whole (`prev`, `hash`, `seal` and `policy_version`
+ * at the top level), one written before the chain in its stored fields.
+ */
+export function auditJson(entry: AuditEntry): string {
+  if (entry.record) return JSON.stringify(entry.record);
+  const { record: _record, ...legacy } = entry;
+  return JSON.stringify(legacy);
+}
+
+/**
  * Writes the audit log since `since` to `out` as JSON lines (one entry per line), honouring back-pressure.
  * Resolves with the number of lines written; does not end `out`.
  */
@@ -41,7 +52,7 @@ export async function writeAuditJsonLines(
 ): Promise<number> {
   let count = 0;
   for await (const entry of exportAudit(redis, prefix, since)) {
-    if (!out.write(`${JSON.stringify(entry)}\n`)) await once(out, 'drain');
+    if (!out.write(`${auditJson(entry)}\n`)) await once(out, 'drain');
     count++;
   }
   return count;

@@ -5,7 +5,8 @@ import type { ApprovalPolicy } from '../approval/approvers.ts';
 import { checkApprovals, checkSeals } from '../approval/decision-check.ts';
 import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
-import type { RequestStore, TransitionInput, TransitionResult } from '../store/store.ts';
+import type { RequestStore } from '../store/store.ts';
+import type { TransitionInput, TransitionResult } from '../store/transitions.ts';
 import { type TicketDeps, type TicketHoldError, ticketBeforeSend } from '../tickets.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
 

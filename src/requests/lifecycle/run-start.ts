@@ -1,7 +1,8 @@
 import type { CloudRequest } from '../model/types.ts';
 import { requestKeys } from '../store/keys.ts';
 import { LuaScript } from '../store/lua.ts';
-import { AUDIT_APPEND_LUA, AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../store/scripts.ts';
+import { AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../store/scripts.ts';
+import type { RequestStore } from '../store/store.ts';
 import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../vm-facts.ts';
 
 /**
@@ -18,11 +19,14 @@ import { type RecordedVmFacts, recordedFacts, type VmFactsStore } from '../vm-fa
  * the worker decides in TypeScript as before. The re-check before the POST comes after, on the facts returned: a
  * refusal ends the request "not sent" from sending, as a scheduled run's refusal does.
  *
- * KEYS: lock, request, the VM's facts, step 0's marker, audit, awaiting-run. ARGV: token, lock ttl ms, project uuid
+ * The audit entry of the move is chained right after, by the store ({@link RequestStore.record}): its hash needs the
+ * whole entry, which the script cannot make.
+ *
+ * KEYS: lock, request, the VM's facts, step 0's marker, audit (unused), awaiting-run. ARGV: token, lock ttl ms, project uuid
  * (lower case), vmid, now ms, at (ISO), marker ttl s, request id. Answers {0} (lock held elsewhere), {1, json, facts}
  * (read only) or {2, moved json, facts}.
  */
-const START_RUN = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${MOVE_STATE_LUA}
+const START_RUN = new LuaScript(`${AWAITING_RUN_LUA}${MOVE_STATE_LUA}
 if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {0} end
 local json = redis.call('GET', KEYS[2])
 local facts = redis.call('HGETALL', KEYS[3])
@@ -40,8 +44,6 @@ if not moved then return {1, json, facts} end
 redis.call('SET', KEYS[2], moved)
 redis.call('SET', KEYS[4], ARGV[6], 'EX', ARGV[7])
 index_awaiting_run(KEYS[6], 'sending', ARGV[5], ARGV[8])
-audit_append(KEYS[5], ARGV[5],
-  {'requestId', ARGV[8], 'state', 'sending', 'actor', 'cloudops', 'at', ARGV[6], 'detail', 'sending step 1'})
 return {2, moved, facts}
 `);
 
@@ -64,6 +66,8 @@ export interface RunStartParts<Held> {
   markerTtlS: number;
   vmFacts: VmFactsStore;
   prefix: string;
+  /** Chains the move's audit entry right after the script ({@link RequestStore.record}). */
+  store: RequestStore;
 }
 
 /** What the lock's script found, and whether it started the run. */
@@ -100,12 +104,19 @@ export async function lockAndStart<Held>(
   );
   if (!taken) return undefined;
   const [answer, json, facts] = taken.reply as [number, string | null, string[]?];
+  const started = Number(answer) === 2;
+  if (started && typeof json === 'string')
+    await parts.store.record(JSON.parse(json) as CloudRequest, {
+      state: 'sending',
+      actor: 'cloudops',
+      detail: 'sending step 1',
+    });
   return {
     lock: taken.lock,
     // Parsed from the text stored, so the next compare-and-set's SHA-1 of this copy is the stored one's.
     request: typeof json === 'string' ? (JSON.parse(json) as CloudRequest) : undefined,
     recorded: recordedFacts(pairsToRecord(facts ?? [])),
-    started: Number(answer) === 2,
+    started,
   };
 }
 

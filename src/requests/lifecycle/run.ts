@@ -1,6 +1,6 @@
 import type { Decision } from '../model/decision.ts';
 import type { CloudRequest } from '../model/types.ts';
-import type { TransitionResult } from '../store/store.ts';
+import type { TransitionResult } from '../store/transitions.ts';
 import { afterApproval, check, decide, freeze, reasonText, refuse } from './steps.ts';
 import type { Acts } from './types.ts';
 

@@ -2,6 +2,7 @@ import type { VerifyMethod } from '../../config/verification-policy.ts';
 import type { LeaseReturn, LeaseTerm } from '../../rules/lease.ts';
 import type { ResizeTarget, VmKnown } from '../../rules/types.ts';
 import type { TicketFacts } from '../../tickets/types.ts';
+import type { AuditRecord } from './audit-record.ts';
 import type { VerifiedBy } from './verification.ts';
 
 export type RequestKind = 'resize' | 'restore';
@@ -298,7 +299,9 @@ export type AuditNote =
    * A record whose SEAL_KEY seal does not check was refused (a passkey, link or page session written outside the
    * bot), or the worker found a decision's seal missing, wrong or expired: nothing was sent (approval/decision-check.ts).
    */
-  | 'seal_invalid';
+  | 'seal_invalid'
+  /** The policy file was reloaded with a new version: an entry of no request. */
+  | 'policy_changed';
 
 /** One line of the audit log. */
 export interface AuditEntry {
@@ -309,6 +312,8 @@ export interface AuditEntry {
   actor: string;
   at: string;
   detail?: string;
+  /** The whole entry as chained (absent on entries written before the chain): what the export and verify read. */
+  record?: AuditRecord;
 }
 
 /** The arrows of the state machine documented on {@link RequestState}; `RequestStore.transition` refuses any other. */

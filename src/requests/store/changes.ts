@@ -1,5 +1,6 @@
-import { type CloudRequest, revisionOf } from '../model/types.ts';
+import { type CloudRequest, type NewRequest, revisionOf } from '../model/types.ts';
 import type { VerifiedBy } from '../model/verification.ts';
+import { newRequestId } from './keys.ts';
 
 // The pure parts of a store write: what a patch may set, whether the write revises the request, which indexes it
 // moves and the audit's words. No Redis here: store.ts decides and writes.
@@ -60,4 +61,18 @@ export function stripProtected(patch: Partial<CloudRequest> | undefined): Partia
   const copy: Partial<CloudRequest> = { ...patch };
   for (const key of PROTECTED) delete copy[key];
   return copy;
+}
+
+/** A new request as first stored: a fresh id, version and revision 1, no steps sent yet. */
+export function freshRequest(input: NewRequest, at: Date): CloudRequest {
+  return inStorageOrder({
+    ...input,
+    id: newRequestId(),
+    version: 1,
+    revision: 1,
+    createdAt: at.toISOString(),
+    updatedAt: at.toISOString(),
+    nextStep: 0,
+    outcomes: [],
+  });
 }

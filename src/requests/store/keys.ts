@@ -24,6 +24,10 @@ export function requestKeys(prefix: string) {
     request: (id: string) => `${prefix}:req:${id}`,
     channel: (channel: string) => `${prefix}:channel:${channel}`,
     audit: `${prefix}:audit`,
+    /** The audit chain's last hash: what the next entry's `prev` must be. */
+    auditHead: `${prefix}:audit-head`,
+    /** Where the audit chain begins once retention trimmed it: the last entry removed, sealed. */
+    auditAnchor: `${prefix}:audit-anchor`,
     /** Requests that must have an execute job (approved or queued), scored by when they entered that state. */
     awaitingRun: `${prefix}:awaiting-run`,
     /** Ended requests without an open lease, scored by when they ended (or their lease closed). */

@@ -1,14 +1,16 @@
 import type { Cluster, Redis } from 'ioredis';
 import { compareStreamIds, countAudit, oldestUnshipped } from '../audit/audit.ts';
+import { type AuditSealer, anchorData } from '../audit/chain.ts';
+import type { AuditAnchor } from '../model/audit-record.ts';
 import type { RequestKeys } from './keys.ts';
+import { LuaScript } from './lua.ts';
 import { REMOVE_EXPIRED } from './scripts.ts';
-
-/** Audit entries read per round trip when retention looks for entries of requests no longer stored. */
-const AUDIT_SWEEP_PAGE = 500;
 
 /** How long an ended request and its audit entries are kept when the caller does not say (policy `retention_days`). */
 export const DEFAULT_RETENTION_DAYS = 90;
 export const DAY_MS = 86_400_000;
+/** How long an audit entry is kept when the policy does not say (`audit_retention_days`). */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 400;
 
 /**
  * What retention did about audit entries past `retention_days` that the audit export has not shipped: kept them
@@ -25,16 +27,16 @@ export interface RetentionScope {
   retentionMs: number;
   /** The audit export is on (AUDIT_WEBHOOK_URL): retention keeps every audit entry it has not shipped. */
   exportsAudit: boolean;
+  /** `audit_retention_days` in milliseconds, read at each sweep (a reload may change it). */
+  auditRetentionMs: () => number;
+  /** Seals the anchor trimming leaves. */
+  sealer?: AuditSealer;
 }
 
 /**
  * Removes up to `limit` requests whose retention (`retention_days` after they ended, never while a lease is open)
- * has passed, then their audit entries: the stream is trimmed to what the oldest request still stored and the
- * retention window need, and older entries of requests no longer stored are deleted one by one (an old open lease
- * keeps the trim back, not the entries of requests that ended after it). Reads only the retention index and the
- * audit entries older than the window, never all requests. With the audit export on, nothing it has not shipped is
- * removed; `onUnshipped` hears how many such entries past the window were kept (or, with the export off but its
- * group left behind, removed). Returns how many requests were removed.
+ * has passed, then trims the audit chain (see {@link trimAudit}). Reads only the retention index and the oldest
+ * audit entries, never all requests. Returns how many requests were removed.
  */
 export async function removeExpired(
   scope: RetentionScope,
@@ -52,52 +54,47 @@ export async function removeExpired(
       ),
     ),
   );
-  const removed = results.reduce<number>((sum, result) => sum + Number(result), 0);
-  const [, oldest] = await scope.redis.zrange(scope.keys.created, 0, 0, 'WITHSCORES');
-  let keepFrom = `${Math.min(cutoff, oldest === undefined ? Infinity : Number(oldest))}-0`;
-  let orphansBefore = `${cutoff}-0`;
-  const unshipped = await oldestUnshipped(scope.redis, scope.keys.audit, scope.exportsAudit);
-  if (scope.exportsAudit && unshipped !== undefined && compareStreamIds(unshipped, orphansBefore) < 0) {
-    const pastWindow = await countAudit(scope.redis, scope.keys.audit, unshipped, `(${orphansBefore}`);
-    if (compareStreamIds(unshipped, keepFrom) < 0) keepFrom = unshipped;
-    orphansBefore = unshipped;
-    if (pastWindow > 0) onUnshipped?.({ kept: pastWindow });
-  }
-  const trimmedUnshipped =
-    !scope.exportsAudit && unshipped !== undefined && compareStreamIds(unshipped, keepFrom) < 0
-      ? await countAudit(scope.redis, scope.keys.audit, unshipped, `(${keepFrom}`)
-      : 0;
-  await scope.redis.xtrim(scope.keys.audit, 'MINID', keepFrom);
-  let deletedUnshipped = 0;
-  if (compareStreamIds(keepFrom, orphansBefore) < 0) {
-    const deleted = await deleteOrphanedAudit(scope, orphansBefore);
-    if (!scope.exportsAudit && unshipped !== undefined)
-      deletedUnshipped = deleted.filter((id) => compareStreamIds(id, unshipped) >= 0).length;
-  }
-  if (trimmedUnshipped + deletedUnshipped > 0)
-    onUnshipped?.({ dropped: trimmedUnshipped + deletedUnshipped });
-  return removed;
+  await trimAudit(scope, onUnshipped);
+  return results.reduce<number>((sum, result) => sum + Number(result), 0);
 }
 
 /**
- * Deletes the audit entries written before `before` (a stream id, excluded) whose request is no longer stored, and
- * returns their ids. What is left before the cutoff after a sweep is only the history of requests still kept (open
- * leases, recently ended), so each sweep reads little more than that.
+ * Trims the audit chain from its oldest entry up to `audit_retention_days` ago, apart from the requests' retention,
+ * and leaves a sealed anchor (the id and hash of the last entry removed) where it begins, so what remains still
+ * verifies (docs/operations.md#audit-retention). Only from the oldest: an entry in the middle is never removed,
+ * which would break the chain. With the audit export on, nothing it has not shipped is removed; `onUnshipped` hears
+ * how many such entries past the window were kept (or, with the export off but its group left behind, removed).
  */
-async function deleteOrphanedAudit(scope: RetentionScope, before: string): Promise<string[]> {
-  const deleted: string[] = [];
-  let from = '-';
-  for (;;) {
-    const rows = await scope.redis.xrange(scope.keys.audit, from, `(${before}`, 'COUNT', AUDIT_SWEEP_PAGE);
-    if (rows.length === 0) return deleted;
-    const owners = rows.map(([, fields]) => fields[fields.indexOf('requestId') + 1] ?? '');
-    const unique = [...new Set(owners)];
-    const stored = await Promise.all(unique.map((id) => scope.redis.exists(scope.keys.request(id))));
-    const gone = new Set(unique.filter((_, i) => stored[i] === 0));
-    const orphaned = rows.filter((_, i) => gone.has(owners[i] ?? '')).map(([id]) => id);
-    if (orphaned.length > 0) await scope.redis.xdel(scope.keys.audit, ...orphaned);
-    deleted.push(...orphaned);
-    if (rows.length < AUDIT_SWEEP_PAGE) return deleted;
-    from = `(${rows[rows.length - 1]![0]}`;
+export async function trimAudit(
+  scope: RetentionScope,
+  onUnshipped?: (note: UnshippedAudit) => void,
+): Promise<void> {
+  const stream = scope.keys.audit;
+  let keepFrom = `${scope.now().getTime() - scope.auditRetentionMs()}-0`;
+  const unshipped = await oldestUnshipped(scope.redis, stream, scope.exportsAudit);
+  if (unshipped !== undefined && compareStreamIds(unshipped, keepFrom) < 0) {
+    const pastWindow = await countAudit(scope.redis, stream, unshipped, `(${keepFrom}`);
+    if (scope.exportsAudit) {
+      keepFrom = unshipped;
+      if (pastWindow > 0) onUnshipped?.({ kept: pastWindow });
+    } else if (pastWindow > 0) onUnshipped?.({ dropped: pastWindow });
   }
+  const [last] = await scope.redis.xrevrange(stream, `(${keepFrom}`, '-', 'COUNT', 1);
+  if (!last) return;
+  const [id, fields] = last;
+  const hash = fields[fields.indexOf('h') + 1] ?? '';
+  const anchor: AuditAnchor = { id, hash: fields.includes('h') ? hash : '' };
+  if (scope.sealer) anchor.seal = scope.sealer.seal('audit', anchorData(anchor));
+  await TRIM_AUDIT.run(scope.redis, [stream, scope.keys.auditAnchor], [id, keepFrom, JSON.stringify(anchor)]);
 }
+
+/**
+ * KEYS: audit stream, anchor. ARGV: the last id removed, the first id kept (XTRIM MINID), the anchor's JSON. Trims
+ * and sets the anchor in one script, so the chain never begins anywhere but where its anchor says.
+ */
+const TRIM_AUDIT = new LuaScript(`
+if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then return 0 end
+redis.call('XTRIM', KEYS[1], 'MINID', ARGV[2])
+redis.call('SET', KEYS[2], ARGV[3])
+return 1
+`);

@@ -5,13 +5,17 @@ import { LuaScript } from './lua.ts';
 // between them cannot leave a request and its records apart.
 
 /**
- * Appends one audit entry whose stream id follows the application clock (ARGV nowMs) but never goes
- * backwards, so `since` filters match the entries' `at` even with an injected clock. The `at` field is stored only
- * when the id's time is not the entry's own (the clock went back): otherwise readers take it from the id, which
- * saves about a sixth of what a finished request keeps in Redis.
+ * Appends one chained audit entry (its canonical JSON `e`, hash `h` and seal `s`, all made by the writer, see
+ * requests/audit/chain.ts) whose stream id follows the application clock (ARGV nowMs) but never goes backwards, so
+ * `since` filters match the entries' time even with an injected clock, and moves the chain's head to its hash.
+ * `chain_head` is what a script compares the writer's `prev` with before writing anything: a writer that chained
+ * onto an older head is answered with the current one and chains again (docs/operations.md#audit-chain).
  */
 export const AUDIT_APPEND_LUA = `
-local function audit_append(stream, now_ms, fields)
+local function chain_head(head_key)
+  return redis.call('GET', head_key) or ''
+end
+local function audit_append(stream, head_key, now_ms, body, hash, seal)
   local id = now_ms .. '-0'
   if redis.call('EXISTS', stream) == 1 then
     local info = redis.call('XINFO', 'STREAM', stream)
@@ -26,17 +30,9 @@ local function audit_append(stream, now_ms, fields)
       id = string.format('%d-%d', last_ms, last_seq + 1)
     end
   end
-  if string.sub(id, 1, #tostring(now_ms) + 1) == now_ms .. '-' then
-    local kept = {}
-    for i = 1, #fields, 2 do
-      if fields[i] ~= 'at' then
-        table.insert(kept, fields[i])
-        table.insert(kept, fields[i + 1])
-      end
-    end
-    fields = kept
-  end
-  return redis.call('XADD', stream, id, unpack(fields))
+  redis.call('SET', head_key, hash)
+  if seal == '' then return redis.call('XADD', stream, id, 'e', body, 'h', hash) end
+  return redis.call('XADD', stream, id, 'e', body, 'h', hash, 's', seal)
 end
 `;
 
@@ -86,26 +82,25 @@ end
 `;
 
 /**
- * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, then the live-involvement
- * index of each person or group named (requester, approvers, those escalated to). ARGV: json, nowMs, id, initial state, actor, at, score, keep,
- * requester keep, detail of the 'created' entry ('' for none).
+ * KEYS: request, channel index, audit, awaiting-run index, created index, requester's index, the audit chain's head,
+ * then the live-involvement index of each person or group named (requester, approvers, those escalated to).
+ * ARGV: json, nowMs, id, initial state, the chain's head the entries were chained after, unused, score, keep,
+ * requester keep, then the 'created' entry and the initial state's (each: canonical JSON, hash, seal).
+ * Returns 1, 0 when the id is taken, or {'chain', head} when the head moved (nothing written).
  */
 export const CREATE = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}
+local head = chain_head(KEYS[7])
+if head ~= ARGV[5] then return {'chain', head} end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[7], ARGV[3])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[9]) + 1))
-for i = 7, #KEYS do redis.call('ZADD', KEYS[i], ARGV[7], ARGV[3]) end
+for i = 8, #KEYS do redis.call('ZADD', KEYS[i], ARGV[7], ARGV[3]) end
 index_awaiting_run(KEYS[4], ARGV[4], ARGV[2], ARGV[3])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
-local created = {'requestId', ARGV[3], 'state', 'created', 'actor', ARGV[5], 'at', ARGV[6]}
-if ARGV[10] ~= '' then
-  table.insert(created, 'detail')
-  table.insert(created, ARGV[10])
-end
-audit_append(KEYS[3], ARGV[2], created)
-audit_append(KEYS[3], ARGV[2], {'requestId', ARGV[3], 'state', ARGV[4], 'actor', ARGV[5], 'at', ARGV[6]})
+audit_append(KEYS[3], KEYS[7], ARGV[2], ARGV[10], ARGV[11], ARGV[12])
+audit_append(KEYS[3], KEYS[7], ARGV[2], ARGV[13], ARGV[14], ARGV[15])
 return 1
 `);
 
@@ -114,19 +109,23 @@ return 1
  * caller's copy that differs in any way from the stored one is a conflict); on success also appends the audit entry and updates the awaiting-run,
  * retention, open-lease and involvement indexes, in the same script so a state change and its records cannot part.
  * With a VM facts record, what the bot applied to the VM is written too.
- * KEYS: request, audit, awaiting-run, retention, open leases, the VM's facts hash when there is a record, then the
- * live-involvement index of each person named.
- * ARGV: SHA-1 of the expected current json, new json, nowMs, id, audit label (the new state, a note such as
- * 'approval', or '' for no entry), actor, at, detail, ended-at ms ('' while the request is live or holds a lease), '1'
- * when the new state is final, the new state ('' when the state does not change), the lease's end in ms while it is
- * open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from ARGV[17]), then
- * a second audit entry written right after the first (label, actor, detail; '' for none: an approval that also
- * queues the request records both).
+ * KEYS: request, audit, awaiting-run, retention, open leases, the audit chain's head, the VM's facts hash when there
+ * is a record, then the live-involvement index of each person named.
+ * ARGV: SHA-1 of the expected current json, new json, nowMs, id, the entry's canonical JSON ('' for no entry), its
+ * hash, the chain's head it was chained after, its seal, ended-at ms ('' while the request is live or holds a
+ * lease), '1' when the new state is final, the new state ('' when the state does not change), the lease's end in ms
+ * while it is open ('closed' when it just closed, '' otherwise), '1' when a VM facts record follows (its args from
+ * ARGV[17]), then a second entry chained right after the first (JSON, hash, seal; '' for none: an approval that also
+ * queues the request records both). Answers {'chain', head} when the head moved (nothing written).
  */
 export const CAS = new LuaScript(`${AUDIT_APPEND_LUA}${AWAITING_RUN_LUA}${RETENTION_LUA}${RECORD_VM_LUA}
 local current = redis.call('GET', KEYS[1])
 if not current then return {'not_found'} end
 if redis.sha1hex(current) ~= ARGV[1] then return {'conflict', current} end
+if ARGV[5] ~= '' then
+  local head = chain_head(KEYS[6])
+  if head ~= ARGV[7] then return {'chain', head} end
+end
 redis.call('SET', KEYS[1], ARGV[2])
 index_awaiting_run(KEYS[3], ARGV[11], ARGV[3], ARGV[4])
 index_retention(KEYS[4], ARGV[9], ARGV[4])
@@ -135,25 +134,16 @@ if ARGV[12] == 'closed' then
 elseif ARGV[12] ~= '' then
   redis.call('ZADD', KEYS[5], ARGV[12], ARGV[4])
 end
-local people = 6
+local people = 7
 if ARGV[13] == '1' then
-  record_vm(KEYS[6], ARGV, 17)
-  people = 7
+  record_vm(KEYS[7], ARGV, 17)
+  people = 8
 end
 if ARGV[10] == '1' then
   for i = people, #KEYS do redis.call('ZREM', KEYS[i], ARGV[4]) end
 end
-local function audit_entry(label, actor, detail)
-  if label == '' then return end
-  local fields = {'requestId', ARGV[4], 'state', label, 'actor', actor, 'at', ARGV[7]}
-  if detail ~= '' then
-    table.insert(fields, 'detail')
-    table.insert(fields, detail)
-  end
-  audit_append(KEYS[2], ARGV[3], fields)
-end
-audit_entry(ARGV[5], ARGV[6], ARGV[8])
-audit_entry(ARGV[14], ARGV[15], ARGV[16])
+if ARGV[5] ~= '' then audit_append(KEYS[2], KEYS[6], ARGV[3], ARGV[5], ARGV[6], ARGV[8]) end
+if ARGV[14] ~= '' then audit_append(KEYS[2], KEYS[6], ARGV[3], ARGV[14], ARGV[15], ARGV[16]) end
 return {'ok'}
 `);
 

@@ -1,5 +1,13 @@
-import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import {
+  AuditAppender,
+  AuditChainBusyError,
+  type AuditContext,
+  chainBackoff,
+  MAX_CHAIN_ROUNDS,
+  NO_AUDIT_CONTEXT,
+} from '../audit/append.ts';
+import { requestEntry } from '../audit/entry.ts';
 import {
   ALLOWED_TRANSITIONS,
   type Approval,
@@ -12,49 +20,22 @@ import {
 } from '../model/types.ts';
 import type { VerifiedBy } from '../model/verification.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
-import { inStorageOrder, leaseIndex, peopleOf, revised, stripProtected, verifiedDetail } from './changes.ts';
-import {
-  CHANNEL_INDEX_KEEP,
-  newRequestId,
-  REQUESTER_INDEX_KEEP,
-  type RequestKeys,
-  requestKeys,
-} from './keys.ts';
+import { freshRequest, inStorageOrder, revised, stripProtected, verifiedDetail } from './changes.ts';
+import { type RequestKeys, requestKeys } from './keys.ts';
 import {
   DAY_MS,
+  DEFAULT_AUDIT_RETENTION_DAYS,
   DEFAULT_RETENTION_DAYS,
   type RetentionScope,
   removeExpired,
   type UnshippedAudit,
 } from './retention.ts';
 import { CAS, CREATE } from './scripts.ts';
+import { IllegalTransitionError, type TransitionInput, type TransitionResult } from './transitions.ts';
+import { casArgs, createArgs } from './writes.ts';
 
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
-
-/** A caller asked for an arrow the state machine does not have: a bug, not a race. */
-export class IllegalTransitionError extends Error {
-  override readonly name = 'IllegalTransitionError';
-  readonly code = 'ILLEGAL_TRANSITION';
-}
-
-export type TransitionResult =
-  | { ok: true; request: CloudRequest }
-  | { ok: false; reason: 'not_found' | 'wrong_state'; request?: CloudRequest };
-
-export interface TransitionInput {
-  /** States the caller expects the request to be in; the move happens only from one of them. */
-  from: RequestState[];
-  to: RequestState;
-  /** Slack user id, or 'cloudops' for the bot itself. */
-  actor: string;
-  /** Other fields to set in the same write (e.g. approvedBy, outcomes). */
-  patch?: Partial<CloudRequest>;
-  /** A short note for the audit log. */
-  detail?: string;
-  /** What the bot applied to the VM, recorded in the same script as the move (a success and its facts cannot part). */
-  vmFacts?: VmFactsWrite;
-}
 
 /** One audit entry a write records. */
 interface AuditWrite {
@@ -72,6 +53,9 @@ export class RequestStore {
   private readonly keys: RequestKeys;
   private readonly now: () => Date;
   private readonly retention: RetentionScope;
+  private readonly audit: AuditContext;
+  /** Chains this store's entries; it keeps the head as last seen, so a write chains after it and learns a newer one. */
+  private readonly chain: AuditAppender;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -79,62 +63,74 @@ export class RequestStore {
       prefix: string;
       now?: () => Date;
       retentionDays?: number;
+      /** `audit_retention_days`, read at each sweep (default 400). */
+      auditRetentionDays?: number | (() => number);
       /** The audit export is on (AUDIT_WEBHOOK_URL): retention keeps every audit entry it has not shipped. */
       exportsAudit?: boolean;
+      /** Seals the audit entries and names the policy version in them. */
+      audit?: AuditContext;
     },
   ) {
     this.keys = requestKeys(options.prefix);
+    this.audit = options.audit ?? NO_AUDIT_CONTEXT;
     this.now = options.now ?? (() => new Date());
+    this.chain = new AuditAppender(redis, options.prefix, this.audit, this.now);
     this.retention = {
       redis,
       keys: this.keys,
       now: this.now,
       retentionMs: (options.retentionDays ?? DEFAULT_RETENTION_DAYS) * DAY_MS,
       exportsAudit: options.exportsAudit ?? false,
+      auditRetentionMs: () => {
+        const days = options.auditRetentionDays;
+        return (typeof days === 'function' ? days() : (days ?? DEFAULT_AUDIT_RETENTION_DAYS)) * DAY_MS;
+      },
+      sealer: this.audit.sealer,
     };
   }
 
   /** Stores a new request with a fresh id; audits 'created' (with `createdDetail`, e.g. the rule applied) and its initial state. */
   async create(input: NewRequest, actor: string, createdDetail?: string): Promise<CloudRequest> {
     const at = this.now();
-    for (;;) {
-      const request: CloudRequest = inStorageOrder({
-        ...input,
-        id: newRequestId(),
-        version: 1,
-        revision: 1,
-        createdAt: at.toISOString(),
-        updatedAt: at.toISOString(),
-        nextStep: 0,
-        outcomes: [],
-      });
-      const created = await CREATE.run(
-        this.redis,
-        [
-          this.keys.request(request.id),
-          this.keys.channel(request.channel),
-          this.keys.audit,
-          this.keys.awaitingRun,
-          this.keys.created,
-          this.keys.requestedBy(request.requester),
-          ...peopleOf(request).map(this.keys.involving),
-        ],
-        [
-          JSON.stringify(request),
-          at.getTime(),
-          request.id,
-          request.state,
-          actor,
-          request.createdAt,
-          at.getTime(),
-          CHANNEL_INDEX_KEEP,
-          REQUESTER_INDEX_KEEP,
-          createdDetail ?? '',
-        ],
+    let request = freshRequest(input, at);
+    for (let round = 0; round < MAX_CHAIN_ROUNDS; round++) {
+      const version = this.audit.policyVersion();
+      const reservation = await this.chain.reserve([
+        requestEntry(request, { act: 'created', actor, details: createdDetail }, request.createdAt, version),
+        requestEntry(request, { act: request.state, actor }, request.createdAt, version),
+      ]);
+      const created = await CREATE.run(this.redis, ...createArgs(this.keys, request, at, reservation)).catch(
+        (error: unknown) => {
+          this.chain.settle(reservation, { written: false });
+          throw error;
+        },
       );
-      // A collision of two random ids is astronomically rare; draw again rather than overwrite.
       if (created === 1) return request;
+      if (Array.isArray(created)) {
+        this.chain.settle(reservation, { written: false, head: String(created[1] ?? '') });
+        await chainBackoff(round);
+        continue;
+      }
+      this.chain.settle(reservation, { written: false });
+      // A collision of two random ids is astronomically rare; draw again rather than overwrite.
+      request = freshRequest(input, at);
     }
+    throw new AuditChainBusyError('the audit chain kept moving: too many concurrent writes');
+  }
+
+  /**
+   * Records `act` on `request` in the audit chain without writing the request: for a move another script made (the
+   * worker's lock script moves a plain run to sending in the same round trip as the lock).
+   */
+  async record(request: CloudRequest, act: { state: string; actor: string; detail?: string }): Promise<void> {
+    await this.chain.append([
+      requestEntry(
+        request,
+        { act: act.state, actor: act.actor, details: act.detail },
+        request.updatedAt,
+        this.audit.policyVersion(),
+      ),
+    ]);
   }
 
   /** The request, or undefined when there is none with this id. */
@@ -371,6 +367,7 @@ export class RequestStore {
   ): Promise<TransitionResult> {
     let fromStore = known?.id !== id;
     let json = fromStore ? await this.redis.get(this.keys.request(id)) : JSON.stringify(known);
+    let chainRounds = 0;
     for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
       if (json === null) return { ok: false, reason: 'not_found' };
       const current = fromStore ? (JSON.parse(json) as CloudRequest) : (known as CloudRequest);
@@ -388,39 +385,41 @@ export class RequestStore {
         revision: revisionOf(current) + (revised(current, planned.next) ? 1 : 0),
         updatedAt: at.toISOString(),
       });
+      const version = this.audit.policyVersion();
+      const reservation = await this.chain.reserve(
+        [planned.audit, planned.alsoAudit]
+          .filter((write): write is AuditWrite => write !== undefined)
+          .map((write) =>
+            requestEntry(
+              next,
+              { act: write.state, actor: write.actor, details: write.detail },
+              next.updatedAt,
+              version,
+            ),
+          ),
+      );
       const reply = (await CAS.run(
         this.redis,
-        [
-          this.keys.request(id),
-          this.keys.audit,
-          this.keys.awaitingRun,
-          this.keys.retention,
-          this.keys.leases,
-          ...(vmFacts ? [vmFacts.key] : []),
-          ...peopleOf(next, current).map(this.keys.involving),
-        ],
-        [
-          createHash('sha1').update(json).digest('hex'),
-          JSON.stringify(next),
-          at.getTime(),
-          id,
-          planned.audit?.state ?? '',
-          planned.audit?.actor ?? '',
-          next.updatedAt,
-          planned.audit?.detail ?? '',
-          FINAL_STATES.includes(next.state) && !next.leaseOpen ? at.getTime() : '',
-          FINAL_STATES.includes(next.state) ? '1' : '',
-          next.state !== current.state ? next.state : '',
-          leaseIndex(current, next),
-          vmFacts ? '1' : '',
-          planned.alsoAudit?.state ?? '',
-          planned.alsoAudit?.actor ?? '',
-          planned.alsoAudit?.detail ?? '',
-          ...(vmFacts?.args ?? []),
-        ],
-      )) as [string, string?];
+        ...casArgs(this.keys, { json, current, next, at, reservation, vmFacts }),
+      ).catch((error: unknown) => {
+        this.chain.settle(reservation, { written: false });
+        throw error;
+      })) as [string, string?];
       if (reply[0] === 'ok') return { ok: true, request: next };
+      this.chain.settle(reservation, {
+        written: false,
+        head: reply[0] === 'chain' ? (reply[1] ?? '') : undefined,
+      });
       if (reply[0] === 'not_found') return { ok: false, reason: 'not_found' };
+      // Another writer appended first: the same change, chained after what it wrote.
+      // A lost race for the chain is not a conflict on the request: it has a budget of its own.
+      if (reply[0] === 'chain') {
+        if (++chainRounds > MAX_CHAIN_ROUNDS)
+          throw new AuditChainBusyError(`request ${id}: the audit chain kept moving`);
+        await chainBackoff(chainRounds);
+        round--;
+        continue;
+      }
       // Someone else wrote first (or the caller's copy was behind): decide again on what the store holds.
       json = reply[1] ?? null;
       fromStore = true;

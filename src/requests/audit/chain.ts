@@ -1,0 +1,64 @@
+/**
+ * The audit chain (docs/operations.md#audit-chain): each entry carries `prev` (the previous entry's hash), `hash`
+ * (the SHA-256 of its canonical JSON, `prev` included) and `seal` (an HMAC of `hash` under the seal keys' 'audit'
+ * purpose). Editing an entry breaks its hash; rebuilding the hashes after an edit needs the key for the seals.
+ * Pure: no Redis here.
+ */
+import { createHash } from 'node:crypto';
+import type { SealKeys } from '../../config/seal-keys.ts';
+import type { AuditAnchor, AuditBody } from '../model/audit-record.ts';
+
+/** What sealing needs of the seal keys. */
+export type AuditSealer = Pick<SealKeys, 'seal' | 'check'>;
+
+/** JSON with object keys sorted at every depth, no whitespace, undefined members left out: one text per value. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/** The body of a record: what its hash covers. */
+export function bodyOf(record: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, hash: _hash, seal: _seal, ...body } = record;
+  return body;
+}
+
+/** SHA-256 (hex) of the canonical JSON of `body`, `prev` included. */
+export function hashOf(body: Record<string, unknown> | AuditBody): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+}
+
+/** What an anchor's seal covers: its id and hash, so neither can be moved to another. */
+export function anchorData(anchor: Pick<AuditAnchor, 'id' | 'hash'>): string {
+  return `anchor ${anchor.id} ${anchor.hash}`;
+}
+
+/** A chained entry ready to store: its canonical body, hash and seal. */
+export interface SealedEntry {
+  body: AuditBody;
+  json: string;
+  hash: string;
+  seal: string;
+}
+
+/** Chains `bodies` after `prev`, in order: each one's prev is the hash before it. */
+export function chainAfter(
+  prev: string,
+  bodies: Omit<AuditBody, 'prev'>[],
+  sealer: AuditSealer | undefined,
+): SealedEntry[] {
+  const out: SealedEntry[] = [];
+  let last = prev;
+  for (const partial of bodies) {
+    const body = { ...partial, prev: last } as AuditBody;
+    const json = canonicalJson(body);
+    const hash = createHash('sha256').update(json).digest('hex');
+    out.push({ body, json, hash, seal: sealer ? sealer.seal('audit', hash) : '' });
+    last = hash;
+  }
+  return out;
+}
