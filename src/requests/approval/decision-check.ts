@@ -98,6 +98,8 @@ export async function checkApprovals(
     return short(`Not sent: project ${request.projectName} is not in the policy the worker runs with.`);
   const plan = planUnder(policy, project, request, vm, monthlyDelta);
   if (typeof plan === 'string') return short(plan);
+  const unverified = unverifiedBreakGlass(request, plan);
+  if (unverified) return short(unverified);
   const counted = await qualifying(deps, project, request, plan);
   if (counted.users.length < plan.count) {
     const methods = plan.verify ? `, verified by ${verifyText(plan.verify)}` : '';
@@ -111,6 +113,17 @@ export async function checkApprovals(
 
 function short(reason: string): DecisionRefusal {
   return { code: 'short', reason };
+}
+
+/**
+ * A break glass on a request whose approvals the worker's policy asks to be verified: a break glass is only ever a
+ * Slack click (sealed with the method `slack`), which proves nobody, so it cannot run such work whoever recorded it
+ * (an old bot, a hand-written Redis entry). The sentence why, or undefined.
+ */
+function unverifiedBreakGlass(request: CloudRequest, plan: ApprovalPlan): string | undefined {
+  const { breakGlass } = request;
+  if (!breakGlass || !plan.verify) return undefined;
+  return `Not sent: it was run during a freeze by a break glass (${String(breakGlass.by)}), which is not verified, and under the policy the worker runs with its approvals must be verified by ${verifyText(plan.verify)} (${plan.rule}). Make a new request if it is still needed: it runs when the freeze ends.`;
 }
 
 /**

@@ -3,7 +3,7 @@ import { cleanReason } from '../../rules/inputs.ts';
 import { isScheduledWaiting } from '../approval/approvers.ts';
 import { approvalDecision, breakGlassDecision, sealDecision } from '../approval/decision-seal.ts';
 import { refuseIfChanged } from '../approval/recheck-at-approval.ts';
-import type { Decision } from '../model/decision.ts';
+import type { Decision, Refusal } from '../model/decision.ts';
 import { agentActor, type CloudRequest, revisionOf } from '../model/types.ts';
 import type { VerifiedBy } from '../model/verification.ts';
 import { afterApproval, check, decide, refuse, startsFrom } from './steps.ts';
@@ -84,6 +84,7 @@ export async function approve(
 
 /**
  * Break glass: a user the policy allows runs frozen work now, with a reason (audited); the freeze's end is dropped.
+ * Not on a request whose approvals must be verified: the click proves nobody ({@link unverifiedBreakGlass}).
  */
 export async function breakGlass(
   acts: Acts,
@@ -92,7 +93,7 @@ export async function breakGlass(
   typed: string,
 ): Promise<Decision> {
   const { deps } = acts;
-  const checked = await check(acts, request, user, 'break_glass');
+  const checked = (await check(acts, request, user, 'break_glass')) ?? unverifiedBreakGlass(request);
   if (checked) return refuse(checked);
   const reason = cleanReason(scrubSecrets(typed, deps.secrets));
   const at = deps.now().toISOString();
@@ -126,8 +127,19 @@ export async function mayReject(acts: Acts, request: CloudRequest, user: string)
 
 /** Whether `user` may run frozen work now, before they are asked for a reason. */
 export async function mayBreakGlass(acts: Acts, request: CloudRequest, user: string): Promise<Decision> {
-  const checked = await check(acts, request, user, 'break_glass');
+  const checked = (await check(acts, request, user, 'break_glass')) ?? unverifiedBreakGlass(request);
   return checked ? refuse(checked) : { ok: true, request };
+}
+
+/**
+ * Where the request's approvals must be verified (`verify:`), break glass from Slack would run the work on a click
+ * that proves nobody: refused, before the form opens and again on its submission. The worker refuses such a break
+ * glass too, whoever recorded it (decision-check.ts).
+ */
+function unverifiedBreakGlass(request: CloudRequest): Refusal | undefined {
+  return request.verify?.length
+    ? { code: 'break_glass_unverified', methods: [...request.verify] }
+    : undefined;
 }
 
 /** Reject a request waiting for approval, with the reason typed (secrets scrubbed), if any. */

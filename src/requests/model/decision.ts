@@ -1,3 +1,4 @@
+import type { VerifyMethod } from '../../config/verification-policy.ts';
 import type { CloudRequest } from './types.ts';
 import type { VerifyClaims } from './verification.ts';
 
@@ -41,7 +42,12 @@ export type Refusal =
   /** A verification link used on a request that changed since it was issued: nothing counted. */
   | { code: 'verification_stale'; request: CloudRequest }
   /** A verification that does not fit the request (another request or workspace, a method it does not allow). */
-  | { code: 'verification_mismatch' };
+  | { code: 'verification_mismatch' }
+  /**
+   * Break glass on a request whose approvals must be verified (`methods`): a Slack click proves nobody, so it cannot
+   * run the work (docs/approvals.md#break-glass-under-a-verify-rule).
+   */
+  | { code: 'break_glass_unverified'; methods: VerifyMethod[] };
 
 /** What a decision on a request (the lifecycle's or a lease's) answers: the request as it is now, or why not. */
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };
