@@ -131,7 +131,7 @@ export class ExecuteProcessor {
       throw new UnrecoverableError(`execute job ${job.id} does not name the VM of request ${id}`);
     }
     // What is known of the VM until a step of this run changes it.
-    let known: VmKnown | undefined = knownForRequest(this.deps.policy, request, recorded);
+    const known: VmKnown | undefined = knownForRequest(this.deps.policy, request, recorded);
     /** The first step's marker, when it was set together with the move to sending. */
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (started) {
@@ -148,32 +148,61 @@ export class ExecuteProcessor {
         firstMark = Promise.resolve('set');
       }
     } else if (request.state === 'queued') {
-      const refused = await beforeSend(this.deps, request, known);
-      const first = stepsOf(request)[request.nextStep];
-      const willSend =
-        refused === undefined && (first === undefined || typeof this.bodyOf(first) !== 'string');
-      // The request as read under the lock: the compare-and-set is the first round trip.
-      const moving = startSending(this.deps, request, refused);
-      // A run that will send marks its first step in the same round trip, right after the move to sending (so a crash
-      // between the two never leaves a marker on a request still queued); nothing is sent before both answered.
-      if (willSend) {
-        firstMark = this.markers.markHolding(held, id, request.nextStep, this.deps.now());
-        // Awaited below, or dropped when the move failed: never an unhandled rejection.
-        firstMark.catch(() => undefined);
-      }
-      const sending = await moving;
-      if (!sending.ok) {
-        // Not sent: a marker set meanwhile only guards a step of a request that has moved on.
-        return 'skipped';
-      }
+      const sending = await this.startQueued(request, known, held);
+      if (typeof sending === 'string') return sending;
       request = sending.request;
-      if (refused !== undefined)
-        return this.finishStep(request, request.nextStep, 'refused', refused, undefined, true);
+      firstMark = sending.firstMark;
     } else if (request.state !== 'sending') {
       await this.reannounce(request);
       return 'skipped';
     }
 
+    return this.runSteps(job, request, held, known, firstMark);
+  }
+
+  /** A queued run moves to sending (or ends refused) under the lock it took: its own step, apart from the entry. */
+  private async startQueued(
+    request: CloudRequest,
+    known: VmKnown,
+    held: HeldLock,
+  ): Promise<ExecuteOutcome | { request: CloudRequest; firstMark: Promise<ConfirmAndSet> | undefined }> {
+    const id = request.id;
+    let firstMark: Promise<ConfirmAndSet> | undefined;
+    const refused = await beforeSend(this.deps, request, known);
+    const first = stepsOf(request)[request.nextStep];
+    const willSend = refused === undefined && (first === undefined || typeof this.bodyOf(first) !== 'string');
+    // The request as read under the lock: the compare-and-set is the first round trip.
+    const moving = startSending(this.deps, request, refused);
+    // A run that will send marks its first step in the same round trip, right after the move to sending (so a crash
+    // between the two never leaves a marker on a request still queued); nothing is sent before both answered.
+    if (willSend) {
+      firstMark = this.markers.markHolding(held, id, request.nextStep, this.deps.now());
+      // Awaited below, or dropped when the move failed: never an unhandled rejection.
+      firstMark.catch(() => undefined);
+    }
+    const sending = await moving;
+    if (!sending.ok) {
+      // Not sent: a marker set meanwhile only guards a step of a request that has moved on.
+      return 'skipped';
+    }
+    if (refused !== undefined)
+      return this.finishStep(sending.request, sending.request.nextStep, 'refused', refused, undefined, true);
+    return { request: sending.request, firstMark };
+  }
+
+  /** The steps in order, each sent at most once under the lock: apart from the entry, which only decides the start. */
+  private async runSteps(
+    job: Job<ExecuteJobData>,
+    sending: CloudRequest,
+    held: HeldLock,
+    knownAtStart: VmKnown | undefined,
+    /** The first step's marker, when the entry set it. */
+    markedFirst: Promise<ConfirmAndSet> | undefined,
+  ): Promise<ExecuteOutcome> {
+    let request = sending;
+    const id = request.id;
+    let known = knownAtStart;
+    let firstMark = markedFirst;
     const steps = stepsOf(request);
     for (let step = request.nextStep; step < steps.length; step++) {
       const target = steps[step];

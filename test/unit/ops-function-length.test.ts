@@ -93,16 +93,6 @@ function functionsOf(path: string): { where: string; name: string; own: number }
 
 const functions = sources(src).flatMap(functionsOf);
 
-/**
- * Functions still over the limit, being split: the execute worker's run was being changed on another branch (its
- * moves going into the lifecycle), so it is split once that has landed, at its seams (the run's entry branches, then
- * its steps). Named here so the limit holds for everything else meanwhile; the last test below fails once an entry
- * is no longer over, so it goes.
- */
-const BEING_SPLIT = new Set<string>(['src/jobs/execute-worker.ts ExecuteProcessor.run']);
-
-const key = (f: { where: string; name: string }) => `${f.where.replace(/:\d+$/, '')} ${f.name}`;
-
 describe('no function in src/ holds several steps', () => {
   it('finds the functions', () => {
     expect(functions.length).toBeGreaterThan(500);
@@ -110,14 +100,9 @@ describe('no function in src/ holds several steps', () => {
 
   it(`no function has more than ${MAX_OWN_LINES} lines of its own (nested functions not counted)`, () => {
     const over = functions
-      .filter((f) => f.own > MAX_OWN_LINES && !BEING_SPLIT.has(key(f)))
+      .filter((f) => f.own > MAX_OWN_LINES)
       .sort((a, b) => b.own - a.own)
       .map((f) => `${f.name} (${f.where}): ${f.own} lines of its own`);
     expect(over).toEqual([]);
-  });
-
-  it('every function named as being split is still over the limit (else its entry goes)', () => {
-    const stillOver = new Set(functions.filter((f) => f.own > MAX_OWN_LINES).map(key));
-    expect([...BEING_SPLIT].filter((k) => !stillOver.has(k))).toEqual([]);
   });
 });
