@@ -4,7 +4,7 @@ import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/e
 import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
 import {
   beforeSend,
-  holdForTicket,
+  holdRun,
   recordStep,
   requeueNotSent,
   settleEnded,
@@ -12,8 +12,8 @@ import {
   startSending,
 } from '../requests/lifecycle/run-moves.ts';
 import { lockAndStart } from '../requests/lifecycle/run-start.ts';
+import { RunHoldError } from '../requests/model/run-hold.ts';
 import type { CloudRequest, ReplyEvent, StepOutcome } from '../requests/model/types.ts';
-import { TicketHoldError } from '../requests/tickets.ts';
 import { knownForRequest, type RecordedVmFacts, type VmFactsWrite } from '../requests/vm-facts.ts';
 import type { ResizeTarget, VmKnown } from '../rules/types.ts';
 import type { ExecutionDeps } from './deps.ts';
@@ -90,7 +90,7 @@ export class ExecuteProcessor {
     try {
       return await this.run(job, taken.request, vm, held, taken.recorded, taken.started);
     } catch (error) {
-      if (error instanceof TicketHoldError) {
+      if (error instanceof RunHoldError) {
         await job.moveToDelayed(
           Date.now() + Math.max(0, error.at.getTime() - this.deps.now().getTime()),
           token,
@@ -136,7 +136,7 @@ export class ExecuteProcessor {
     let firstMark: Promise<ConfirmAndSet> | undefined;
     if (started) {
       const refused = await beforeSend(this.deps, request, known).catch((error: unknown) =>
-        this.heldByTicket(request, error),
+        this.heldBack(request, error),
       );
       const first = stepsOf(request)[request.nextStep];
       if (refused || (first && typeof this.bodyOf(first) === 'string')) {
@@ -382,11 +382,11 @@ export class ExecuteProcessor {
       await enqueueNotify(this.deps.queues, { type: 'ticket-note', requestId: request.id });
   }
 
-  /** A started run its change ticket holds goes back to queued, its first marker cleared; the job then waits. */
-  private async heldByTicket(request: CloudRequest, error: unknown): Promise<never> {
-    if (error instanceof TicketHoldError) {
+  /** A started run a freeze or its change ticket holds goes back to queued, its first marker cleared; the job waits. */
+  private async heldBack(request: CloudRequest, error: unknown): Promise<never> {
+    if (error instanceof RunHoldError) {
       await this.markers.clear(request.id, request.nextStep);
-      await holdForTicket(this.deps, request, error);
+      await holdRun(this.deps, request, error);
     }
     throw error;
   }

@@ -24,6 +24,7 @@ import {
 } from '../tickets/errors.ts';
 import type { TicketFacts } from '../tickets/types.ts';
 import { freezeAt } from './approval/approval-rules.ts';
+import { RunHoldError } from './model/run-hold.ts';
 import type { CloudRequest } from './model/types.ts';
 
 export type { TicketFacts } from '../tickets/types.ts';
@@ -105,14 +106,11 @@ export function requireTicket(
 }
 
 /** A run its ticket holds (the system did not answer, or its window opens later): its job looks again at `at`. */
-export class TicketHoldError extends Error {
+export class TicketHoldError extends RunHoldError {
   override readonly name = 'TicketHoldError';
-  readonly code = 'TICKET_HOLD';
-  constructor(
-    readonly at: Date,
-    reason: string,
-  ) {
-    super(reason);
+  override readonly code = 'TICKET_HOLD';
+  constructor(at: Date, reason: string) {
+    super(at, reason, 'the change ticket');
   }
 }
 

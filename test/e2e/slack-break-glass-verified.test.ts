@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { enqueueExecution } from '../../src/jobs/queues.ts';
 import { breakGlassDecision, sealDecision } from '../../src/requests/approval/decision-seal.ts';
 import { type CloudRequest, revisionOf } from '../../src/requests/model/types.ts';
@@ -115,5 +115,27 @@ it('a break glass written into Redis for a request under a verify: rule is refus
   expect(ended.state).toBe('refused');
   expect(ended.outcomes.at(-1)?.reason).toContain('break glass');
   expect(ended.outcomes.at(-1)?.reason).toContain('passkey');
+  expect(stagingPosts()).toBe(0);
+});
+
+it('a frozen request moved to queued in Redis without a break glass is held by the worker until the freeze ends', async () => {
+  const frozen = await frozenVerified(4);
+  // What a Redis writer without SEAL_KEY can do: move the approved, frozen request on and add its job.
+  const queued = await h.store.transition(
+    frozen.id,
+    { from: ['frozen'], to: 'queued', actor: 'cloudops', detail: 'moved by hand' },
+    frozen,
+  );
+  expect(queued.ok).toBe(true);
+  if (!queued.ok) return;
+  await enqueueExecution(h.queues, queued.request, h.clock.now());
+  await vi.waitFor(
+    async () =>
+      expect(
+        (await h.auditOf(frozen.id)).some((line) => line.startsWith('queued cloudops held by the freeze')),
+      ).toBe(true),
+    { timeout: 20_000, interval: 100 },
+  );
+  expect((await h.store.get(frozen.id))?.state).toBe('queued');
   expect(stagingPosts()).toBe(0);
 });

@@ -1,13 +1,15 @@
-import { findProject } from '../../config/policy.ts';
+import { findProject, freezeOf } from '../../config/policy.ts';
 import type { SealKeys } from '../../config/seal-keys.ts';
 import type { VmKnown } from '../../rules/types.ts';
+import { freezeAt } from '../approval/approval-rules.ts';
 import type { ApprovalPolicy } from '../approval/approvers.ts';
 import { checkApprovals, checkSeals } from '../approval/decision-check.ts';
 import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
+import { FreezeHoldError, type RunHoldError } from '../model/run-hold.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
 import type { RequestStore } from '../store/store.ts';
 import type { TransitionInput, TransitionResult } from '../store/transitions.ts';
-import { type TicketDeps, type TicketHoldError, ticketBeforeSend } from '../tickets.ts';
+import { type TicketDeps, ticketBeforeSend } from '../tickets.ts';
 import type { VmFactsWrite } from '../vm-facts.ts';
 
 /*
@@ -39,8 +41,9 @@ export interface RunDeps extends RecheckDeps, TicketDeps {
 /**
  * The checks a run passes right before its first POST leaves, on what is known of the VM now: an agent's work whose
  * agent was disabled or removed meanwhile is not sent, nor a lease's return whose lease was kept meanwhile; every
- * decision's seal must hold ({@link checkSeals}); the rules are checked again ({@link recheckRequest}); the change
- * ticket is read again ({@link ticketBeforeSend}, which throws a TicketHoldError when the run must wait); and the
+ * decision's seal must hold ({@link checkSeals}); a freeze of the worker's policy holds work no break glass let
+ * through ({@link freezeHolds}, a FreezeHoldError thrown to wait); the rules are checked again ({@link recheckRequest}); the change
+ * ticket is read again ({@link ticketBeforeSend}, which throws a TicketHoldError to wait); and the
  * approvals are planned and counted under the worker's own policy, within `approval_valid_hours`
  * ({@link checkApprovals}, docs/approvals.md#the-worker-judges). The sentence why nothing is sent, or undefined when
  * it may go.
@@ -55,6 +58,7 @@ export async function beforeSend(
   // The seals first: nothing else is judged on a request a Redis writer made or altered.
   const sealed = checkSeals(deps.sealKeys, request);
   if ('code' in sealed) return sealInvalid(deps, request, sealed.reason);
+  freezeHolds(deps, request);
   const seen: { monthlyDelta?: string; costed?: boolean } = {};
   const rules = await recheckRequest(deps, request, known, 'run', seen);
   if (rules) return rules;
@@ -84,12 +88,11 @@ async function sealInvalid(deps: RunDeps, request: CloudRequest, reason: string)
   return reason;
 }
 
-/** sending → queued: its change ticket holds the run ({@link ticketBeforeSend}); nothing was sent, the job waits. */
-export function holdForTicket(
-  deps: RunDeps,
-  request: CloudRequest,
-  hold: TicketHoldError,
-): Promise<TransitionResult> {
+/**
+ * sending → queued: a freeze ({@link freezeHolds}) or the change ticket ({@link ticketBeforeSend}) holds the run;
+ * nothing was sent, and the job waits until the hold's `at`.
+ */
+export function holdRun(deps: RunDeps, request: CloudRequest, hold: RunHoldError): Promise<TransitionResult> {
   return deps.store.transition(
     request.id,
     {
@@ -97,11 +100,25 @@ export function holdForTicket(
       to: 'queued',
       actor: 'cloudops',
       detail: truncateDetail(
-        `held by the change ticket: ${hold.message} Looks again at ${hold.at.toISOString()}.`,
+        `held by ${hold.holder}: ${hold.message} Looks again at ${hold.at.toISOString()}.`,
       ),
     },
     request,
   );
+}
+
+/**
+ * A freeze of the worker's own policy holds work that no (sealed) break glass let through, however it reached the
+ * queue: the scheduler moves frozen work on at the window's end, so queued work met here during a window was queued
+ * just before it began, or by a Redis writer. It waits for the end, as frozen work does.
+ */
+function freezeHolds(deps: RunDeps, request: CloudRequest): void {
+  if (request.breakGlass) return;
+  const project = findProject(deps.policy, request.projectUuid);
+  const freeze = project && freezeAt(freezeOf(deps.policy, project), deps.now());
+  if (!freeze) return;
+  const why = freeze.reason ? ` (${freeze.reason})` : '';
+  throw new FreezeHoldError(freeze.until, `A freeze${why} holds it until ${freeze.until.toISOString()}.`);
 }
 
 /**
