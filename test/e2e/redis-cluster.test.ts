@@ -23,7 +23,7 @@ beforeAll(async () => {
     role: 'all',
     // Reminders after 2 hours, so a due time falls in the flow.
     policyYaml: (start) =>
-      `retention_days: 30\n${defaultPolicyYaml(start)}`.replace(
+      `retention_days: 30\naudit_retention_days: 30\n${defaultPolicyYaml(start)}`.replace(
         `    approvers: [${USERS.lead}, ${USERS.lead2}]\n`,
         `    approvers: [${USERS.lead}, ${USERS.lead2}]\n    approvals: { remind_after_hours: 2 }\n`,
       ),
@@ -178,7 +178,7 @@ describe('the bot on a Redis Cluster', () => {
     console.info(`redis-cluster: ${keys.length} keys, all in slot ${[...slots][0]}`);
   });
 
-  it('retention removes an ended request, its indexes and its audit after retention_days', async () => {
+  it('retention removes an ended request and its indexes after retention_days, and its audit after audit_retention_days', async () => {
     const audit = new AuditLog(h.redis, h.prefix);
     await h.fillAndSubmit('resize shop-prod 101 disk=60', {});
     const cancelled = await h.nextRequest();
@@ -188,7 +188,7 @@ describe('the bot on a Redis Cluster', () => {
     expect(await audit.read({ requestId: cancelled.id })).not.toEqual([]);
 
     h.clock.advance(31 * DAY);
-    // Every request of the flow has ended by now: all of them go, and their audit with them.
+    // Every request of the flow has ended by now: all of them go, and (audit_retention_days is 30 here too) the audit.
     await until(async () => (await h.requests()).length === 0, 'every request removed');
     await until(async () => (await h.redis.xlen(requestKeys(h.prefix).audit)) === 0, 'audit trimmed');
     expect(await audit.read({ requestId: cancelled.id })).toEqual([]);

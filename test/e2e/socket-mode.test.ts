@@ -33,7 +33,14 @@ describe('the link', () => {
     expect(await readyz()).toEqual({
       status: 200,
       // The cloud API's check runs beside the start-up and is never a reason for 503.
-      body: { status: 'ready', redis: true, policy: true, slack: true, cloud: expect.any(Boolean) },
+      body: {
+        status: 'ready',
+        redis: true,
+        policy: true,
+        policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/),
+        slack: true,
+        cloud: expect.any(Boolean),
+      },
     });
     const health = await request(`${h.baseUrl}/healthz`);
     expect(health.statusCode).toBe(200);
@@ -120,7 +127,14 @@ describe('reconnects', () => {
     const down = await readyz();
     expect(down).toEqual({
       status: 503,
-      body: { status: 'not ready', redis: true, policy: true, slack: false, cloud: expect.any(Boolean) },
+      body: {
+        status: 'not ready',
+        redis: true,
+        policy: true,
+        policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/),
+        slack: false,
+        cloud: expect.any(Boolean),
+      },
     });
     const openCalls = h.slack.callsOf('apps.connections.open').length;
     await h.slack.socket.waitForConnection(before + 1, 30_000);

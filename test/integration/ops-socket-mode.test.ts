@@ -115,12 +115,26 @@ describe('Socket Mode start-up and shutdown', { timeout: STARTUP_WAIT_MS + 60_00
     expect(connecting).toEqual({
       status: 503,
       // Nothing answers at CLOUD_API_URL: reported, never a reason for 503.
-      body: { status: 'not ready', redis: true, policy: true, slack: false, cloud: false },
+      body: {
+        status: 'not ready',
+        redis: true,
+        policy: true,
+        policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/),
+        slack: false,
+        cloud: false,
+      },
     });
     expect(await bot?.ready()).toBe(port);
     expect(await get(port, '/readyz')).toEqual({
       status: 200,
-      body: { status: 'ready', redis: true, policy: true, slack: true, cloud: false },
+      body: {
+        status: 'ready',
+        redis: true,
+        policy: true,
+        policyVersion: expect.stringMatching(/^[0-9a-f]{12}$/),
+        slack: true,
+        cloud: false,
+      },
     });
     expect(slack.callsOf('apps.connections.open').length).toBe(3);
 

@@ -66,8 +66,8 @@ describe('the operator CLI on a Redis Cluster', () => {
     const entries = run.stdout
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as { requestId: string; state: string });
-    expect(entries.filter((e) => e.requestId === request.id).map((e) => e.state)).toEqual([
+      .map((line) => JSON.parse(line) as { request_id: string; act: string });
+    expect(entries.filter((e) => e.request_id === request.id).map((e) => e.act)).toEqual([
       'created',
       'pending',
     ]);
