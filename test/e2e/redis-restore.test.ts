@@ -5,8 +5,11 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRedis, startLocalRedis } from '../../sim/local-redis.ts';
 import { AgentControls } from '../../src/mcp/agent-state.ts';
+import { readStoredChain } from '../../src/requests/audit/read.ts';
+import { verifyChain } from '../../src/requests/audit/verify.ts';
 import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
 import { snapshotRedis } from '../helpers/redis.ts';
+import { TEST_SEAL_KEYS } from '../helpers/seal.ts';
 
 // docs/operations.md#backing-up-and-restoring-redis, followed: a bot on Redis A with work pending, a snapshot of A
 // (BGSAVE, then the RDB file copied away), A gone, a new Redis B started from that file alone (a new process, a new
@@ -41,7 +44,11 @@ describe('restoring Redis from a snapshot', { timeout: 120_000 }, () => {
     expect(ack.json).toEqual({ response_action: 'clear' });
     const request = await h.waitForRequest((await h.nextRequest()).id, (r) => r.state === 'pending');
     const message = await h.requestMessage(request.id);
-    const agents = new AgentControls(h.redis as Redis, h.prefix);
+    // As `cloudops agents disable` with SEAL_KEY set: its audit entry is sealed like the bot's.
+    const agents = new AgentControls(h.redis as Redis, h.prefix, () => new Date(), {
+      sealer: TEST_SEAL_KEYS,
+      policyVersion: () => null,
+    });
     expect(await agents.setDisabled('deploy-bot', true, 'U0ADMIN')).toBe(true);
 
     // The backup: a snapshot of A, its RDB file copied away. Then A is gone, data directory and all.
@@ -72,5 +79,10 @@ describe('restoring Redis from a snapshot', { timeout: 120_000 }, () => {
     const audit = await h.auditOf(request.id);
     expect(audit[0]).toMatch(/^created /);
     expect(audit.at(-1)).toMatch(/^succeeded /);
+    // The chain restored with the snapshot goes on where it stopped: every entry's hash and seal still check.
+    const chain = await readStoredChain(h.redis, h.prefix);
+    expect(
+      verifyChain(chain.records, { head: chain.head, anchor: chain.anchor, sealer: TEST_SEAL_KEYS }),
+    ).toMatchObject({ ok: true });
   });
 });
