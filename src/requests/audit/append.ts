@@ -79,6 +79,30 @@ for i = 4, #ARGV, 3 do audit_append(KEYS[1], KEYS[2], ARGV[1], ARGV[i], ARGV[i +
 return {'ok'}
 `);
 
+/** The head of one prefix's chain as this process expects it, and the count of reservations made on it. */
+interface ChainState {
+  head: string | undefined;
+  generation: number;
+  loading: Promise<string> | undefined;
+}
+
+const CHAIN_STATES = new Map<string, ChainState>();
+
+/**
+ * One expected head per prefix in a process: its writers (the web's store, the workers' store on their own
+ * connection, the passkeys, the agent switches) chain after each other's entries instead of each losing the race to
+ * the others' last write and chaining again (a wasted script, a hash and a seal, and a backoff on every click of a
+ * ROLE=all bot). The script still checks the head: what another process wrote is learned from its answer.
+ */
+function chainStateOf(prefix: string): ChainState {
+  let state = CHAIN_STATES.get(prefix);
+  if (!state) {
+    state = { head: undefined, generation: 0, loading: undefined };
+    CHAIN_STATES.set(prefix, state);
+  }
+  return state;
+}
+
 /** Entries chained after the head this writer expected; see {@link AuditAppender.reserve}. */
 export interface Reservation {
   prev: string;
@@ -96,9 +120,8 @@ export interface Reservation {
  */
 export class AuditAppender {
   private readonly keys: ReturnType<typeof chainKeys>;
-  private head: string | undefined;
-  private generation = 0;
-  private loading: Promise<string> | undefined;
+  /** What this process expects of the chain, shared by all its writers of the prefix ({@link chainStateOf}). */
+  private readonly state: ChainState;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -107,24 +130,26 @@ export class AuditAppender {
     private readonly now: () => Date = () => new Date(),
   ) {
     this.keys = chainKeys(prefix);
+    this.state = chainStateOf(prefix);
   }
 
   /** Chains `bodies` after the head as this writer expects it, and expects its own last hash from now on. */
   async reserve(bodies: Omit<AuditBody, 'prev'>[]): Promise<Reservation> {
-    if (bodies.length === 0) return { prev: '', entries: [], generation: this.generation };
-    if (this.head === undefined) {
-      this.loading ??= this.redis.get(this.keys.head).then(
+    const state = this.state;
+    if (bodies.length === 0) return { prev: '', entries: [], generation: state.generation };
+    if (state.head === undefined) {
+      state.loading ??= this.redis.get(this.keys.head).then(
         (head) => head ?? '',
         (error: unknown) => {
-          this.loading = undefined;
+          state.loading = undefined;
           throw error;
         },
       );
-      const fetched = await this.loading;
-      this.loading = undefined;
-      this.head ??= fetched;
+      const fetched = await state.loading;
+      state.loading = undefined;
+      state.head ??= fetched;
     }
-    const prev = this.head;
+    const prev = state.head;
     // Credentials by their shape (tokens, a password in a URL) always; the configured secrets where they are known.
     const scrub = this.context.scrub ?? ((text: string) => scrubSecrets(text, []));
     const scrubbed = bodies.map((body) =>
@@ -132,10 +157,10 @@ export class AuditAppender {
     );
     const entries = chainAfter(prev, scrubbed, this.context.sealer);
     if (entries.length > 0) {
-      this.head = entries.at(-1)?.hash;
-      this.generation++;
+      state.head = entries.at(-1)?.hash;
+      state.generation++;
     }
-    return { prev, entries, generation: this.generation };
+    return { prev, entries, generation: state.generation };
   }
 
   /**
@@ -145,8 +170,8 @@ export class AuditAppender {
    */
   settle(reservation: Reservation, outcome: { written: true } | { written: false; head?: string }): void {
     if (outcome.written || reservation.entries.length === 0) return;
-    if (reservation.generation !== this.generation) return;
-    this.head = outcome.head ?? reservation.prev;
+    if (reservation.generation !== this.state.generation) return;
+    this.state.head = outcome.head ?? reservation.prev;
   }
 
   /**
