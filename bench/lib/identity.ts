@@ -1,3 +1,5 @@
+import { sealKeysFrom } from '../../src/config/seal-keys.ts';
+
 /** The fixed Slack and policy identities every bench scenario uses (no real workspace behind them). */
 export const BENCH = {
   teamId: 'T0BENCH',
@@ -11,6 +13,9 @@ export const BENCH = {
   /** SEAL_KEY: every role needs one, and the bot never makes one up. */
   sealKey: '5be9c1d07a3e4f2b8c6d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d',
 } as const;
+
+/** The keys of {@link BENCH.sealKey}, as the bench's bots hold them: what the bench's own setup seals with. */
+export const BENCH_SEAL_KEYS = sealKeysFrom(BENCH.sealKey);
 
 /** The bench policy as YAML: one project bound to the bench channel with one approver, as an admin would write it. */
 export function benchPolicyYaml(projectUuid: string): string {

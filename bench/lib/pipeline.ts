@@ -4,9 +4,10 @@ import { Pool } from 'undici';
 import { DEFAULT_CONCURRENCY } from '../../src/jobs/execution.ts';
 import { createQueues, enqueueExecution, QUEUE_NAMES } from '../../src/jobs/queues.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { approvalDecision, sealDecision } from '../../src/requests/approval/decision-seal.ts';
 import { requestKeys } from '../../src/requests/store/keys.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
-import { BENCH } from './identity.ts';
+import { BENCH, BENCH_SEAL_KEYS } from './identity.ts';
 import { forEachParallel } from './parallel.ts';
 import { benchResize, createMany } from './requests.ts';
 import type { Sims } from './sims.ts';
@@ -103,14 +104,14 @@ export async function runPipeline(options: {
   };
 }
 
-/** Posts each request's message on the stand-in (setup, not measured) and moves it pending → approved → queued. */
+/** Posts each request's message on the stand-in (setup, not measured), then approves and queues it, sealed. */
 function prepareApproved(store: RequestStore, created: CloudRequest[], sims: Sims): Promise<CloudRequest[]> {
   return postRequestMessages(store, created, sims, { approve: true });
 }
 
 /**
  * Posts each request's message on the stand-in (setup, not measured), as the bot does when a request is made; with
- * `approve`, then moves it pending → approved → queued, as the Approve handler leaves it.
+ * `approve`, then approves and queues it as the Approve handler does (one sealed approval).
  */
 export async function postRequestMessages(
   store: RequestStore,
@@ -139,19 +140,14 @@ export async function postRequestMessages(
         out.set(request.id, posted ?? { ...request, messageTs: answer.ts });
         return;
       }
-      const approved = await store.transition(request.id, {
-        from: ['pending'],
-        to: 'approved',
-        actor: BENCH.approver,
-        patch: { approvedBy: BENCH.approver },
+      // Approved as the Approve handler approves: one write that counts the approval, seals it under the bot's
+      // SEAL_KEY and queues the request. The worker sends nothing on an approval without a seal that holds.
+      const queued = await store.approve(request.id, BENCH.approver, posted ?? request, {
+        queue: true,
+        seal: (current, approval) => sealDecision(BENCH_SEAL_KEYS, current, approvalDecision(approval)),
       });
-      if (!approved.ok) throw new Error(`pipeline setup: ${request.id} could not be approved`);
-      const queued = await store.transition(request.id, {
-        from: ['approved'],
-        to: 'queued',
-        actor: 'cloudops',
-      });
-      if (!queued.ok) throw new Error(`pipeline setup: ${request.id} could not be queued`);
+      if (!queued.ok || queued.request.state !== 'queued')
+        throw new Error(`pipeline setup: ${request.id} could not be approved and queued`);
       out.set(request.id, queued.request);
     });
   } finally {
