@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { sealKeysFrom } from '../../src/config/seal-keys.ts';
 import {
   approvalDecision,
+  breakGlassDecision,
   canonicalJson,
   decisionHolds,
   requestFacts,
@@ -169,5 +170,39 @@ describe('a decision seal', () => {
     );
     expect(decisionHolds(rotating, facts, approvalDecision(approval), '')).toBe(false);
     expect(decisionHolds(rotating, facts, approvalDecision(approval), undefined)).toBe(false);
+  });
+
+  it("seals a break glass with its verification: the method and subject are the verification's, a click's are slack and empty", () => {
+    const at = '2026-12-07T05:02:00.000Z';
+    const verified = { method: 'passkey' as const, subject: 'cred-9' };
+    expect(breakGlassDecision('U0ADMIN', at, 1)).toEqual({
+      kind: 'break_glass',
+      by: 'U0ADMIN',
+      method: 'slack',
+      subject: '',
+      at,
+      revision: 1,
+    });
+    expect(breakGlassDecision('U0ADMIN', at, 1, verified)).toMatchObject({
+      kind: 'break_glass',
+      method: 'passkey',
+      subject: 'cred-9',
+    });
+    const facts = requestFacts(request());
+    const sealed = sealDecision(keys, request(), breakGlassDecision('U0ADMIN', at, 1, verified));
+    expect(decisionHolds(keys, facts, breakGlassDecision('U0ADMIN', at, 1, verified), sealed)).toBe(true);
+    const others: [string, ReturnType<typeof breakGlassDecision>][] = [
+      ['no verification', breakGlassDecision('U0ADMIN', at, 1)],
+      ['another method', breakGlassDecision('U0ADMIN', at, 1, { method: 'sso', subject: 'cred-9' })],
+      ['another credential', breakGlassDecision('U0ADMIN', at, 1, { method: 'passkey', subject: 'cred-8' })],
+      ['another breaker', breakGlassDecision('U0LEAD', at, 1, verified)],
+      ['an approval', { ...breakGlassDecision('U0ADMIN', at, 1, verified), kind: 'approval' }],
+    ];
+    for (const [what, decision] of others)
+      expect(decisionHolds(keys, facts, decision, sealed), what).toBe(false);
+    // A click's seal does not hold once a verification is added to it (what a Redis writer would do).
+    const click = sealDecision(keys, request(), breakGlassDecision('U0ADMIN', at, 1));
+    expect(decisionHolds(keys, facts, breakGlassDecision('U0ADMIN', at, 1), click)).toBe(true);
+    expect(decisionHolds(keys, facts, breakGlassDecision('U0ADMIN', at, 1, verified), click)).toBe(false);
   });
 });

@@ -116,14 +116,17 @@ function short(reason: string): DecisionRefusal {
 }
 
 /**
- * A break glass on a request whose approvals the worker's policy asks to be verified: a break glass is only ever a
- * Slack click (sealed with the method `slack`), which proves nobody, so it cannot run such work whoever recorded it
- * (an old bot, a hand-written Redis entry). The sentence why, or undefined.
+ * A break glass on a request whose approvals the worker's policy asks to be verified runs only when it was verified
+ * by a method the plan asks for (its seal, checked first, covers the method): a Slack click (sealed with the method
+ * `slack`) proves nobody, whoever recorded it (an old bot, a hand-written Redis entry). The sentence why, or undefined.
  */
 function unverifiedBreakGlass(request: CloudRequest, plan: ApprovalPlan): string | undefined {
   const { breakGlass } = request;
   if (!breakGlass || !plan.verify) return undefined;
-  return `Not sent: it was run during a freeze by a break glass (${String(breakGlass.by)}), which is not verified, and under the policy the worker runs with its approvals must be verified by ${verifyText(plan.verify)} (${plan.rule}). Make a new request if it is still needed: it runs when the freeze ends.`;
+  const method = breakGlass.verified?.method;
+  if (method && plan.verify.includes(method)) return undefined;
+  const how = method ? `verified by ${verifyText([method])} only` : 'not verified';
+  return `Not sent: it was run during a freeze by a break glass (${String(breakGlass.by)}), ${how}, and under the policy the worker runs with its approvals and break glass must be verified by ${verifyText(plan.verify)} (${plan.rule}). Make a new request if it is still needed: it runs when the freeze ends.`;
 }
 
 /**
@@ -194,7 +197,13 @@ function sealedTimes(keys: SealKeys, request: CloudRequest, facts: string): Seal
     if (
       typeof revision !== 'number' ||
       revision >= current ||
-      !decisionHolds(keys, facts, breakGlassDecision(breakGlass.by, breakGlass.at, revision), breakGlass.seal)
+      !decisionHolds(
+        keys,
+        facts,
+        // With the verification stored beside it: one added or changed in Redis breaks the seal.
+        breakGlassDecision(breakGlass.by, breakGlass.at, revision, breakGlass.verified),
+        breakGlass.seal,
+      )
     )
       return invalid(`the break glass recorded for ${String(breakGlass.by)}`);
     times.breakGlass = breakGlass.at;

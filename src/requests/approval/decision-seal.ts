@@ -120,9 +120,24 @@ export function goAheadDecision(
   };
 }
 
-/** A break glass as sealed. */
-export function breakGlassDecision(by: string, at: string, revision: number): SealedDecision {
-  return { kind: 'break_glass', by, method: 'slack', subject: '', at, revision };
+/**
+ * A break glass as sealed: the method is `slack` for a click, else the verification's (a break glass of work whose
+ * approvals must be verified, proved on the page), with its credential id or SSO subject.
+ */
+export function breakGlassDecision(
+  by: string,
+  at: string,
+  revision: number,
+  verified?: { method: string; subject: string },
+): SealedDecision {
+  return {
+    kind: 'break_glass',
+    by,
+    method: verified?.method ?? 'slack',
+    subject: verified?.subject ?? '',
+    at,
+    revision,
+  };
 }
 
 /** The key id a seal names ("kid.mac"), or undefined when it names none. */

@@ -50,8 +50,8 @@ export interface AuditBody {
   approvers?: AuditApprover[];
   requester?: AuditRequester;
   ticket?: string | null;
-  /** Frozen work run now by a break-glass user, and why. */
-  break_glass?: { by: string; reason: string; at: string };
+  /** Frozen work run now by a break-glass user, and why; `verified` where it had to be (docs/approvals.md). */
+  break_glass?: { by: string; reason: string; at: string; verified?: { method: string; subject: string } };
   /** The API's latest answer: its task id, or its status and reason. */
   outcome?: { task_id?: string; status?: number; answer?: string; not_sent?: boolean } | null;
   /** The hash of the entry before it; '' for the first entry of the chain. */

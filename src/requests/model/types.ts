@@ -216,8 +216,18 @@ export interface CloudRequest {
   /** A freeze holds it until then (state `frozen`). */
   frozenUntil?: string;
   freezeReason?: string;
-  /** Frozen work run now by a break-glass user; sealed like an approval (approval/decision-seal.ts). */
-  breakGlass?: { by: string; reason: string; at: string; revision?: number; seal?: string };
+  /**
+   * Frozen work run now by a break-glass user; sealed like an approval (approval/decision-seal.ts). `verified`: how
+   * they proved who they are, where the request's approvals must be verified (docs/approvals.md).
+   */
+  breakGlass?: {
+    by: string;
+    reason: string;
+    at: string;
+    revision?: number;
+    seal?: string;
+    verified?: VerifiedBy;
+  };
   /**
    * The sealed decision that let a request needing no approval run: the policy's "no approval needed", or an
    * unattended agent's go-ahead (approval/decision-seal.ts). The worker checks it before the POST.
