@@ -43,6 +43,7 @@ const ACTS = [
   'approve',
   'approveVerified',
   'breakGlass',
+  'breakGlassVerified',
   'reject',
   'cancel',
   'resolve',

@@ -1,6 +1,6 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
-import type { VerifyClaims } from '../requests/model/verification.ts';
-import { type PageHandler, requestMoved, type VerifyPageDeps } from './deps.ts';
+import { completeVerified, isVerifyPurpose, movedOutcome } from './completion.ts';
+import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { approvalPage } from './html.ts';
 import {
   readJson,
@@ -13,30 +13,31 @@ import {
   TOO_MANY_OPENS,
 } from './http.ts';
 import { tokenKey } from './links.ts';
-import { CHANGED, decisionOutcome, FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
+import { FOREIGN_PASSKEY, linkRefusal, PASSKEY_FAILED } from './outcomes.ts';
 import { assertionOptions, checkAssertion } from './passkeys.ts';
 import { ssoStart } from './sso-page.ts';
 
 /*
- * An approval link's page: GET shows the request and the methods its rule allows (reads the link, uses nothing up);
- * the passkey POSTs run the assertion, and only a passkey of the approver that verifies uses the link up and counts
- * the approval through the lifecycle.
+ * An approval (or break-glass) link's page: GET shows the request and the methods its rule allows (reads the link,
+ * uses nothing up); the passkey POSTs run the assertion, and only a passkey of the link's person that verifies uses
+ * the link up and counts the approval (or runs the break glass) through the lifecycle.
  */
 
-/** The open approval link of `token`, or the outcome saying why it cannot be used. */
-async function openClaims(deps: VerifyPageDeps, token: string) {
+/** The open approval or break-glass link of `token`, or the outcome saying why it cannot be used. */
+async function openPurpose(deps: VerifyPageDeps, token: string) {
   const state = await deps.links.peek(token);
   if (state.status !== 'open') return { refusal: linkRefusal(state.status) };
-  if (state.purpose.kind !== 'approve') return { refusal: linkRefusal('unknown') };
-  return { claims: state.purpose.claims };
+  if (!isVerifyPurpose(state.purpose)) return { refusal: linkRefusal('unknown') };
+  return { purpose: state.purpose };
 }
 
 const show: PageHandler = async (req, res, token, deps) => {
-  const { claims, refusal } = await openClaims(deps, token);
-  if (!claims) return sendOutcome(res, refusal, false);
+  const { purpose, refusal } = await openPurpose(deps, token);
+  if (!purpose) return sendOutcome(res, refusal, false);
+  const { claims } = purpose;
   const request = await deps.requests.get(claims.requestId);
-  const moved = requestMoved(request, claims.version);
-  if (moved || !request) return sendOutcome(res, moved === 'gone' ? linkRefusal('unknown') : CHANGED, false);
+  const moved = movedOutcome(purpose, request);
+  if (moved || !request) return sendOutcome(res, moved ?? linkRefusal('unknown'), false);
   const base = `${deps.root}/verify/${token}`;
   const link = tokenKey(token);
   // A page opened again in the same browser keeps its session; a new one counts against the link's cap.
@@ -54,6 +55,7 @@ const show: PageHandler = async (req, res, token, deps) => {
       csrf: session.csrf,
       ssoAvailable: deps.sso !== undefined,
       root: deps.root,
+      ...(purpose.kind === 'break_glass' ? { breakGlass: { reason: purpose.claims.reason } } : {}),
     }),
     { 'set-cookie': sessionCookie(session.id, base, link, deps) },
     // Chrome applies form-action to the redirect that follows the SSO form: the provider's origin is allowed too.
@@ -74,9 +76,9 @@ function sessionOf(
 const passkeyOptions: PageHandler = async (req, res, token, deps) => {
   const found = await sessionOf(req, res, token, deps);
   if (!found) return;
-  const { claims, refusal } = await openClaims(deps, token);
-  if (!claims) return sendOutcome(res, refusal, true);
-  if (!claims.methods.includes('passkey')) return sendOutcome(res, linkRefusal('unknown'), true);
+  const { purpose, refusal } = await openPurpose(deps, token);
+  if (!purpose) return sendOutcome(res, refusal, true);
+  if (!purpose.claims.methods.includes('passkey')) return sendOutcome(res, linkRefusal('unknown'), true);
   const options = await assertionOptions(deps.rp);
   await deps.sessions.set(found.id, 'challenge', options.challenge);
   sendJson(res, 200, options);
@@ -88,10 +90,11 @@ const passkeyAnswer: PageHandler = async (req, res, token, deps) => {
   const challenge = await deps.sessions.takeChallenge(found.id);
   const body = await readJson(req);
   const response = body?.response as AuthenticationResponseJSON | undefined;
-  const { claims, refusal } = await openClaims(deps, token);
-  if (!claims) return sendOutcome(res, refusal, true);
+  const { purpose, refusal } = await openPurpose(deps, token);
+  if (!purpose) return sendOutcome(res, refusal, true);
   if (!challenge || !response || typeof response.id !== 'string')
     return sendOutcome(res, PASSKEY_FAILED, true);
+  const { claims } = purpose;
   const credential = await deps.passkeys.get(claims.teamId, claims.approver, response.id);
   if (!credential) return sendOutcome(res, FOREIGN_PASSKEY, true);
   const counter = await checkAssertion(deps.rp, challenge, response, credential);
@@ -101,24 +104,17 @@ const passkeyAnswer: PageHandler = async (req, res, token, deps) => {
   if (touched === 'gone') return sendOutcome(res, FOREIGN_PASSKEY, true);
   if (touched === 'replayed') return sendOutcome(res, PASSKEY_FAILED, true);
   // A request that moved on refuses the link as it is; the link is left for the page to say so again.
-  const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
-  if (moved) return sendOutcome(res, moved === 'gone' ? linkRefusal('unknown') : CHANGED, true);
-  await complete(res, token, deps, claims, credential.id);
-};
-
-/** Uses the link up (once, atomically) and counts the approval verified by `method`/`subject`. */
-async function complete(
-  res: Parameters<PageHandler>[1],
-  token: string,
-  deps: VerifyPageDeps,
-  claims: VerifyClaims,
-  subject: string,
-): Promise<void> {
+  const moved = movedOutcome(purpose, await deps.requests.get(claims.requestId));
+  if (moved) return sendOutcome(res, moved, true);
+  // Uses the link up (once, atomically), then counts the approval or runs the break glass.
   const used = await deps.links.consume(token);
   if (used !== 'ok') return sendOutcome(res, linkRefusal(used), true);
-  const decision = await deps.approver.approveVerified(claims, { method: 'passkey', subject });
-  sendOutcome(res, decisionOutcome(decision, claims.requestId), true);
-}
+  sendOutcome(
+    res,
+    await completeVerified(deps, purpose, { method: 'passkey', subject: credential.id }),
+    true,
+  );
+};
 
 /** `METHOD action` → handler, for /verify/<token>[/<action>]. */
 export function approvalRoutes(): Record<string, PageHandler> {

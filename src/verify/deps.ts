@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { VerifiedApprover } from '../requests/approval/verified-approval.ts';
-import { type CloudRequest, revisionOf } from '../requests/model/types.ts';
+import { type CloudRequest, type RequestState, revisionOf } from '../requests/model/types.ts';
 import type { LinkStore } from './links.ts';
 import type { PasskeyStore, RelyingParty } from './passkeys.ts';
 import type { PageSessions } from './sessions.ts';
@@ -44,12 +44,16 @@ export type PageHandler = (
   deps: VerifyPageDeps,
 ) => Promise<void>;
 
-/** The request's state as a link sees it: why a link for `version` cannot be used now, or undefined. */
+/**
+ * The request's state as a link sees it: why a link for `version` cannot be used now, or undefined. `state`: the one
+ * the request must still be in (pending for an approval, frozen for a break glass).
+ */
 export function requestMoved(
   request: CloudRequest | undefined,
   version: number,
+  state: RequestState = 'pending',
 ): 'gone' | 'changed' | undefined {
   if (!request) return 'gone';
-  if (request.state !== 'pending' || revisionOf(request) !== version) return 'changed';
+  if (request.state !== state || revisionOf(request) !== version) return 'changed';
   return undefined;
 }

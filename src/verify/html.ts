@@ -77,7 +77,11 @@ ${body}
 `;
 }
 
-/** The page of an open approval link: what the request does and the buttons of the methods the rule allows. */
+/**
+ * The page of an open approval link: what the request does and the buttons of the methods the rule allows. With
+ * `breakGlass`, the page of a break-glass link: the same, saying what verifying does (runs the frozen work now) and
+ * the reason typed in Slack.
+ */
 export function approvalPage(input: {
   request: CloudRequest;
   approver: string;
@@ -87,8 +91,9 @@ export function approvalPage(input: {
   ssoAvailable: boolean;
   /** PUBLIC_URL's path prefix ('' for none). */
   root: string;
+  breakGlass?: { reason: string };
 }): string {
-  const { request, methods, base, csrf } = input;
+  const { request, methods, base, csrf, breakGlass } = input;
   const passkey = methods.includes('passkey')
     ? '<p><button type="button" id="passkey">Verify with a passkey</button></p>'
     : '';
@@ -96,16 +101,20 @@ export function approvalPage(input: {
     methods.includes('sso') && input.ssoAvailable
       ? `<form method="post" action="${esc(base)}/sso"><input type="hidden" name="csrf" value="${esc(csrf)}"><p><button type="submit" id="sso">Log in with SSO</button></p></form>`
       : '';
-  const body = `<p>Your approval of request <strong>${esc(request.id)}</strong> counts once you verify who you are.</p>
+  const intro = breakGlass
+    ? `<p>Your break glass of request <strong>${esc(request.id)}</strong> runs it now, during the freeze, once you verify who you are.</p>`
+    : `<p>Your approval of request <strong>${esc(request.id)}</strong> counts once you verify who you are.</p>`;
+  const reason = breakGlass ? `\n<dt>Your reason</dt><dd class="reason">${esc(breakGlass.reason)}</dd>` : '';
+  const body = `${intro}
 <dl><dt>Request</dt><dd>${esc(request.id)}</dd><dt>What it does</dt><dd>${esc(plainSummary(request))}</dd>
-<dt>Asked by</dt><dd>${esc(request.requester)}</dd></dl>
+<dt>Asked by</dt><dd>${esc(request.requester)}</dd>${reason}</dl>
 <p>This rule accepts ${methods.map((m) => esc(METHOD_WORDS[m])).join(' or ')}.</p>
 ${passkey}${sso}
 <p id="status" role="status" aria-live="polite"></p>
 <p class="small">No passkey yet? Open cloudops in Slack, App Home, and choose Register a passkey.</p>
 ${scripts(input.root)}`;
   return layout(
-    'Verify your approval',
+    breakGlass ? 'Verify your break glass' : 'Verify your approval',
     body,
     ` data-mode="approve" data-base="${esc(base)}" data-csrf="${esc(csrf)}"`,
     input.root,

@@ -2,13 +2,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { SealKeys } from '../config/seal-keys.ts';
 import type { VerificationLinks } from '../requests/approval/verified-approval.ts';
-import type { VerifyClaims } from '../requests/model/verification.ts';
+import type { BreakGlassClaims, VerifyClaims } from '../requests/model/verification.ts';
 import { VerifySeals } from './seals.ts';
 
 /*
- * The approvers' links (docs/policy.md#verified-approvals): a random token in the URL, only its hash in Redis. A link
- * works for ten minutes and once: opening it (a GET, which Slack's unfurler and mail scanners also do) reads it, and
- * only a verification that completes consumes it, in one script, so two tabs racing cannot both count.
+ * The approvers' and break-glass users' links (docs/policy.md#verified-approvals): a random token in the URL, only its
+ * hash in Redis. A link works for ten minutes and once: opening it (a GET, which Slack's unfurler and mail scanners
+ * also do) reads it, and only a verification that completes consumes it, in one script, so two tabs racing cannot
+ * both count.
  */
 
 /** How long a link works after it is issued. */
@@ -16,9 +17,13 @@ export const LINK_TTL_MS = 10 * 60_000;
 /** How long a used or expired link is remembered, so its page can say so instead of "unknown". */
 const REMEMBER_S = 24 * 3600;
 
-/** What a link is for: one approval (its claims), or registering a passkey for one Slack user. */
+/**
+ * What a link is for: one approval (its claims), one break glass (its claims, with the reason typed in Slack), or
+ * registering a passkey for one Slack user. The first two share the page at `/verify/…`.
+ */
 export type LinkPurpose =
   | { kind: 'approve'; claims: VerifyClaims }
+  | { kind: 'break_glass'; claims: BreakGlassClaims }
   | { kind: 'register'; teamId: string; user: string };
 
 /** A link's state as the page sees it; `open` carries what it is for. */
@@ -141,7 +146,7 @@ export class LinkStore {
         .expire(key, REMEMBER_S)
         .exec();
     }
-    return `${this.publicUrl}/${purpose.kind === 'approve' ? 'verify' : 'passkeys'}/${token}`;
+    return `${this.publicUrl}/${purpose.kind === 'register' ? 'passkeys' : 'verify'}/${token}`;
   }
 
   /** The link's state without using it up (a GET of the page, a prefetch). */
@@ -174,8 +179,11 @@ export class LinkStore {
     return result as LinkUse;
   }
 
-  /** The lifecycle's view: approval links only. */
+  /** The lifecycle's view: approval and break-glass links only. */
   approvalLinks(): VerificationLinks {
-    return { issue: (claims) => this.issue({ kind: 'approve', claims }) };
+    return {
+      issue: (claims) => this.issue({ kind: 'approve', claims }),
+      issueBreakGlass: (claims) => this.issue({ kind: 'break_glass', claims }),
+    };
   }
 }

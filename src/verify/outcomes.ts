@@ -2,9 +2,13 @@ import type { Decision } from '../requests/model/decision.ts';
 import type { Outcome } from './http.ts';
 import type { LinkState } from './links.ts';
 
-/* What the page says, in plain words, for each way a verification ends. A refusal always says nothing counted. */
+/*
+ * What the page says, in plain words, for each way a verification ends. A refusal always says nothing counted (an
+ * approval) or nothing ran (a break glass).
+ */
 
 const NOTHING = 'Nothing was counted.';
+const NOTHING_RAN = 'Nothing was run.';
 
 /** Why a link that is not open cannot be used. */
 export function linkRefusal(status: Exclude<LinkState['status'], 'open'>): Outcome {
@@ -12,14 +16,14 @@ export function linkRefusal(status: Exclude<LinkState['status'], 'open'>): Outco
     case 'expired':
       return {
         title: 'This link has expired',
-        text: `A link works for 10 minutes. ${NOTHING} Click Approve in Slack again for a new link.`,
+        text: `A link works for 10 minutes. ${NOTHING} Click Approve (or Run now) in Slack again for a new link.`,
         tone: 'refused',
         status: 410,
       };
     case 'used':
       return {
         title: 'This link was used already',
-        text: `Each link works once. ${NOTHING} If your approval did not count, click Approve in Slack again.`,
+        text: `Each link works once. ${NOTHING} If your approval did not count, or your break glass did not run, click Approve (or Run now) in Slack again.`,
         tone: 'refused',
         status: 410,
       };
@@ -44,6 +48,14 @@ export function linkRefusal(status: Exclude<LinkState['status'], 'open'>): Outco
 export const CHANGED: Outcome = {
   title: 'The request changed',
   text: `The request changed since this link was issued. ${NOTHING} Look at it in Slack again and click Approve there if you still approve it.`,
+  tone: 'refused',
+  status: 409,
+};
+
+/** A break glass's request moved on since its link was issued (it ran, was cancelled, or its freeze ended). */
+export const BREAK_GLASS_CHANGED: Outcome = {
+  title: 'The request changed',
+  text: `The request changed since this link was issued (it ran, was cancelled, or its freeze ended). ${NOTHING_RAN} Look at it in Slack again.`,
   tone: 'refused',
   status: 409,
 };
@@ -111,6 +123,47 @@ export function decisionOutcome(decision: Decision, requestId: string): Outcome 
       return {
         title: 'Not counted',
         text: `Your approval of request ${requestId} cannot count (${refusal.code.replaceAll('_', ' ')}). ${NOTHING}`,
+        tone: 'refused',
+      };
+  }
+}
+
+/** What the lifecycle answered to a verified break glass. */
+export function breakGlassOutcome(decision: Decision, requestId: string): Outcome {
+  if (decision.ok)
+    return {
+      title: 'Running now',
+      text: `Your verified break glass of request ${requestId} is recorded: it runs now, during the freeze.`,
+      tone: 'ok',
+    };
+  const refusal = decision.refusal;
+  switch (refusal.code) {
+    case 'verification_stale':
+    case 'already':
+      return BREAK_GLASS_CHANGED;
+    case 'gone':
+      return {
+        title: 'Request gone',
+        text: `Request ${requestId} no longer exists. ${NOTHING_RAN}`,
+        tone: 'refused',
+      };
+    case 'not_break_glass':
+      return {
+        title: 'Not allowed now',
+        text: `The policy no longer lets you run work during this freeze (break_glass). ${NOTHING_RAN}`,
+        tone: 'refused',
+        status: 403,
+      };
+    case 'verification_mismatch':
+      return {
+        title: 'This verification does not fit',
+        text: `The verification does not fit request ${requestId} as it is. ${NOTHING_RAN}`,
+        tone: 'refused',
+      };
+    default:
+      return {
+        title: 'Not run',
+        text: `Your break glass of request ${requestId} cannot run (${refusal.code.replaceAll('_', ' ')}). ${NOTHING_RAN}`,
         tone: 'refused',
       };
   }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { completeVerified, isVerifyPurpose, movedOutcome } from './completion.ts';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
-import { requestMoved } from './deps.ts';
 import { continuePage, messagePage } from './html.ts';
 import {
   type CookieScope,
@@ -17,7 +17,7 @@ import {
   TOO_MANY_OPENS,
 } from './http.ts';
 import { tokenKey } from './links.ts';
-import { CHANGED, decisionOutcome, linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
+import { linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
 import { cookieOf, setCookie } from './sessions.ts';
 import { SsoError } from './sso-errors.ts';
 import type { SsoPending } from './sso-flow.ts';
@@ -71,10 +71,10 @@ export function ssoStart(area: 'verify' | 'passkeys'): PageHandler {
     if (!found || !deps.sso) return sendOutcome(res, SESSION_ENDED, false);
     const state = await deps.links.peek(token);
     if (state.status !== 'open') return sendOutcome(res, linkRefusal(state.status), false);
-    if (state.purpose.kind !== (area === 'verify' ? 'approve' : 'register'))
+    if (isVerifyPurpose(state.purpose) !== (area === 'verify'))
       return sendOutcome(res, linkRefusal('unknown'), false);
     // A rule that asks for a passkey is not met by an SSO login: refused here, before the link could be used up.
-    if (state.purpose.kind === 'approve' && !state.purpose.claims.methods.includes('sso'))
+    if (isVerifyPurpose(state.purpose) && !state.purpose.claims.methods.includes('sso'))
       return sendOutcome(res, SSO_NOT_ACCEPTED, false);
     // Each start keeps what the login needs for ten minutes: a flood of starts on one link is refused.
     if (!(await deps.sessions.ssoStart(link))) return sendOutcome(res, TOO_MANY_OPENS, false);
@@ -156,7 +156,7 @@ export async function ssoCallback(
     });
   }
   const purpose = state.purpose;
-  const user = purpose.kind === 'approve' ? purpose.claims.approver : purpose.user;
+  const user = purpose.kind === 'register' ? purpose.user : purpose.claims.approver;
   const expected = await sso.emails.emailOf(user);
   const matches =
     identity.emailVerified &&
@@ -175,11 +175,9 @@ export async function ssoCallback(
     // page's SameSite=Strict session cookie, and the page would not know the login.
     return sendHtml(res, 200, continuePage(path, root), { 'set-cookie': [cleared, session] });
   }
-  const claims = purpose.claims;
-  const moved = requestMoved(await deps.requests.get(claims.requestId), claims.version);
-  if (moved) return page(moved === 'gone' ? linkRefusal('unknown') : CHANGED);
+  const moved = movedOutcome(purpose, await deps.requests.get(purpose.claims.requestId));
+  if (moved) return page(moved);
   const used = await deps.links.consume(login.token);
   if (used !== 'ok') return page(linkRefusal(used));
-  const decision = await deps.approver.approveVerified(claims, { method: 'sso', subject: identity.subject });
-  page(decisionOutcome(decision, claims.requestId));
+  page(await completeVerified(deps, purpose, { method: 'sso', subject: identity.subject }));
 }

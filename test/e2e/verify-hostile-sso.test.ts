@@ -1,7 +1,7 @@
 import { request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSO_STARTS_PER_LINK } from '../../src/verify/sessions.ts';
-import { type Harness, TEAM, USERS } from '../helpers/harness.ts';
+import { CHANNELS, type Harness, STAGING_UUID, TEAM, USERS } from '../helpers/harness.ts';
 import { LoginBrowser } from '../helpers/oidc-login.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
 import { keysUnder } from '../helpers/redis.ts';
@@ -28,10 +28,29 @@ const LEAD = {
   emailVerified: true,
 };
 
-const policyYaml = () =>
+/** The break-glass user of shop-frozen, whose Slack email the stand-in answers as u0admin@example.com. */
+const ADMIN = {
+  login: 'admin',
+  password: 'admin-pw',
+  sub: 'sub-admin',
+  email: 'u0admin@example.com',
+  emailVerified: true,
+};
+
+const HOUR = 3_600_000;
+const wall = (date: Date) => date.toISOString().slice(0, 16);
+
+// shop-frozen (VM 201, staging): one approval verified by a passkey or SSO, frozen for two days, the admin its breaker.
+const policyYaml = (start: Date) =>
   verifiedPolicyYaml({
     approvers: [USERS.lead, USERS.lead2],
     approvals: { count: 1, verify: ['passkey', 'sso'] },
+    staging: {
+      name: 'shop-frozen',
+      verify: '[passkey, sso]',
+      freeze: `{ from: "${wall(new Date(start.getTime() - HOUR))}", to: "${wall(new Date(start.getTime() + 48 * HOUR))}", tz: UTC }`,
+    },
+    more: `break_glass: [${USERS.admin}]\n`,
   });
 
 let h: Harness;
@@ -40,7 +59,7 @@ let forwarder: Forwarder;
 let publicUrl: string;
 
 beforeAll(async () => {
-  ({ h, op, forwarder, publicUrl } = await startVerifyPage({ policyYaml, oidc: [LEAD] }));
+  ({ h, op, forwarder, publicUrl } = await startVerifyPage({ policyYaml, oidc: [LEAD, ADMIN] }));
 }, 120_000);
 
 afterAll(async () => {
@@ -68,14 +87,14 @@ async function startSso(tab: PageTab) {
   return { status: answer.statusCode, location: answer.headers.location, body, ssoCookie };
 }
 
-/** A whole SSO login from `tab` as the lead: the callback's answer and the cookies it set. */
-async function ssoLogin(tab: PageTab) {
+/** A whole SSO login from `tab` as `account` (the lead): the callback's answer and the cookies it set. */
+async function ssoLogin(tab: PageTab, account: { login: string; password: string } = LEAD) {
   const started = await startSso(tab);
   expect(started.status).toBe(303);
   const callback = await new LoginBrowser().login(
     String(started.location),
     `${publicUrl}/auth/callback`,
-    LEAD,
+    account,
   );
   const answer = await http(callback, { headers: { cookie: started.ssoCookie } });
   const setCookie = answer.headers['set-cookie'];
@@ -98,7 +117,7 @@ describe('the SSO leg under attack', () => {
     // The provider back on the same port: the failure was not kept.
     op = await startOidcProvider({
       redirectUri: `${publicUrl}/auth/callback`,
-      accounts: [LEAD],
+      accounts: [LEAD, ADMIN],
       clientId,
       clientSecret,
       port,
@@ -141,5 +160,40 @@ describe('the SSO leg under attack', () => {
     expect(starts.filter((s) => s.status === 303)).toHaveLength(SSO_STARTS_PER_LINK);
     expect(starts.filter((s) => s.status === 429)).toHaveLength(25 - SSO_STARTS_PER_LINK);
     expect((await pending()) - before).toBe(SSO_STARTS_PER_LINK);
+  });
+
+  it("a break glass under a verify: rule by SSO: another person's login runs nothing, the breaker's runs it, audited with the subject", async () => {
+    const created = await submitRequest(h, 'resize shop-frozen 201 cores=2', CHANNELS.staging);
+    const approval = urlButtonOf(
+      (await approveEphemeral(h, created.id, USERS.lead, CHANNELS.staging)).blocks,
+    );
+    expect(title((await ssoLogin(await PageTab.open(approval ?? ''))).html)).toBe('Approved');
+    await h.waitForRequest(created.id, (r) => r.state === 'frozen');
+
+    const views = h.slack.views.length;
+    const seen = h.slack.ephemerals(CHANNELS.staging, USERS.admin).length;
+    await h.click('break_glass', created.id, USERS.admin, CHANNELS.staging);
+    const form = await h.openedView(views);
+    const submitted = await h.submitView(form.view, { break_glass_reason: 'outage' }, USERS.admin);
+    expect(submitted.json).toEqual({ response_action: 'clear' });
+    const message = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.staging, USERS.admin)[seen]);
+    const url = urlButtonOf(message.blocks) ?? '';
+
+    // The lead's own SSO login on the admin's link: another person, nothing runs, the link stays the admin's.
+    const foreign = await ssoLogin(await PageTab.open(url));
+    expect(title(foreign.html)).toBe('The login was another person');
+    expect((await h.store.get(created.id))?.state).toBe('frozen');
+
+    const own = await ssoLogin(await PageTab.open(url), ADMIN);
+    expect(title(own.html)).toBe('Running now');
+    const done = await h.waitForRequest(created.id, (r) => r.state === 'succeeded', 20_000);
+    expect(done.breakGlass).toMatchObject({
+      by: USERS.admin,
+      verified: { method: 'sso', subject: 'sub-admin' },
+    });
+    expect(await h.auditOf(created.id)).toContain(
+      `queued ${USERS.admin} break glass (verified: SSO, subject sub-admin): outage`,
+    );
+    expect(h.sim.applied.filter((a) => a.projectUuid === STAGING_UUID && a.vmid === 201)).toHaveLength(1);
   });
 });

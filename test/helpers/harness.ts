@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type CloudSim, type SimSeed, startCloudSim } from '../../sim/cloud/server.ts';
 import { type SlackStandIn, type SlackView, startSlackStandIn } from '../../sim/slack/server.ts';
 import { loadEnv, type Role } from '../../src/config/env.ts';
 import { type Policy, parsePolicy } from '../../src/config/policy.ts';
+import { FilePolicySource } from '../../src/config/policy-source.ts';
 import {
   createRedis,
   type RedisClient,
@@ -56,6 +60,8 @@ export interface HarnessOptions {
   policyYaml?: string | ((start: Date) => string);
   /** Where the injected clock starts (default: the wall time). The bot and the cloud sim share this clock. */
   now?: Date;
+  /** The bot reads its policy from a file (POLICY_FILE's source), so that `reloadPolicy` can change it. */
+  policyFile?: boolean;
   /** Which parts the bot runs (default `web`: no worker races the test; `all` runs the whole flow). */
   role?: Role;
   /** Extra start options for the bot (e.g. a fast stranded-request sweep). */
@@ -201,6 +207,11 @@ export interface Harness {
    * `policyYaml`, on that policy from now on (an operator's edit of the policy file, then a restart).
    */
   restart(policyYaml?: string): Promise<void>;
+  /**
+   * Writes `policyYaml` to the bot's policy file and reloads it, as SIGHUP does (docs/policy.md#reload); needs
+   * `policyFile`. Resolves with what the reload did.
+   */
+  reloadPolicy(policyYaml: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -257,8 +268,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     { write: (line: string) => void logs.push(line) },
   );
   let bot: Running;
-  const startBot = () =>
-    startCloudops(env, policy, {
+  // A reloadable policy lives in a file of its own, removed with the harness.
+  const policyDir = options.policyFile ? await mkdtemp(join(tmpdir(), 'cloudops-harness-')) : undefined;
+  const policyPath = policyDir && join(policyDir, 'policy.yml');
+  if (policyPath) await writeFile(policyPath, policyYaml);
+  const startBot = async () =>
+    startCloudops(env, policyPath ? await FilePolicySource.open(policyPath) : policy, {
       now: clock.now,
       logger,
       stalledIntervalMs: 2000,
@@ -453,13 +468,23 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async restart(edited) {
       await bot.stop();
       if (edited !== undefined) policy = parsePolicy(edited, 'test-policy.yml');
+      if (edited !== undefined && policyPath) await writeFile(policyPath, edited);
       bot = await startBot();
       baseUrl = `http://127.0.0.1:${bot.port}`;
       eventsUrl = `${baseUrl}/slack/events`;
       Object.assign(harness, { bot, baseUrl, eventsUrl, policy });
     },
+    async reloadPolicy(edited) {
+      if (!policyPath) throw new Error('h.reloadPolicy needs the harness option policyFile');
+      await writeFile(policyPath, edited);
+      const outcome = await bot.reloadPolicy('test');
+      policy = parsePolicy(edited, 'test-policy.yml');
+      Object.assign(harness, { policy });
+      return outcome.kind;
+    },
     async close() {
       await bot.stop();
+      if (policyDir) await rm(policyDir, { recursive: true, force: true });
       await queues.close().catch(() => undefined);
       await deleteKeys(redis, prefix);
       await redis.quit();

@@ -31,9 +31,9 @@ export interface VerifiedPolicyOptions {
   moreVms?: string[];
   /**
    * A second project on VM 201 in the staging channel (STAGING_UUID), the lead its one approver, each approval
-   * verified by a passkey; `freeze` is a freeze window as a YAML flow map.
+   * verified by a passkey (or what `verify` says, as YAML); `freeze` is a freeze window as a YAML flow map.
    */
-  staging?: { name: string; freeze?: string };
+  staging?: { name: string; freeze?: string; verify?: string };
   /** Top-level keys after the projects (e.g. `agents:`), as YAML. */
   more?: string;
 }
@@ -50,7 +50,7 @@ export function verifiedPolicyYaml(options: VerifiedPolicyOptions): string {
     cluster: zone-2
     channels: [${CHANNELS.staging}]
     approvers: [${USERS.lead}]
-    approvals: { count: 1, verify: passkey }${freeze}
+    approvals: { count: 1, verify: ${staging.verify ?? 'passkey'} }${freeze}
     vms:
       - { vmid: 201, name: staging-1, cores: 1, ram_gb: 2, os_disk_gb: 20, cpu_class: light, wan_mode: ipv6 }`
     : '';
@@ -75,7 +75,8 @@ export interface VerifyPage {
   forwarder: Forwarder;
 }
 
-export interface VerifyPageOptions extends Pick<HarnessOptions, 'policyYaml' | 'now' | 'logLevel'> {
+export interface VerifyPageOptions
+  extends Pick<HarnessOptions, 'policyYaml' | 'now' | 'logLevel' | 'policyFile'> {
   /** The people of a real OpenID Provider the bot is configured for (OIDC_*); none: no SSO. */
   oidc?: OidcAccount[];
   /** PUBLIC_URL's path prefix (e.g. `/cloudops`), served by a proxy that strips it before the bot. */
@@ -108,6 +109,7 @@ export async function startVerifyPage(
       now: options.now ?? new Date(),
       policyYaml: options.policyYaml,
       logLevel: options.logLevel,
+      policyFile: options.policyFile,
       env: () => ({
         PUBLIC_URL: publicUrl,
         ...(provider && {

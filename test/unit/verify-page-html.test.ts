@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { contentSecurityPolicy, esc, messagePage } from '../../src/verify/html.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { approvalPage, contentSecurityPolicy, esc, messagePage } from '../../src/verify/html.ts';
 import { sessionCookie } from '../../src/verify/http.ts';
 import { setCookie } from '../../src/verify/sessions.ts';
+import { resizeRequest } from '../fixtures/requests.ts';
 
 // The page's headers and markup that the browser tests (http://localhost) cannot show: Secure cookies on https,
 // and escaping of whatever a request carries.
@@ -35,5 +37,28 @@ describe('the verification page', () => {
       '&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;',
     );
     expect(messagePage('<b>', '<img src=x>', 'refused')).not.toContain('<img');
+  });
+
+  it("a break-glass link's page says what verifying does and shows the typed reason, escaped", () => {
+    const request = { ...resizeRequest({ target: { cores: 6 } }), id: 'R7K2M9QX' } as CloudRequest;
+    const page = approvalPage({
+      request,
+      approver: 'U0ADMIN',
+      methods: ['passkey'],
+      base: '/verify/tok',
+      csrf: 'c',
+      ssoAvailable: false,
+      root: '',
+      breakGlass: { reason: '<img src=x onerror=alert(1)> "hotfix"\nline two' },
+    });
+    expect(page).toContain('<title>Verify your break glass · cloudops</title>');
+    expect(page).toContain(
+      'Your break glass of request <strong>R7K2M9QX</strong> runs it now, during the freeze',
+    );
+    expect(page).toContain('&lt;img src=x onerror=alert(1)&gt; &quot;hotfix&quot;\nline two');
+    expect(page).not.toContain('<img');
+    // The same script drives it: the passkey button of an approval.
+    expect(page).toContain('data-mode="approve"');
+    expect(page).toContain('id="passkey"');
   });
 });

@@ -1,15 +1,17 @@
 import type { Decision } from '../model/decision.ts';
-import type { VerifiedBy, VerifyClaims } from '../model/verification.ts';
+import type { BreakGlassClaims, VerifiedBy, VerifyClaims } from '../model/verification.ts';
 
 /*
- * The contract of a verified approval between the lifecycle and the verify/ adapter (the approver's link and the
- * page on PUBLIC_URL): the adapter issues links, the lifecycle counts what the page proved.
+ * The contract of a verified approval (or break glass) between the lifecycle and the verify/ adapter (the link and
+ * the page on PUBLIC_URL): the adapter issues links, the lifecycle counts what the page proved.
  */
 
 /** Issues the approver's single-use, ten-minute link on PUBLIC_URL (implemented in src/verify/). */
 export interface VerificationLinks {
   /** The absolute URL the approver opens; only they are shown it (ephemeral message or DM). */
   issue(claims: VerifyClaims): Promise<string>;
+  /** The same for a break glass: the URL the break-glass user opens; the reason stays with the link, not in it. */
+  issueBreakGlass(claims: BreakGlassClaims): Promise<string>;
 }
 
 /**
@@ -20,4 +22,10 @@ export interface VerificationLinks {
  */
 export interface VerifiedApprover {
   approveVerified(claims: VerifyClaims, by: VerifiedBy): Promise<Decision>;
+  /**
+   * The same for a break-glass link: the lifecycle's `breakGlassVerified` re-reads the request, checks the claims and
+   * that the user may still break glass, and records the break glass with `by` in one write (`already`, `gone`,
+   * `verification_stale`, `verification_mismatch`, `not_break_glass`, `agent_disabled`).
+   */
+  breakGlassVerified(claims: BreakGlassClaims, by: VerifiedBy): Promise<Decision>;
 }

@@ -3,12 +3,14 @@ import { cleanReason } from '../../rules/inputs.ts';
 import { isScheduledWaiting } from '../approval/approvers.ts';
 import { approvalDecision, breakGlassDecision, sealDecision } from '../approval/decision-seal.ts';
 import { refuseIfChanged } from '../approval/recheck-at-approval.ts';
-import type { Decision, Refusal } from '../model/decision.ts';
+import type { Decision } from '../model/decision.ts';
 import { agentActor, type CloudRequest, revisionOf } from '../model/types.ts';
 import type { VerifiedBy } from '../model/verification.ts';
+import { verifiedDetail } from '../store/changes.ts';
 import { afterApproval, check, decide, refuse, startsFrom } from './steps.ts';
 import type { Acts } from './types.ts';
 import { uncounted, verificationNeeded } from './verified-approve.ts';
+import { breakGlassVerification } from './verified-break-glass.ts';
 
 /*
  * The decisions people (and agents) make on a request: approve, reject, cancel, break glass.
@@ -84,29 +86,44 @@ export async function approve(
 
 /**
  * Break glass: a user the policy allows runs frozen work now, with a reason (audited); the freeze's end is dropped.
- * Not on a request whose approvals must be verified: the click proves nobody ({@link unverifiedBreakGlass}).
+ * Where the request's approvals must be verified, so is the break glass: without `verified` nothing runs, and the
+ * refusal carries the claims of the user's link (verified-break-glass.ts); the page calls again with `verified`,
+ * which is sealed with the break glass and named in its audit entry.
  */
 export async function breakGlass(
   acts: Acts,
   request: CloudRequest,
   user: string,
   typed: string,
+  verified?: VerifiedBy,
 ): Promise<Decision> {
   const { deps } = acts;
-  const checked = (await check(acts, request, user, 'break_glass')) ?? unverifiedBreakGlass(request);
+  const checked = await check(acts, request, user, 'break_glass');
   if (checked) return refuse(checked);
   const reason = cleanReason(scrubSecrets(typed, deps.secrets));
+  const needed = breakGlassVerification(request, user, reason, verified);
+  if (needed) return refuse(needed);
   const at = deps.now().toISOString();
   const revision = revisionOf(request);
-  const seal = deps.sealKeys && sealDecision(deps.sealKeys, request, breakGlassDecision(user, at, revision));
+  const seal =
+    deps.sealKeys && sealDecision(deps.sealKeys, request, breakGlassDecision(user, at, revision, verified));
   const queued = await deps.store.transition(
     request.id,
     {
       from: ['frozen'],
       to: 'queued',
       actor: user,
-      patch: { breakGlass: { by: user, reason, at, ...(seal ? { revision, seal } : {}) } },
-      detail: `break glass: ${reason}`,
+      patch: {
+        breakGlass: {
+          by: user,
+          reason,
+          at,
+          ...(verified ? { verified } : {}),
+          ...(seal ? { revision, seal } : {}),
+        },
+      },
+      // The verification before the typed reason, so that no reason can pass for one.
+      detail: `break glass${verified ? ` (${verifiedDetail(verified)})` : ''}: ${reason}`,
     },
     request,
   );
@@ -125,21 +142,13 @@ export async function mayReject(acts: Acts, request: CloudRequest, user: string)
   return checked ? refuse(checked) : { ok: true, request };
 }
 
-/** Whether `user` may run frozen work now, before they are asked for a reason. */
-export async function mayBreakGlass(acts: Acts, request: CloudRequest, user: string): Promise<Decision> {
-  const checked = (await check(acts, request, user, 'break_glass')) ?? unverifiedBreakGlass(request);
-  return checked ? refuse(checked) : { ok: true, request };
-}
-
 /**
- * Where the request's approvals must be verified (`verify:`), break glass from Slack would run the work on a click
- * that proves nobody: refused, before the form opens and again on its submission. The worker refuses such a break
- * glass too, whoever recorded it (decision-check.ts).
+ * Whether `user` may run frozen work now, before they are asked for a reason (where it must be verified, the
+ * submitted reason gets them a link).
  */
-function unverifiedBreakGlass(request: CloudRequest): Refusal | undefined {
-  return request.verify?.length
-    ? { code: 'break_glass_unverified', methods: [...request.verify] }
-    : undefined;
+export async function mayBreakGlass(acts: Acts, request: CloudRequest, user: string): Promise<Decision> {
+  const checked = await check(acts, request, user, 'break_glass');
+  return checked ? refuse(checked) : { ok: true, request };
 }
 
 /** Reject a request waiting for approval, with the reason typed (secrets scrubbed), if any. */

@@ -3,13 +3,14 @@ import type { RequestApproval } from '../approval/approvers.ts';
 import { Leases } from '../leases.ts';
 import type { Decision } from '../model/decision.ts';
 import type { CloudRequest, CostPreview } from '../model/types.ts';
-import type { VerifiedBy, VerifyClaims } from '../model/verification.ts';
+import type { BreakGlassClaims, VerifiedBy, VerifyClaims } from '../model/verification.ts';
 import { checkNewTicket, type TicketFacts } from '../tickets.ts';
 import * as creating from './create.ts';
 import * as deciding from './decide.ts';
 import * as running from './run.ts';
 import type { Acts, CheckedResize, CheckedRestore, LifecycleDeps, Origin } from './types.ts';
 import * as verifying from './verified-approve.ts';
+import * as breakingGlass from './verified-break-glass.ts';
 
 /**
  * A request's whole life, with no Slack in it: create from a checked draft, approve, reject, cancel, resolve,
@@ -77,8 +78,13 @@ export class RequestLifecycle {
   }
 
   /** See {@link deciding.breakGlass}. */
-  breakGlass(request: CloudRequest, user: string, typed: string): Promise<Decision> {
-    return deciding.breakGlass(this.acts, request, user, typed);
+  breakGlass(request: CloudRequest, user: string, typed: string, verified?: VerifiedBy): Promise<Decision> {
+    return deciding.breakGlass(this.acts, request, user, typed, verified);
+  }
+
+  /** What the page calls once a break-glass user proved who they are: see {@link breakingGlass.breakGlassVerified}. */
+  breakGlassVerified(claims: BreakGlassClaims, by: VerifiedBy): Promise<Decision> {
+    return breakingGlass.breakGlassVerified(this.acts, claims, by);
   }
 
   /** See {@link running.endFreeze}. */

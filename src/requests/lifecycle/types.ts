@@ -131,6 +131,7 @@ export interface LifecycleDeps {
 /** The lifecycle's own acts that other acts call: called through it, so what wraps its acts (tracing) sees them. */
 export interface OwnActs {
   approve(request: CloudRequest, user: string, verified?: VerifiedBy, revision?: number): Promise<Decision>;
+  breakGlass(request: CloudRequest, user: string, typed: string, verified?: VerifiedBy): Promise<Decision>;
   expireIfDue(request: CloudRequest, detail?: string): Promise<boolean>;
   expire(request: CloudRequest, detail?: string): Promise<Decision>;
   queueApproved(

@@ -1,5 +1,5 @@
 import type { Decision, Refusal } from '../model/decision.ts';
-import { type CloudRequest, revisionOf } from '../model/types.ts';
+import { type CloudRequest, type RequestState, revisionOf } from '../model/types.ts';
 import type { VerifiedBy, VerifyClaims } from '../model/verification.ts';
 import { refuse } from './steps.ts';
 import type { Acts } from './types.ts';
@@ -47,20 +47,22 @@ const SUBJECT = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * Why a verification with these claims cannot count on the request as stored, or undefined when it may: a link for
- * another workspace or request, a method the request does not allow, or a request that changed since the link was
- * issued (its state or what it would do; other approvers' approvals do not change it).
+ * another workspace or request, a method the request does not allow, a request no longer in `state` (pending for
+ * an approval, frozen for a break glass), or one that changed since the link was issued (its state or what it would
+ * do; other approvers' approvals do not change it).
  */
 export function claimsRefusal(
   claims: VerifyClaims,
   request: CloudRequest,
   by: VerifiedBy,
+  state: RequestState = 'pending',
 ): Refusal | undefined {
   if (claims.requestId !== request.id || claims.teamId !== request.teamId)
     return { code: 'verification_mismatch' };
   if (!SUBJECT.test(by.subject)) return { code: 'verification_mismatch' };
   if (!claims.methods.includes(by.method) || !request.verify?.includes(by.method))
     return { code: 'verification_mismatch' };
-  if (request.state !== 'pending') return { code: 'already', request };
+  if (request.state !== state) return { code: 'already', request };
   if (claims.version !== revisionOf(request)) return { code: 'verification_stale', request };
   return undefined;
 }

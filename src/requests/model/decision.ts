@@ -1,6 +1,5 @@
-import type { VerifyMethod } from '../../config/verification-policy.ts';
 import type { CloudRequest } from './types.ts';
-import type { VerifyClaims } from './verification.ts';
+import type { BreakGlassClaims, VerifyClaims } from './verification.ts';
 
 /** Why a person may not: each surface words it for its own place (a button, the App Home, a step). */
 export type NotAllowed =
@@ -44,10 +43,10 @@ export type Refusal =
   /** A verification that does not fit the request (another request or workspace, a method it does not allow). */
   | { code: 'verification_mismatch' }
   /**
-   * Break glass on a request whose approvals must be verified (`methods`): a Slack click proves nobody, so it cannot
-   * run the work (docs/approvals.md#break-glass-under-a-verify-rule).
+   * Break glass on a request whose approvals must be verified: nothing runs on the click; the surface sends the
+   * break-glass user alone a link with these claims (docs/approvals.md#break-glass-under-a-verify-rule).
    */
-  | { code: 'break_glass_unverified'; methods: VerifyMethod[] };
+  | { code: 'break_glass_needs_verification'; claims: BreakGlassClaims };
 
 /** What a decision on a request (the lifecycle's or a lease's) answers: the request as it is now, or why not. */
 export type Decision = { ok: true; request: CloudRequest } | { ok: false; refusal: Refusal };

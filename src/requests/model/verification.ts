@@ -28,9 +28,21 @@ export interface VerifyClaims {
    * reminder or a message update. A request at another revision refuses the link.
    */
   version: number;
-  /** The Slack user id of the approver who clicked Approve: only they can complete the link. */
+  /**
+   * The Slack user id of the approver who clicked Approve (or the break-glass user who asked to run frozen work): only
+   * they can complete the link.
+   */
   approver: string;
   teamId: string;
   /** What the rule allows; either one satisfies it. */
   methods: VerifyMethod[];
+}
+
+/**
+ * What a break-glass link is bound to, where the request's approvals must be verified: the claims of an approval
+ * link, with `approver` the break-glass user and `version` the request's revision when their reason was submitted,
+ * and the reason they typed (scrubbed and cleaned). The link store keeps it server-side; the URL carries none of it.
+ */
+export interface BreakGlassClaims extends VerifyClaims {
+  reason: string;
 }

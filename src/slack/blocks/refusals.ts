@@ -53,8 +53,8 @@ export function refusalText(refusal: Refusal, act: Act, request: CloudRequest): 
       return `Request \`${request.id}\` changed since the verification link was sent: nothing was counted. Click Approve again for a new link.`;
     case 'verification_mismatch':
       return 'This verification does not fit this request: nothing was counted.';
-    case 'break_glass_unverified':
-      return `Request \`${request.id}\` needs approvals verified by ${verifyText(refusal.methods)}, and break glass from Slack is not verified: it cannot run now. It runs by itself when the freeze ends; if it cannot wait, cancel it and ask an admin to end the freeze in the policy, then make a new request.`;
+    case 'break_glass_needs_verification':
+      return `Request \`${request.id}\` needs its break glass verified (${verifyText(refusal.claims.methods)}), and no verification link could be sent: nothing was run. Try again in a moment.`;
     case 'not_break_glass':
       return refusal.allowed.length > 0
         ? `Only ${refusal.allowed.map(mentionAny).join(', ')} may run work during a freeze of ${request.projectName}; it runs by itself when the freeze ends.`

@@ -92,6 +92,12 @@ function approverWords(request: CloudRequest): string[] {
   );
 }
 
+/** "@a (verified: passkey)", or "@a" for a break glass from Slack alone. */
+function breakerWords(breakGlass: NonNullable<CloudRequest['breakGlass']>): string {
+  const { verified } = breakGlass;
+  return `${mention(breakGlass.by)}${verified ? ` (verified: ${verifyText([verified.method])})` : ''}`;
+}
+
 /** "Needs a verified approval (passkey or SSO)…", on a request whose approvals must be verified. */
 function verifiedLine(request: CloudRequest): string | undefined {
   if (!request.verify || !request.needsApproval) return undefined;
@@ -130,7 +136,7 @@ function whoActed(request: CloudRequest): string[] {
   if (verified) lines.push(verified);
   if (request.breakGlass)
     lines.push(
-      `Run during the freeze by ${mention(request.breakGlass.by)}: ${inlineQuoted(request.breakGlass.reason)}`,
+      `Run during the freeze by ${breakerWords(request.breakGlass)}: ${inlineQuoted(request.breakGlass.reason)}`,
     );
   if (request.rejectedBy) {
     const why = request.rejectReason ? `: ${inlineQuoted(request.rejectReason)}` : '';
@@ -295,7 +301,7 @@ const REPLIES: {
     text: 'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',
   }),
   break_glass: (request) => ({
-    text: `:rotating_light: ${mention(request.breakGlass?.by ?? 'unknown')} runs this now, during the freeze (break glass), saying:\n${quoted(request.breakGlass?.reason ?? '')}`,
+    text: `:rotating_light: ${request.breakGlass ? breakerWords(request.breakGlass) : mention('unknown')} runs this now, during the freeze (break glass), saying:\n${quoted(request.breakGlass?.reason ?? '')}`,
   }),
   reminder: (request) => {
     const who = stillToApprove(request);

@@ -2,8 +2,9 @@ import type { KnownBlock, ModalView } from '@slack/types';
 import type { VerifyMethod } from '../../config/verification-policy.ts';
 import { verifyText } from '../../requests/approval/approval-rules.ts';
 import type { CloudRequest } from '../../requests/model/types.ts';
+import type { BreakGlassClaims } from '../../requests/model/verification.ts';
 import { vmLabel } from './describe.ts';
-import { escapeMrkdwn, mrkdwn, plain } from './text.ts';
+import { escapeMrkdwn, mrkdwn, plain, quoted } from './text.ts';
 
 /** The action id of the link's button: Slack reports a click on a URL button too, which is only acknowledged. */
 export const VERIFY_OPEN = 'verify_open';
@@ -35,6 +36,45 @@ export function verifyLinkMessage(
             action_id: VERIFY_OPEN,
             text: plain('Verify and approve', 75),
             style: 'primary',
+            url,
+            value: request.id,
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/**
+ * What the break-glass user alone is shown, where the break glass must be verified: nothing ran yet, the reason they
+ * gave (quoted: typed text), and the link to verify on.
+ */
+export function breakGlassLinkMessage(
+  request: CloudRequest,
+  claims: BreakGlassClaims,
+  url: string,
+): { text: string; blocks: KnownBlock[] } {
+  const how = verifyText(claims.methods);
+  const what = escapeMrkdwn(`${request.kind === 'resize' ? 'Resize' : 'Restore'} ${vmLabel(request)}`);
+  const text = `Your break glass of request ${request.id} (${what}) runs once you verify it (${how}). Nothing runs until then. The link works once, for you alone, for 10 minutes: ${url}`;
+  return {
+    text,
+    blocks: [
+      {
+        type: 'section',
+        text: mrkdwn(
+          `:lock: *Your break glass runs once you verify it* (${how}): request \`${request.id}\`, ${what}. Nothing runs until then. Your reason:\n${quoted(claims.reason)}\nThe link works once, for you alone, for 10 minutes. Do not share it.`,
+        ),
+      },
+      {
+        type: 'actions',
+        block_id: `verify:${request.id}`,
+        elements: [
+          {
+            type: 'button',
+            action_id: VERIFY_OPEN,
+            text: plain('Verify and run now', 75),
+            style: 'danger',
             url,
             value: request.id,
           },

@@ -1,0 +1,44 @@
+import type { CloudRequest, RequestState } from '../requests/model/types.ts';
+import type { VerifiedBy } from '../requests/model/verification.ts';
+import { requestMoved, type VerifyPageDeps } from './deps.ts';
+import type { Outcome } from './http.ts';
+import type { LinkPurpose } from './links.ts';
+import { BREAK_GLASS_CHANGED, breakGlassOutcome, CHANGED, decisionOutcome, linkRefusal } from './outcomes.ts';
+
+/*
+ * What a link at /verify/… is for once its person proved who they are: an approval that counts, or a break glass that
+ * runs frozen work. The passkey and the SSO legs of the page share these.
+ */
+
+/** The purposes the page at /verify/… serves. */
+export type VerifyPurpose = Extract<LinkPurpose, { kind: 'approve' | 'break_glass' }>;
+
+/** Whether `purpose` is one the page at /verify/… serves (not a registration). */
+export function isVerifyPurpose(purpose: LinkPurpose): purpose is VerifyPurpose {
+  return purpose.kind === 'approve' || purpose.kind === 'break_glass';
+}
+
+/** The state the request must still be in for the link: pending for an approval, frozen for a break glass. */
+function awaitedState(purpose: VerifyPurpose): RequestState {
+  return purpose.kind === 'approve' ? 'pending' : 'frozen';
+}
+
+/** What the page says when `request` moved on since the link was issued (or is gone), else undefined. */
+export function movedOutcome(purpose: VerifyPurpose, request: CloudRequest | undefined): Outcome | undefined {
+  const moved = requestMoved(request, purpose.claims.version, awaitedState(purpose));
+  if (!moved) return undefined;
+  if (moved === 'gone') return linkRefusal('unknown');
+  return purpose.kind === 'approve' ? CHANGED : BREAK_GLASS_CHANGED;
+}
+
+/** Hands the lifecycle what was proved (the link used up already): counts the approval or runs the break glass. */
+export async function completeVerified(
+  deps: VerifyPageDeps,
+  purpose: VerifyPurpose,
+  by: VerifiedBy,
+): Promise<Outcome> {
+  const { requestId } = purpose.claims;
+  if (purpose.kind === 'approve')
+    return decisionOutcome(await deps.approver.approveVerified(purpose.claims, by), requestId);
+  return breakGlassOutcome(await deps.approver.breakGlassVerified(purpose.claims, by), requestId);
+}
