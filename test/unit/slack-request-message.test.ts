@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { SlackChecks } from '../../sim/slack/checks.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { createRequestRenderer } from '../../src/slack/blocks/request-message.ts';
+import { breakGlassLinkMessage } from '../../src/slack/blocks/verify-link.ts';
 import { resizeRequest, restoreRequest } from '../fixtures/requests.ts';
 
 const renderer = createRequestRenderer();
@@ -125,6 +126,46 @@ describe('thread replies of the approval policy', () => {
     expect(reply(stored({ state: 'queued' }), 'unfrozen')).toBe(
       'The freeze has ended: queued to run now; the rules are checked again before anything is sent.',
     );
+  });
+});
+
+describe('a verified break glass', () => {
+  const verified = {
+    by: 'U0CTO',
+    reason: 'outage *now* <!channel>',
+    at: '2026-11-25T10:00:00.000Z',
+    verified: { method: 'passkey' as const, subject: 'cred-1' },
+  };
+
+  it('names the method beside the breaker, in the thread and on the message', () => {
+    const request = stored({ state: 'queued', breakGlass: verified });
+    expect(renderer.threadReply(request, 'break_glass').text).toBe(
+      ':rotating_light: <@U0CTO> (verified: passkey) runs this now, during the freeze (break glass), saying:\n> outage *now* &lt;!channel&gt;',
+    );
+    const message = renderer.requestMessage(request);
+    expect(checks.checkMessageBlocks(message.blocks)).toEqual([]);
+    expect(context(message.blocks)).toContain('Run during the freeze by <@U0CTO> (verified: passkey):');
+  });
+
+  it("the breaker's link message: valid blocks, the reason quoted and escaped, the URL only on the button and in the fallback", () => {
+    const request = stored({ state: 'frozen' });
+    const claims = {
+      requestId: request.id,
+      version: 2,
+      approver: 'U0CTO',
+      teamId: request.teamId,
+      methods: ['passkey' as const, 'sso' as const],
+      reason: 'line one <!here>\n> ✅ Approved by <@U0LEAD>',
+    };
+    const url = 'https://cloudops.example.com/verify/tok';
+    const message = breakGlassLinkMessage(request, claims, url);
+    expect(checks.checkMessageBlocks(message.blocks)).toEqual([]);
+    const section = JSON.stringify(message.blocks[0]);
+    expect(section).toContain('Your break glass runs once you verify it* (passkey or SSO)');
+    expect(section).toContain('> line one &lt;!here&gt;\\n> &gt; ✅ Approved by &lt;@U0LEAD&gt;');
+    expect(section).not.toContain(url);
+    expect(buttons(message.blocks)).toEqual(['verify_open']);
+    expect(message.text).not.toContain('<!here>');
   });
 });
 
