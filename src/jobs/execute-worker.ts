@@ -72,8 +72,11 @@ export class ExecuteProcessor {
     // its first step (requests/lifecycle/run-start.ts).
     const vm = job.data.vm ?? (await this.deps.store.get(job.data.requestId));
     if (!vm) return 'missing';
-    const start = () => lockAndStart(this.parts, vm, job.data.requestId, this.deps.now());
-    let taken = await start();
+    const start = (copy?: CloudRequest) =>
+      lockAndStart(this.parts, vm, job.data.requestId, this.deps.now(), copy);
+    // The first try predicts the move from the job's copy (its entry chained ahead); a poll for a busy lock does not,
+    // so it never leaves the process's writers chained after an entry that did not land.
+    let taken = await start(job.data.request);
     // A VM's mutations are short: polling a moment takes the lock as soon as it frees, where putting the job back
     // (several Redis writes, then a long wait) made busy VMs sit idle between their jobs.
     const holdOnUntil = Date.now() + this.lockPolicy.holdOnMs;

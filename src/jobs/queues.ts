@@ -52,11 +52,14 @@ export interface Queues {
 /**
  * Data of an execute job: the request id, and the VM it changes so the worker takes the VM lock before reading the
  * request (jobs enqueued before `vm` existed have none: the worker reads the request for it). The request itself is
- * read from the store when it runs.
+ * read from the store when it runs; `request` is the copy the write that queued it stored, from which the run's start
+ * predicts its move and chains its audit entry in the lock's own round trip (requests/lifecycle/run-start.ts). It is
+ * only a prediction: the lock's script writes it only when the stored request is that copy byte for byte.
  */
 export interface ExecuteJobData {
   requestId: string;
   vm?: { projectUuid: string; vmid: number };
+  request?: CloudRequest;
 }
 
 /**
@@ -112,6 +115,8 @@ export async function enqueueExecution(queues: Queues, request: CloudRequest, no
   const data: ExecuteJobData = {
     requestId: request.id,
     vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+    // A scheduled run starts later from whatever is stored then: no copy to predict from.
+    ...(delay === 0 ? { request } : {}),
   };
   await queues.execute.add('execute', data, { jobId: request.id, delay });
 }

@@ -41,10 +41,12 @@ describe('approve', () => {
     expect(queued.approvedBy).toBe(USERS.lead);
     const job = await h.waitForJob(request.id);
     expect(job?.id).toBe(request.id);
-    // The job carries the VM too, so the worker takes the VM's lock before reading the request.
+    // The job carries the VM too, so the worker takes the VM's lock before reading the request, and the request as the
+    // write that queued it stored it, from which the run's start predicts its move to sending.
     expect(job?.data).toEqual({
       requestId: request.id,
       vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+      request: expect.objectContaining({ id: request.id, state: 'queued', version: queued.version }),
     });
     // The message refresh and the thread reply go through the notify queue.
     await expect.poll(() => h.queues.notify.getJob(`reply.${request.id}.approved.0`)).toBeDefined();

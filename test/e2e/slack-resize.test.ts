@@ -217,10 +217,12 @@ describe('no approval needed', () => {
     const request = await h.waitForRequest(created.id, (r) => r.state !== 'pending');
     expect(request).toMatchObject({ state: 'queued', needsApproval: false });
     const job = await h.waitForJob(request.id);
-    // The job carries the VM too, so the worker takes the VM's lock before reading the request.
+    // The job carries the VM too, so the worker takes the VM's lock before reading the request, and the request as the
+    // write that queued it stored it, from which the run's start predicts its move to sending.
     expect(job?.data).toEqual({
       requestId: request.id,
       vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+      request: expect.objectContaining({ id: request.id, state: 'queued', version: request.version }),
     });
   });
 });

@@ -60,10 +60,12 @@ describe('queues', () => {
     await Promise.all([1, 2, 3].map(() => enqueueExecution(queues, request, now)));
     expect(await queues.execute.getJobCounts('wait', 'delayed')).toEqual({ wait: 1, delayed: 0 });
     const job = await queues.execute.getJob(request.id);
-    // The VM rides along so the worker takes its lock before reading the request.
+    // The VM rides along so the worker takes its lock before reading the request, and the request as stored so the
+    // run's start can predict its move to sending.
     expect(job?.data).toEqual({
       requestId: request.id,
       vm: { projectUuid: request.projectUuid, vmid: request.vmid },
+      request,
     });
   });
 
@@ -76,6 +78,8 @@ describe('queues', () => {
     await enqueueExecution(queues, request, now);
     const job = await queues.execute.getJob(request.id);
     expect(await job?.getState()).toBe('delayed');
+    // It starts from whatever is stored when it runs: no copy rides along.
+    expect(job?.data.request).toBeUndefined();
     expect(job?.opts.delay).toBe(3_600_000);
     await cancelExecution(queues, request.id);
     expect(await queues.execute.getJob(request.id)).toBeUndefined();

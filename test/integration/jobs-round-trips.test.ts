@@ -5,7 +5,12 @@ import { QUEUE_REDIS_OPTIONS } from '../../src/jobs/redis-options.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createApprovalPolicy } from '../../src/requests/approval/approvers.ts';
 import { AuditLog } from '../../src/requests/audit/audit.ts';
+import { chainAfter } from '../../src/requests/audit/chain.ts';
+import { standaloneEntry } from '../../src/requests/audit/entry.ts';
+import { readStoredChain } from '../../src/requests/audit/read.ts';
+import { verifyChain } from '../../src/requests/audit/verify.ts';
 import { requestKeys } from '../../src/requests/store/keys.ts';
+import { AUDIT_APPEND_LUA } from '../../src/requests/store/scripts.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
 import { VmFactsStore } from '../../src/requests/vm-facts.ts';
 import { homeRenderer } from '../../src/slack/blocks/home.ts';
@@ -116,6 +121,90 @@ describe('an execute job, counted', () => {
     ]);
     expect((await env.store.get(request.id))?.state).toBe('succeeded');
     expect(await env.vmFacts.get(PROJECT.uuid, 102)).toMatchObject({ wanMode: 'ipv6' });
+  });
+});
+
+describe("the run's start and its audit entry", () => {
+  /** The commands on the request, the audit stream or the chain's head: what the run writes of the request's story. */
+  function onTheStory(seen: { name: string; args: string[] }[], id: string) {
+    const keys = requestKeys(env.prefix);
+    return seen.filter(
+      (c) =>
+        c.args.includes(keys.request(id)) || c.args.includes(keys.audit) || c.args.includes(keys.auditHead),
+    );
+  }
+
+  /** The chain as stored, verified, and the acts of `id` in it. */
+  async function chainOf(id: string) {
+    const stored = await readStoredChain(env.redis, env.prefix);
+    return {
+      verdict: verifyChain(stored.records, { head: stored.head }),
+      acts: stored.records.filter((r) => r.request_id === id).map((r) => r.act),
+      all: stored.records,
+    };
+  }
+
+  it("a plain run's move to sending goes with its entry in the lock's script: lock, move, marker and entry in one round trip", async () => {
+    await env.queues.notify.pause();
+    const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    const seen = recordCommands(env.redis);
+    env.startWorkers();
+    await jobFinished(request.id);
+    // Before: the lock's script, the entry's own append, then the success: three round trips on the story.
+    expect(onTheStory(seen, request.id).map((c) => c.name)).toEqual(['evalsha', 'evalsha']);
+    const chain = await chainOf(request.id);
+    expect(chain.verdict).toMatchObject({ ok: true });
+    expect(chain.acts).toEqual(['created', 'pending', 'approved', 'queued', 'sending', 'succeeded']);
+    expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
+  });
+
+  it("a request written since its job's copy is moved by the script all the same, and its entry chained right after", async () => {
+    await env.queues.notify.pause();
+    const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    // The request message's ts, stored after the job left: the job's copy is one write behind.
+    await env.store.update(request.id, { messageTs: '1700000000.000100' });
+    const seen = recordCommands(env.redis);
+    env.startWorkers();
+    await jobFinished(request.id);
+    expect(onTheStory(seen, request.id).map((c) => c.name)).toEqual(['evalsha', 'evalsha', 'evalsha']);
+    const chain = await chainOf(request.id);
+    expect(chain.verdict).toMatchObject({ ok: true });
+    expect(chain.acts).toEqual(['created', 'pending', 'approved', 'queued', 'sending', 'succeeded']);
+    expect((await env.store.get(request.id))?.state).toBe('succeeded');
+  });
+
+  it("another process's entry first: the script moves the request without the entry it was given, which is chained after that one", async () => {
+    await env.queues.notify.pause();
+    const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    // Another process appends (a policy change), so the head this process expects is one behind.
+    const keys = requestKeys(env.prefix);
+    const head = (await env.redis.get(keys.auditHead)) ?? '';
+    const [other] = chainAfter(
+      head,
+      [standaloneEntry({ act: 'policy_changed', actor: 'cloudops' }, new Date().toISOString(), null)],
+      undefined,
+    );
+    await env.redis.eval(
+      `${AUDIT_APPEND_LUA}\nreturn audit_append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`,
+      2,
+      keys.audit,
+      keys.auditHead,
+      Date.now(),
+      other?.json ?? '',
+      other?.hash ?? '',
+      '',
+    );
+    const seen = recordCommands(env.redis);
+    env.startWorkers();
+    await jobFinished(request.id);
+    // The lock's script (its entry refused), the entry chained again after the other's, the success.
+    expect(onTheStory(seen, request.id).map((c) => c.name)).toEqual(['evalsha', 'evalsha', 'evalsha']);
+    const chain = await chainOf(request.id);
+    expect(chain.verdict).toMatchObject({ ok: true });
+    expect(chain.acts).toEqual(['created', 'pending', 'approved', 'queued', 'sending', 'succeeded']);
+    const acts = chain.all.map((r) => r.act);
+    expect(acts.indexOf('policy_changed')).toBeLessThan(acts.indexOf('sending'));
+    expect(env.sim.applied.filter((a) => a.vmid === 102)).toHaveLength(1);
   });
 });
 

@@ -6,6 +6,7 @@ import {
   chainBackoff,
   MAX_CHAIN_ROUNDS,
   NO_AUDIT_CONTEXT,
+  type Reservation,
 } from '../audit/append.ts';
 import { requestEntry } from '../audit/entry.ts';
 import {
@@ -36,6 +37,13 @@ import { casArgs, createArgs } from './writes.ts';
 
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
+
+/** An act recorded on a request that another script moved. */
+export interface RecordedAct {
+  state: string;
+  actor: string;
+  detail?: string;
+}
 
 /** One audit entry a write records. */
 interface AuditWrite {
@@ -120,17 +128,37 @@ export class RequestStore {
 
   /**
    * Records `act` on `request` in the audit chain without writing the request: for a move another script made (the
-   * worker's lock script moves a plain run to sending in the same round trip as the lock).
+   * worker's lock script moves a plain run to sending in the same round trip as the lock, and records it here when
+   * it could not chain the entry itself, see {@link reserveEntry}).
    */
-  async record(request: CloudRequest, act: { state: string; actor: string; detail?: string }): Promise<void> {
-    await this.chain.append([
-      requestEntry(
-        request,
-        { act: act.state, actor: act.actor, details: act.detail },
-        request.updatedAt,
-        this.audit.policyVersion(),
-      ),
-    ]);
+  async record(request: CloudRequest, act: RecordedAct): Promise<void> {
+    await this.chain.append([this.entryOf(request, act)]);
+  }
+
+  /**
+   * Chains the entry of `act` on `request` for a lifecycle script that writes the move and its entry itself (the run's
+   * start, lifecycle/run-start.ts): the script writes it only while the chain's head is still `prev`, and what it
+   * answered is given back to {@link settleEntry}, as every writer of the chain does.
+   */
+  reserveEntry(request: CloudRequest, act: RecordedAct): Promise<Reservation> {
+    return this.chain.reserve([this.entryOf(request, act)]);
+  }
+
+  /** What became of a {@link reserveEntry}'s entry: written, or not (`head`: the one Redis answered with). */
+  settleEntry(
+    reservation: Reservation,
+    outcome: { written: true } | { written: false; head?: string },
+  ): void {
+    this.chain.settle(reservation, outcome);
+  }
+
+  private entryOf(request: CloudRequest, act: RecordedAct) {
+    return requestEntry(
+      request,
+      { act: act.state, actor: act.actor, details: act.detail },
+      request.updatedAt,
+      this.audit.policyVersion(),
+    );
   }
 
   /** The request, or undefined when there is none with this id. */
