@@ -8,9 +8,11 @@ import {
   type ProjectPolicy,
 } from '../../config/policy.ts';
 import type { SealKeys } from '../../config/seal-keys.ts';
+import type { VerifyMethod } from '../../config/verification-policy.ts';
 import { classifyChange } from '../../rules/change-scope.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { type CloudRequest, revisionOf } from '../model/types.ts';
+import { VERIFY_METHODS } from '../model/verification.ts';
 import {
   type ApprovalPlan,
   approvalsText,
@@ -179,6 +181,7 @@ function sealedTimes(keys: SealKeys, request: CloudRequest, facts: string): Seal
     if (
       typeof revision !== 'number' ||
       revision >= current ||
+      !realVerification(approval.verified) ||
       !decisionHolds(keys, facts, approvalDecision({ ...approval, revision }), approval.seal)
     )
       return invalid(`the approval recorded for ${String(approval.user)}`);
@@ -197,6 +200,7 @@ function sealedTimes(keys: SealKeys, request: CloudRequest, facts: string): Seal
     if (
       typeof revision !== 'number' ||
       revision >= current ||
+      !realVerification(breakGlass.verified) ||
       !decisionHolds(
         keys,
         facts,
@@ -209,6 +213,18 @@ function sealedTimes(keys: SealKeys, request: CloudRequest, facts: string): Seal
     times.breakGlass = breakGlass.at;
   }
   return times;
+}
+
+/**
+ * Whether a stored verification is one the bot records: none, or a method it verifies by with its credential id or
+ * subject. A click is sealed as the method `slack` with no subject, so a verification written beside a sealed click
+ * naming `slack`, or no method at all, would rebuild to the click's sealed text and pass for verified on the message
+ * and in the audit: it counts as altered.
+ */
+function realVerification(verified: unknown): boolean {
+  if (verified === undefined) return true;
+  const { method, subject } = (verified ?? {}) as { method?: unknown; subject?: unknown };
+  return VERIFY_METHODS.includes(method as VerifyMethod) && typeof subject === 'string' && subject !== '';
 }
 
 /**

@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditRecord } from '../../src/requests/model/audit-record.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { auditRecords } from '../helpers/audit-records.ts';
+import { CHANNELS, type Harness, PROD_UUID, STAGING_UUID, USERS } from '../helpers/harness.ts';
+import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
+import {
+  approveEphemeral,
+  passkeyRegistrationLink,
+  startVerifyPage,
+  submitRequest,
+  urlButtonOf,
+  verifiedPolicyYaml,
+} from '../helpers/verified-approvals.ts';
+import type { Forwarder } from '../helpers/verify-browser.ts';
+
+// The worker's judgement of a break glass (docs/approvals.md#the-worker-judges, #break-glass-under-a-verify-rule),
+// attacked as a Redis writer without SEAL_KEY or an operator's emergency would test it: the break glass is recorded
+// through the real path (the Slack form, the real page over HTTP with a software passkey), the execute queue paused
+// meanwhile as if no worker took the job yet; then the clock, the policy or the stored request moves, and the real
+// worker of the bot judges it once the queue resumes.
+
+const HOUR = 3_600_000;
+const START = new Date('2026-11-25T09:00:00Z');
+const BREAKER = USERS.admin;
+const OTHER_BREAKER = USERS.lead2;
+const wall = (date: Date) => date.toISOString().slice(0, 16);
+const WINDOW = `{ from: "${wall(new Date(START.getTime() - HOUR))}", to: "${wall(new Date(START.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }`;
+
+/**
+ * shop-frozen (VM 201, staging channel): one approval verified by a passkey, frozen for two days; shop-prod (VMs 101
+ * and 102): one plain approval, frozen by the top-level window. `breakers` may break glass in both.
+ */
+const policy = (breakers: string[]) =>
+  verifiedPolicyYaml({
+    approvals: { count: 1 },
+    staging: { name: 'shop-frozen', freeze: WINDOW },
+    more: `break_glass: [${breakers.join(', ')}]\nfreeze:\n  - ${WINDOW}\n`,
+  });
+
+let h: Harness;
+let forwarder: Forwarder;
+let publicUrl: string;
+const keys: Record<string, SoftPasskey> = {};
+
+beforeAll(async () => {
+  ({ h, forwarder, publicUrl } = await startVerifyPage({
+    now: START,
+    policyFile: true,
+    policyYaml: () => policy([BREAKER, OTHER_BREAKER]),
+  }));
+  for (const user of [USERS.lead, BREAKER]) {
+    const key = new SoftPasskey(publicUrl);
+    const tab = await PageTab.open(await passkeyRegistrationLink(h, user));
+    expect((await tab.register(key)).body.title).toBe('Passkey registered');
+    keys[user] = key;
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await h?.close();
+  await forwarder?.close();
+});
+
+const keyOf = (user: string) => keys[user] as SoftPasskey;
+
+/** The POSTs the cloud sim received for `project`'s VM `vmid` resized to `cores`. */
+const postsFor = (project: string, vmid: number, cores: number) =>
+  h.sim.applied.filter(
+    (a) => a.projectUuid === project && a.vmid === vmid && (a.body as { cores?: number }).cores === cores,
+  ).length;
+
+const ended = (id: string) =>
+  h.waitForRequest(id, (r) => ['succeeded', 'refused', 'unknown'].includes(r.state), 30_000);
+
+/** A resize of VM 201 to `cores`, approved by the lead with their passkey on the page, held by the freeze. */
+async function frozenVerified(cores: number): Promise<CloudRequest> {
+  const created = await submitRequest(h, `resize shop-frozen 201 cores=${cores}`, CHANNELS.staging);
+  const url = urlButtonOf((await approveEphemeral(h, created.id, USERS.lead, CHANNELS.staging)).blocks) ?? '';
+  expect((await (await PageTab.open(url)).approve(keyOf(USERS.lead))).body.title).toBe('Approved');
+  return h.waitForRequest(created.id, (r) => r.state === 'frozen');
+}
+
+/** A resize of shop-prod's `vmid` to `cores`, approved by a plain click of the lead, held by the freeze. */
+async function frozenPlain(vmid: number, cores: number): Promise<CloudRequest> {
+  const created = await submitRequest(h, `resize shop-prod ${vmid} cores=${cores}`, CHANNELS.prod);
+  await h.click('approve', created.id, USERS.lead, CHANNELS.prod);
+  return h.waitForRequest(created.id, (r) => r.state === 'frozen');
+}
+
+/** "Run now (break glass)" and its form submitted by `user` with `reason`; returns the form's answer. */
+async function submitBreakGlass(request: CloudRequest, reason: string, channel: string, user = BREAKER) {
+  const views = h.slack.views.length;
+  await h.click('break_glass', request.id, user, channel);
+  const form = await h.openedView(views);
+  const submitted = await h.submitView(form.view, { break_glass_reason: reason }, user);
+  expect(submitted.json).toEqual({ response_action: 'clear' });
+}
+
+/** The break glass of frozen `request` verified on the page with the breaker's passkey, its job queued. */
+async function verifiedBreakGlass(request: CloudRequest, reason: string): Promise<void> {
+  const seen = h.slack.ephemerals(CHANNELS.staging, BREAKER).length;
+  await submitBreakGlass(request, reason, CHANNELS.staging);
+  const message = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.staging, BREAKER)[seen]);
+  const tab = await PageTab.open(urlButtonOf(message.blocks) ?? '');
+  expect((await tab.approve(keyOf(BREAKER))).body).toMatchObject({ title: 'Running now', tone: 'ok' });
+  await h.waitForRequest(request.id, (r) => r.breakGlass !== undefined);
+  await h.waitForJob(request.id);
+}
+
+/** Runs `body` with the execute queue paused (no worker takes a job), resuming it at the end. */
+async function withQueuePaused<T>(body: () => Promise<T>): Promise<T> {
+  await h.queues.execute.pause();
+  try {
+    return await body();
+  } finally {
+    await h.queues.execute.resume();
+  }
+}
+
+/** Rewrites the stored request as a Redis writer would: parse, edit, write back. */
+async function tamper(id: string, edit: (request: CloudRequest) => void): Promise<void> {
+  const key = `${h.prefix}:req:${id}`;
+  const request = JSON.parse((await h.redis.get(key)) as string) as CloudRequest;
+  edit(request);
+  await h.redis.set(key, JSON.stringify(request));
+}
+
+describe('the worker judges a break glass', () => {
+  it('a verification of no real method (slack, or empty) added in Redis to a sealed plain break glass is seal_invalid, nothing sent; the same on an approval', async () => {
+    // Plain break glasses, sealed by the bot, on work whose approvals need no verification.
+    const slack = await frozenPlain(101, 3);
+    const empty = await frozenPlain(102, 6);
+    const approval = await frozenPlain(101, 4);
+    await withQueuePaused(async () => {
+      for (const request of [slack, empty]) {
+        await submitBreakGlass(request, 'plain click', CHANNELS.prod);
+        await h.waitForRequest(request.id, (r) => r.state === 'queued' && r.breakGlass !== undefined);
+        await h.waitForJob(request.id);
+      }
+      // Their seals cover {method: 'slack', subject: ''} for "no verification": a Redis writer without SEAL_KEY adds
+      // a verification that rebuilds to the same sealed text, and the message would say "(verified: passkey)".
+      await tamper(slack.id, (r) => {
+        if (r.breakGlass) r.breakGlass.verified = { method: 'slack' as 'passkey', subject: '' };
+      });
+      await tamper(empty.id, (r) => {
+        if (r.breakGlass) r.breakGlass.verified = {} as { method: 'passkey'; subject: string };
+      });
+      // The same on a plain approval, which the audit would then call an SSO login.
+      await tamper(approval.id, (r) => {
+        const first = r.approvals?.[0];
+        if (first) first.verified = { method: 'slack' as 'passkey', subject: '' };
+      });
+      await submitBreakGlass(approval, 'plain click', CHANNELS.prod);
+      await h.waitForRequest(approval.id, (r) => r.state === 'queued' && r.breakGlass !== undefined);
+      await h.waitForJob(approval.id);
+    });
+    for (const request of [slack, empty, approval]) {
+      const done = await ended(request.id);
+      expect(`${request.id}: ${done.state}`).toBe(`${request.id}: refused`);
+      expect(
+        (await h.auditOf(request.id)).some((line) => line.startsWith('seal_invalid cloudops Not sent:')),
+      ).toBe(true);
+    }
+    expect(postsFor(PROD_UUID, 101, 3)).toBe(0);
+    expect(postsFor(PROD_UUID, 102, 6)).toBe(0);
+    expect(postsFor(PROD_UUID, 101, 4)).toBe(0);
+  });
+});
