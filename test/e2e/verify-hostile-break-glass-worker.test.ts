@@ -166,4 +166,21 @@ describe('the worker judges a break glass', () => {
     expect(postsFor(PROD_UUID, 102, 6)).toBe(0);
     expect(postsFor(PROD_UUID, 101, 4)).toBe(0);
   });
+
+  it('a breaker the policy no longer names in break_glass (removed by a reload after the page, before the run) lets nothing through the freeze', async () => {
+    const request = await frozenVerified(3);
+    await withQueuePaused(async () => {
+      await verifiedBreakGlass(request, 'account about to be locked');
+      // An operator removes the breaker (a compromised account, say) and reloads: the worker's policy says so now.
+      expect(await h.reloadPolicy(policy([OTHER_BREAKER]))).toBe('changed');
+    });
+    try {
+      const done = await ended(request.id);
+      expect(done.state).toBe('refused');
+      expect(done.outcomes.at(-1)?.reason).toContain('break_glass');
+      expect(postsFor(STAGING_UUID, 201, 3)).toBe(0);
+    } finally {
+      expect(await h.reloadPolicy(policy([BREAKER, OTHER_BREAKER]))).toBe('changed');
+    }
+  });
 });

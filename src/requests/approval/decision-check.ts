@@ -102,6 +102,8 @@ export async function checkApprovals(
   if (typeof plan === 'string') return short(plan);
   const unverified = unverifiedBreakGlass(request, plan);
   if (unverified) return short(unverified);
+  const breaker = await breakerNotAllowed(deps, project, request);
+  if (breaker) return short(breaker);
   const counted = await qualifying(deps, project, request, plan);
   if (counted.users.length < plan.count) {
     const methods = plan.verify ? `, verified by ${verifyText(plan.verify)}` : '';
@@ -129,6 +131,22 @@ function unverifiedBreakGlass(request: CloudRequest, plan: ApprovalPlan): string
   if (method && plan.verify.includes(method)) return undefined;
   const how = method ? `verified by ${verifyText([method])} only` : 'not verified';
   return `Not sent: it was run during a freeze by a break glass (${String(breakGlass.by)}), ${how}, and under the policy the worker runs with its approvals and break glass must be verified by ${verifyText(plan.verify)} (${plan.rule}). Make a new request if it is still needed: it runs when the freeze ends.`;
+}
+
+/**
+ * A break glass lets work through a freeze of the worker's policy only while that policy still names its breaker in
+ * `break_glass`, as an approval counts only while it names the approver: someone an operator removed (a compromised
+ * account, say) between the break glass and the run lets nothing through. Nothing to say once no freeze holds now.
+ */
+async function breakerNotAllowed(
+  deps: DecisionCheckDeps,
+  project: ProjectPolicy,
+  request: CloudRequest,
+): Promise<string | undefined> {
+  const { breakGlass } = request;
+  if (!breakGlass || !freezeAt(freezeOf(deps.policy, project), deps.now())) return undefined;
+  if (!(await deps.approvals.may(request, breakGlass.by, 'break_glass'))) return undefined;
+  return `Not sent: it was run during a freeze by a break glass (${String(breakGlass.by)}), whom the policy the worker runs with no longer lets run work during a freeze of ${request.projectName} (break_glass). Make a new request if it is still needed: it runs when the freeze ends.`;
 }
 
 /**
