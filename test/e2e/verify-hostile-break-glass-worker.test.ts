@@ -183,4 +183,19 @@ describe('the worker judges a break glass', () => {
       expect(await h.reloadPolicy(policy([BREAKER, OTHER_BREAKER]))).toBe('changed');
     }
   });
+
+  // Last: it moves the clock a day on.
+  it('a verified break glass stays good for approval_valid_hours from the break glass, not from the end of the freeze it broke', async () => {
+    const request = await frozenVerified(5);
+    await withQueuePaused(async () => {
+      await verifiedBreakGlass(request, 'run it now');
+      // The run is held past the validity (no worker took it: it could be a ticket system that is down, or a Redis
+      // writer replaying it): 25 hours later, still inside the two-day freeze.
+      h.clock.advance(25 * HOUR);
+    });
+    const done = await ended(request.id);
+    expect(done.state).toBe('refused');
+    expect(done.outcomes.at(-1)?.reason).toContain('approval_valid_hours');
+    expect(postsFor(STAGING_UUID, 201, 5)).toBe(0);
+  });
 });

@@ -112,7 +112,13 @@ export async function checkApprovals(
       `Not sent: under the policy the worker runs with it needs ${approvalsText(plan.count)}${methods} (${plan.rule}), and ${counted.users.length} of the approvals recorded qualify${not}.`,
     );
   }
-  return expired(deps, project, request, [...sealed.approvals, sealed.goAhead, sealed.breakGlass]);
+  return expired(
+    deps,
+    project,
+    request,
+    [...sealed.approvals, sealed.goAhead, sealed.breakGlass],
+    sealed.breakGlass !== undefined,
+  );
 }
 
 function short(reason: string): DecisionRefusal {
@@ -271,13 +277,16 @@ async function qualifying(
 
 /**
  * The decisions are older than `approval_valid_hours`, counted from the later of the last of them and the moment the
- * work became due: its scheduled time, or the end of the freeze (under the worker's policy) that held it then.
+ * work became due: its scheduled time, or the end of the freeze (under the worker's policy) that held it then. Work a
+ * break glass let through (`brokeFreeze`) was due at the break glass (or its scheduled time): the freeze held it no
+ * longer, and its end extends nothing.
  */
 function expired(
   deps: DecisionCheckDeps,
   project: ProjectPolicy,
   request: CloudRequest,
   times: (string | undefined)[],
+  brokeFreeze: boolean,
 ): DecisionRefusal | undefined {
   let from = Math.max(
     ...times.map((t) => (t === undefined ? Number.NEGATIVE_INFINITY : Date.parse(t))),
@@ -286,7 +295,7 @@ function expired(
   // Sealed times are the bot's own ISO strings; anything else (or none at all) is no time to count from.
   if (!Number.isFinite(from))
     return { code: 'seal_invalid', reason: 'Not sent: no sealed decision says when it was approved.' };
-  const freeze = freezeAt(freezeOf(deps.policy, project), new Date(from));
+  const freeze = brokeFreeze ? undefined : freezeAt(freezeOf(deps.policy, project), new Date(from));
   if (freeze) from = Math.max(from, freeze.until.getTime());
   const hours = approvalValidHoursOf(deps.policy, project);
   if (deps.now().getTime() <= from + hours * HOUR_MS) return undefined;
