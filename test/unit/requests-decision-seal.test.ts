@@ -3,11 +3,11 @@ import { sealKeysFrom } from '../../src/config/seal-keys.ts';
 import {
   approvalDecision,
   breakGlassDecision,
-  canonicalJson,
   decisionHolds,
   requestFacts,
   sealDecision,
 } from '../../src/requests/approval/decision-seal.ts';
+import { canonicalJson } from '../../src/requests/model/canonical-json.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { resizeRequest } from '../fixtures/requests.ts';
 import { TEST_SEAL_KEY, TEST_SEAL_KEY_PREVIOUS } from '../helpers/seal.ts';

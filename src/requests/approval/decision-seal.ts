@@ -1,4 +1,5 @@
 import type { SealKeys } from '../../config/seal-keys.ts';
+import { canonicalJson } from '../model/canonical-json.ts';
 import { type CloudRequest, revisionOf } from '../model/types.ts';
 
 /*
@@ -25,24 +26,6 @@ export interface SealedDecision {
   at: string;
   /** The request's revision when the decision was made. */
   revision: number;
-}
-
-/**
- * JSON with every object's keys sorted, so the same structure always gives the same text whatever order its fields
- * were written in (the stored request is JSON edited by Lua and by hand). `undefined` members are left out, as
- * JSON.stringify does. (Keys that read as array indexes would come first, in numeric order, as JavaScript orders
- * them; deterministic all the same, and no sealed structure has such keys.)
- */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, sortedKeys) ?? 'null';
-}
-
-function sortedKeys(_key: string, value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  const record = value as Record<string, unknown>;
-  const sorted: Record<string, unknown> = {};
-  for (const key of Object.keys(record).sort()) sorted[key] = record[key];
-  return sorted;
 }
 
 /**

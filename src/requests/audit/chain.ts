@@ -7,19 +7,10 @@
 import { createHash } from 'node:crypto';
 import type { SealKeys } from '../../config/seal-keys.ts';
 import type { AuditAnchor, AuditBody } from '../model/audit-record.ts';
+import { canonicalJson } from '../model/canonical-json.ts';
 
 /** What sealing needs of the seal keys. */
 export type AuditSealer = Pick<SealKeys, 'seal' | 'check'>;
-
-/** JSON with object keys sorted at every depth, no whitespace, undefined members left out: one text per value. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
 
 /** The body of a record: what its hash covers. */
 export function bodyOf(record: Record<string, unknown>): Record<string, unknown> {
