@@ -4,7 +4,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAgentToken, tokenHash } from '../../src/config/agents.ts';
-import { CHANNELS, type Harness, PROD_UUID, startHarness, USERS } from '../helpers/harness.ts';
+import type { CloudRequest } from '../../src/requests/model/types.ts';
+import { CHANNELS, type Harness, PROD_UUID, STAGING_UUID, startHarness, USERS } from '../helpers/harness.ts';
 import { type TestVerificationLinks, testVerificationLinks } from '../helpers/verification-links.ts';
 import { approveEphemeral, urlButtonOf, verifiedPolicyYaml } from '../helpers/verified-approvals.ts';
 
@@ -95,5 +96,65 @@ describe('what a request must verify', () => {
     expect(asked.approvals).toMatchObject({ needed: 1, verified_by: ['sso'] });
     expect((await h.store.get(asked.request_id))?.verify).toEqual(['sso']);
     expect(h.slack.messages(CHANNELS.staging).length).toBeGreaterThanOrEqual(0);
+  });
+});
+
+/** Rewrites the stored request as a Redis writer would: parse, edit, write back. */
+async function tamper(id: string, edit: (request: CloudRequest) => void): Promise<void> {
+  const key = `${h.prefix}:req:${id}`;
+  const request = JSON.parse((await h.redis.get(key)) as string) as CloudRequest;
+  edit(request);
+  await h.redis.set(key, JSON.stringify(request));
+}
+
+const ended = (id: string) =>
+  h.waitForRequest(id, (r) => ['succeeded', 'refused', 'unknown'].includes(r.state), 30_000);
+
+describe('the worker plans the same verification', () => {
+  it('a resize that raises RAM and lowers cores needs the increase’s verify at the worker too: with it removed in Redis, a plain click sends nothing', async () => {
+    // db-1 has 4 cores and 8 GB: 2 cores and 10 GB lowers one and raises the other (planned as a decrease).
+    const ack = await h.fillAndSubmit(
+      'resize shop-prod 102 cores=2 ram=10',
+      { confirm: ['stopped'] },
+      USERS.dev,
+    );
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const created = await h.waitForRequest((await h.nextRequest()).id, (r) => r.messageTs !== undefined);
+    expect(created.verify).toEqual(['passkey']);
+    // A Redis writer without SEAL_KEY drops what the request says it must verify (it is not sealed: the worker plans
+    // it again under its own policy), and a stolen Slack session of the lead clicks Approve.
+    await tamper(created.id, (r) => {
+      delete r.verify;
+    });
+    await h.click('approve', created.id, USERS.lead);
+    const done = await ended(created.id);
+    expect(done.state).toBe('refused');
+    expect(done.outcomes.at(-1)?.reason).toContain('verified by passkey');
+    expect(
+      h.sim.applied.filter(
+        (a) => a.projectUuid === PROD_UUID && a.vmid === 102 && (a.body as { cores?: number }).cores === 2,
+      ),
+    ).toHaveLength(0);
+  });
+
+  it('an agent’s own verify under a block’s other verify: its request, verified as it asks (SSO), runs', async () => {
+    if (!agent) throw new Error('the agent test above connects the agent');
+    const result = (await agent.callTool(
+      {
+        name: 'request_resize',
+        arguments: { project: 'shop-staging', vm_id: 201, cores: 3, reason: 'load' },
+      },
+      undefined,
+      { timeout: 90_000 },
+    )) as CallToolResult;
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    const id = (result.structuredContent as { request_id: string }).request_id;
+    const created = await h.waitForRequest(id, (r) => r.messageTs !== undefined);
+    expect(created.verify).toEqual(['sso']);
+    const url = urlButtonOf((await approveEphemeral(h, id, USERS.lead, CHANNELS.staging)).blocks) ?? '';
+    expect(await links.complete(url, { method: 'sso', subject: 'sub-lead' })).toMatchObject({ ok: true });
+    const done = await ended(id);
+    expect(`${done.state}: ${done.outcomes.at(-1)?.reason ?? ''}`).toBe('succeeded: ');
+    expect(h.sim.applied.filter((a) => a.projectUuid === STAGING_UUID && a.vmid === 201)).toHaveLength(1);
   });
 });

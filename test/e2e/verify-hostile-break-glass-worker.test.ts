@@ -29,11 +29,15 @@ const WINDOW = `{ from: "${wall(new Date(START.getTime() - HOUR))}", to: "${wall
 
 /**
  * shop-frozen (VM 201, staging channel): one approval verified by a passkey, frozen for two days; shop-prod (VMs 101
- * and 102): one plain approval, frozen by the top-level window. `breakers` may break glass in both.
+ * and 102): one plain approval, verified by a passkey where it raises RAM, frozen by the top-level window.
+ * `breakers` may break glass in both.
  */
 const policy = (breakers: string[]) =>
   verifiedPolicyYaml({
-    approvals: { count: 1 },
+    approvals: {
+      count: 1,
+      rules: [{ when: { kind: 'resize_up', change: 'ram' }, count: 1, verify: 'passkey' }],
+    },
     staging: { name: 'shop-frozen', freeze: WINDOW },
     more: `break_glass: [${breakers.join(', ')}]\nfreeze:\n  - ${WINDOW}\n`,
   });
@@ -182,6 +186,37 @@ describe('the worker judges a break glass', () => {
     } finally {
       expect(await h.reloadPolicy(policy([BREAKER, OTHER_BREAKER]))).toBe('changed');
     }
+  });
+
+  it('a resize that raises RAM and lowers cores, verified, its verify removed in Redis while frozen: a plain break glass from Slack sends nothing', async () => {
+    // db-1 has 4 cores and 8 GB: 2 cores and 10 GB is planned as a decrease that must meet the increase's verify.
+    const ack = await h.fillAndSubmit(
+      'resize shop-prod 102 cores=2 ram=10',
+      { confirm: ['stopped'] },
+      USERS.dev,
+      CHANNELS.prod,
+    );
+    expect(ack.json).toEqual({ response_action: 'clear' });
+    const created = await h.waitForRequest(
+      (await h.nextRequest(CHANNELS.prod)).id,
+      (r) => r.messageTs !== undefined,
+    );
+    expect(created.verify).toEqual(['passkey']);
+    const url = urlButtonOf((await approveEphemeral(h, created.id, USERS.lead, CHANNELS.prod)).blocks) ?? '';
+    expect((await (await PageTab.open(url)).approve(keyOf(USERS.lead))).body.title).toBe('Approved');
+    const frozen = await h.waitForRequest(created.id, (r) => r.state === 'frozen');
+    // A Redis writer without SEAL_KEY drops what the request says it must verify (not sealed: the worker plans it
+    // again under its own policy): the form then records a plain break glass, no link.
+    await tamper(frozen.id, (r) => {
+      delete r.verify;
+    });
+    await submitBreakGlass(frozen, 'plain click', CHANNELS.prod);
+    const done = await ended(frozen.id);
+    expect(done.breakGlass?.by).toBe(BREAKER);
+    expect(done.breakGlass?.verified).toBeUndefined();
+    expect(done.state).toBe('refused');
+    expect(done.outcomes.at(-1)?.reason).toContain('not verified');
+    expect(postsFor(PROD_UUID, 102, 2)).toBe(0);
   });
 
   // Fails today: src/requests/audit/entry.ts copies the stored `breakGlass` whole into every later entry of the request

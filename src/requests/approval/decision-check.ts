@@ -22,6 +22,7 @@ import {
   resizeKindFor,
   restoreFacts,
   verifyText,
+  withIncreaseVerify,
 } from './approval-rules.ts';
 import type { ApprovalPolicy } from './approvers.ts';
 import {
@@ -157,7 +158,9 @@ async function breakerNotAllowed(
 
 /**
  * The approvals `request` needs under `policy`, planned as a new request is (create.ts): the kind from what it
- * changes on the VM as known now, its cost now, and an agent's own terms. A sentence when it cannot be planned.
+ * changes on the VM as known now, its cost now, and an agent's own terms (its `verify` over its block's, not over a
+ * rule's); a resize planned as a decrease that raises something also meets the increase's verification. A sentence
+ * when it cannot be planned.
  */
 function planUnder(
   policy: Policy,
@@ -168,6 +171,8 @@ function planUnder(
 ): ApprovalPlan | string {
   const approvals = approvalsOf(policy, project);
   let plan: ApprovalPlan;
+  /** A decrease that raises something: the increase's plan, whose verification it meets too. */
+  let increase: ApprovalPlan | undefined;
   const { params } = request;
   if (params.kind === 'resize') {
     // Planned on the sizes it was made and sealed with (the rules' re-check refused it if the VM moved since).
@@ -179,15 +184,21 @@ function planUnder(
         policy.currency,
       );
     const direction = classifyChange({ ...vm, ...params.before }, params.target).direction;
-    plan = planFor(resizeKindFor(direction, (k) => planFor(k).count));
+    const kind = resizeKindFor(direction, (k) => planFor(k).count);
+    plan = planFor(kind);
+    if (kind === 'resize_down' && (direction === 'mixed' || direction === 'unknown'))
+      increase = planFor('resize_up');
   } else {
     plan = planApproval(approvals, project.approval.restore, restoreFacts(), policy.currency);
   }
-  if (!request.agent) return plan;
-  const agent = findAgent(policy.agents, request.agent.name);
-  if (!agent) return `Not sent: agent ${request.agent.name} is not in the policy the worker runs with.`;
-  if (!agent.unattended && plan.count === 0) plan = { ...plan, count: 1, rule: AGENT_NEEDS_PERSON };
-  return agent.verify && plan.count > 0 && !plan.verify ? { ...plan, verify: agent.verify } : plan;
+  if (request.agent) {
+    const agent = findAgent(policy.agents, request.agent.name);
+    if (!agent) return `Not sent: agent ${request.agent.name} is not in the policy the worker runs with.`;
+    if (!agent.unattended && plan.count === 0) plan = { ...plan, count: 1, rule: AGENT_NEEDS_PERSON };
+    if (agent.verify && plan.count > 0 && plan.verifyFrom !== 'rule')
+      plan = { ...plan, verify: agent.verify, verifyFrom: 'rule' };
+  }
+  return withIncreaseVerify(plan, increase);
 }
 
 /**
