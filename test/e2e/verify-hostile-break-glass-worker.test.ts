@@ -292,10 +292,10 @@ describe('the worker judges a break glass', () => {
     ).toMatchObject({ ok: true });
   });
 
-  // Fails today: src/requests/audit/entry.ts copies the stored `breakGlass` whole into every later entry of the request
-  // (its decision seal, its revision, and whatever a Redis writer adds beside them), where approvals carry only the
-  // user, method, credential or subject and time. The fix belongs in the audit's entry builder (requestEntry).
-  it.fails("a verified break glass's audit entries carry what the audit says a break glass is, not its seal and revision", async () => {
+  // The audit's entry builder copied the stored `breakGlass` whole into every later entry of the request (its decision
+  // seal, its revision, and whatever a Redis writer adds beside them), where approvals carry only the user, method,
+  // credential or subject and time.
+  it("a verified break glass's audit entries carry what the audit says a break glass is, not its seal and revision", async () => {
     const request = await frozenVerified(11);
     await verifiedBreakGlass(request, 'audit shape');
     await ended(request.id);

@@ -76,6 +76,22 @@ export function outcomeOf(request: CloudRequest): AuditBody['outcome'] {
   };
 }
 
+/**
+ * A break glass as the audit writes it: who, why, when and how they proved it; never its seal or revision (the
+ * worker's, not the auditor's), nor anything else stored beside them.
+ */
+function breakGlassOf(
+  breakGlass: NonNullable<CloudRequest['breakGlass']>,
+): NonNullable<AuditBody['break_glass']> {
+  const { by, reason, at, verified } = breakGlass;
+  return {
+    by,
+    reason,
+    at,
+    ...(verified ? { verified: { method: verified.method, subject: verified.subject } } : {}),
+  };
+}
+
 /** The entry of `act` on `request` at `time`, before it is chained. */
 export function requestEntry(
   request: CloudRequest,
@@ -100,7 +116,7 @@ export function requestEntry(
     approvers: approversOf(request),
     requester: requesterOf(request),
     ticket: ticketOf(request),
-    ...(request.breakGlass ? { break_glass: request.breakGlass } : {}),
+    ...(request.breakGlass ? { break_glass: breakGlassOf(request.breakGlass) } : {}),
     outcome: outcomeOf(request),
   };
 }
