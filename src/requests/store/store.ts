@@ -38,15 +38,8 @@ import { casArgs, createArgs } from './writes.ts';
 /** Compare-and-set rounds before giving up: only reached under pathological contention. */
 const MAX_CAS_ROUNDS = 50;
 
-/** An act recorded on a request that another script moved. */
-export interface RecordedAct {
-  state: string;
-  actor: string;
-  detail?: string;
-}
-
 /** One audit entry a write records. */
-interface AuditWrite {
+export interface AuditWrite {
   state: RequestState | AuditNote;
   actor: string;
   detail?: string;
@@ -131,7 +124,7 @@ export class RequestStore {
    * worker's lock script moves a plain run to sending in the same round trip as the lock, and records it here when
    * it could not chain the entry itself, see {@link reserveEntry}).
    */
-  async record(request: CloudRequest, act: RecordedAct): Promise<void> {
+  async record(request: CloudRequest, act: AuditWrite): Promise<void> {
     await this.chain.append([this.entryOf(request, act)]);
   }
 
@@ -140,19 +133,16 @@ export class RequestStore {
    * start, lifecycle/run-start.ts): the script writes it only while the chain's head is still `prev`, and what it
    * answered is given back to {@link settleEntry}, as every writer of the chain does.
    */
-  reserveEntry(request: CloudRequest, act: RecordedAct): Promise<Reservation> {
+  reserveEntry(request: CloudRequest, act: AuditWrite): Promise<Reservation> {
     return this.chain.reserve([this.entryOf(request, act)]);
   }
 
   /** What became of a {@link reserveEntry}'s entry: written, or not (`head`: the one Redis answered with). */
-  settleEntry(
-    reservation: Reservation,
-    outcome: { written: true } | { written: false; head?: string },
-  ): void {
+  settleEntry(reservation: Reservation, outcome: Parameters<AuditAppender['settle']>[1]): void {
     this.chain.settle(reservation, outcome);
   }
 
-  private entryOf(request: CloudRequest, act: RecordedAct) {
+  private entryOf(request: CloudRequest, act: AuditWrite) {
     return requestEntry(
       request,
       { act: act.state, actor: act.actor, details: act.detail },
