@@ -104,7 +104,9 @@ export interface RunStart<Held> {
 interface Prediction {
   /** SHA-1 of the copy the move was predicted from. */
   sha: string;
+  /** The moved request's JSON, and the request it parses to (its entry's). */
   moved: string;
+  request: CloudRequest;
   reservation: Reservation;
 }
 
@@ -166,8 +168,12 @@ export async function lockAndStart<Held>(
   if (!taken) return undefined;
   const [, json, facts] = taken.reply as [number, string | null, string[]?];
   // Parsed from the text stored, so the next compare-and-set's SHA-1 of this copy is the stored one's.
-  const text = answer === 3 ? predicted?.moved : json;
-  const request = typeof text === 'string' ? (JSON.parse(text) as CloudRequest) : undefined;
+  const request =
+    answer === 3
+      ? predicted?.request
+      : typeof json === 'string'
+        ? (JSON.parse(json) as CloudRequest)
+        : undefined;
   if (answer === 2 && request) await parts.store.record(request, SENDING);
   return {
     lock: taken.lock,
@@ -202,8 +208,9 @@ async function predictStart(
   const stored = JSON.stringify(copy);
   const moved = moveState(stored, 'sending', at.toISOString());
   if (moved === undefined) return undefined;
-  const reservation = await store.reserveEntry(JSON.parse(moved) as CloudRequest, SENDING);
-  return { sha: createHash('sha1').update(stored).digest('hex'), moved, reservation };
+  const request = JSON.parse(moved) as CloudRequest;
+  const reservation = await store.reserveEntry(request, SENDING);
+  return { sha: createHash('sha1').update(stored).digest('hex'), moved, request, reservation };
 }
 
 /** The stored JSON's tail as {@link MOVE_STATE_LUA} matches it. */
