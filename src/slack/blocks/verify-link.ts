@@ -27,20 +27,7 @@ export function verifyLinkMessage(
           `:lock: *Your approval counts once you verify it* (${how}): request \`${request.id}\`, ${escapeMrkdwn(what)}.\nThe link works once, for you alone, for 10 minutes. Do not share it.`,
         ),
       },
-      {
-        type: 'actions',
-        block_id: `verify:${request.id}`,
-        elements: [
-          {
-            type: 'button',
-            action_id: VERIFY_OPEN,
-            text: plain('Verify and approve', 75),
-            style: 'primary',
-            url,
-            value: request.id,
-          },
-        ],
-      },
+      openButton(request, url, 'Verify and approve', 'primary'),
     ],
   };
 }
@@ -66,20 +53,23 @@ export function breakGlassLinkMessage(
           `:lock: *Your break glass runs once you verify it* (${how}): request \`${request.id}\`, ${what}. Nothing runs until then. Your reason:\n${quoted(claims.reason)}\nThe link works once, for you alone, for 10 minutes. Do not share it.`,
         ),
       },
-      {
-        type: 'actions',
-        block_id: `verify:${request.id}`,
-        elements: [
-          {
-            type: 'button',
-            action_id: VERIFY_OPEN,
-            text: plain('Verify and run now', 75),
-            style: 'danger',
-            url,
-            value: request.id,
-          },
-        ],
-      },
+      openButton(request, url, 'Verify and run now', 'danger'),
+    ],
+  };
+}
+
+/** The link's button, which opens the page in the browser (its click in Slack is only acknowledged). */
+function openButton(
+  request: CloudRequest,
+  url: string,
+  label: string,
+  style: 'primary' | 'danger',
+): KnownBlock {
+  return {
+    type: 'actions',
+    block_id: `verify:${request.id}`,
+    elements: [
+      { type: 'button', action_id: VERIFY_OPEN, text: plain(label, 75), style, url, value: request.id },
     ],
   };
 }
