@@ -9,6 +9,7 @@ import { chainAfter } from '../../src/requests/audit/chain.ts';
 import { standaloneEntry } from '../../src/requests/audit/entry.ts';
 import { readStoredChain } from '../../src/requests/audit/read.ts';
 import { verifyChain } from '../../src/requests/audit/verify.ts';
+import { predictMove } from '../../src/requests/lifecycle/run-start.ts';
 import { requestKeys } from '../../src/requests/store/keys.ts';
 import { AUDIT_APPEND_LUA } from '../../src/requests/store/scripts.ts';
 import { RequestStore } from '../../src/requests/store/store.ts';
@@ -147,6 +148,13 @@ describe("the run's start and its audit entry", () => {
   it("a plain run's move to sending goes with its entry in the lock's script: lock, move, marker and entry in one round trip", async () => {
     await env.queues.notify.pause();
     const request = await env.queueRequest(resizeOf(env, 102, { cores: 6 }));
+    // The move predicted from the job's copy, as the text the script writes and as the request it parses to (built
+    // without parsing): the success's compare-and-set hashes that request, so the two must be the same text.
+    const copy = (await env.queues.execute.getJob(request.id))?.data.request;
+    expect(JSON.stringify(copy)).toBe(await env.redis.get(requestKeys(env.prefix).request(request.id)));
+    const move = copy && predictMove(copy, new Date('2026-12-07T18:00:00.123Z'));
+    expect(move && JSON.stringify(move.request)).toBe(move?.moved);
+    expect(move?.request).toEqual(move && JSON.parse(move.moved));
     const seen = recordCommands(env.redis);
     env.startWorkers();
     await jobFinished(request.id);

@@ -4,7 +4,7 @@
  * purpose). Editing an entry breaks its hash; rebuilding the hashes after an edit needs the key for the seals.
  * Pure: no Redis here.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { SealKeys } from '../../config/seal-keys.ts';
 import type { AuditAnchor, AuditBody } from '../model/audit-record.ts';
 import { canonicalJson } from '../model/canonical-json.ts';
@@ -20,7 +20,12 @@ export function bodyOf(record: Record<string, unknown>): Record<string, unknown>
 
 /** SHA-256 (hex) of the canonical JSON of `body`, `prev` included. */
 export function hashOf(body: Record<string, unknown> | AuditBody): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+  return sha256(canonicalJson(body));
+}
+
+/** One-shot SHA-256 (hex): no Hash object per entry, half the cost of one on an entry's few hundred bytes. */
+function sha256(text: string): string {
+  return hash('sha256', text, 'hex');
 }
 
 /** What an anchor's seal covers: its id and hash, so neither can be moved to another. */
@@ -47,9 +52,9 @@ export function chainAfter(
   for (const partial of bodies) {
     const body = { ...partial, prev: last } as AuditBody;
     const json = canonicalJson(body);
-    const hash = createHash('sha256').update(json).digest('hex');
-    out.push({ body, json, hash, seal: sealer ? sealer.seal('audit', hash) : '' });
-    last = hash;
+    const digest = sha256(json);
+    out.push({ body, json, hash: digest, seal: sealer ? sealer.seal('audit', digest) : '' });
+    last = digest;
   }
   return out;
 }

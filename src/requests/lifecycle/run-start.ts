@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Reservation } from '../audit/append.ts';
-import type { CloudRequest } from '../model/types.ts';
+import { type CloudRequest, revisionOf } from '../model/types.ts';
 import { requestKeys } from '../store/keys.ts';
 import { LuaScript } from '../store/lua.ts';
 import { AUDIT_APPEND_LUA, AWAITING_RUN_LUA, MOVE_STATE_LUA } from '../store/scripts.ts';
@@ -205,12 +205,33 @@ async function predictStart(
     copy.vmid !== vm.vmid
   )
     return undefined;
+  const move = predictMove(copy, at);
+  if (move === undefined) return undefined;
+  const reservation = await store.reserveEntry(move.request, SENDING);
+  return { sha: hash('sha1', move.stored, 'hex'), moved: move.moved, request: move.request, reservation };
+}
+
+/**
+ * The text the request's copy is stored as, the text {@link moveState} makes of it, and the request that text parses
+ * to, built without parsing it: the tail's four fields keep their places in a spread, so it stringifies to `moved`
+ * byte for byte (the next compare-and-set hashes it). Undefined where the text has no tail.
+ */
+export function predictMove(
+  copy: CloudRequest,
+  at: Date,
+): { stored: string; moved: string; request: CloudRequest } | undefined {
   const stored = JSON.stringify(copy);
-  const moved = moveState(stored, 'sending', at.toISOString());
+  const updatedAt = at.toISOString();
+  const moved = moveState(stored, 'sending', updatedAt);
   if (moved === undefined) return undefined;
-  const request = JSON.parse(moved) as CloudRequest;
-  const reservation = await store.reserveEntry(request, SENDING);
-  return { sha: createHash('sha1').update(stored).digest('hex'), moved, request, reservation };
+  const request: CloudRequest = {
+    ...copy,
+    state: 'sending',
+    version: copy.version + 1,
+    revision: revisionOf(copy) + 1,
+    updatedAt,
+  };
+  return { stored, moved, request };
 }
 
 /** The stored JSON's tail as {@link MOVE_STATE_LUA} matches it. */

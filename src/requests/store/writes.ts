@@ -1,6 +1,6 @@
 // The keys and arguments of the store's two writing scripts (scripts.ts CREATE and CAS), from what the store
 // decided: the request, its audit entries chained onto the head, the records that go with them.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Reservation } from '../audit/append.ts';
 import { entryArgs } from '../audit/append.ts';
 import { type CloudRequest, FINAL_STATES } from '../model/types.ts';
@@ -69,7 +69,7 @@ export function casArgs(
       ...peopleOf(next, current).map(keys.involving),
     ],
     [
-      createHash('sha1').update(json).digest('hex'),
+      hash('sha1', json, 'hex'),
       JSON.stringify(next),
       at.getTime(),
       next.id,
