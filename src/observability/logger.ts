@@ -67,7 +67,9 @@ export function scrubSecrets(text: string, secrets: readonly string[] = []): str
     ) => (token || agentToken ? '[redacted]' : `${lead ?? linkPath}[redacted]`),
   );
   for (const secret of secrets) {
-    if (secret.length >= MIN_SECRET_LENGTH) out = out.split(secret).join('[redacted]');
+    // Looked for first: every audit entry and log line passes here, and splitting allocates even when it finds none.
+    if (secret.length >= MIN_SECRET_LENGTH && out.includes(secret))
+      out = out.split(secret).join('[redacted]');
   }
   return out.replace(URL_PASSWORD, '$1[redacted]@');
 }
