@@ -5,10 +5,8 @@
  */
 import {
   type ApprovalKind,
-  approvalValidHoursOf,
   type ChangeTicketPolicy,
   changeTicketOf,
-  freezeOf,
   type Policy,
   type ProjectPolicy,
 } from '../config/policy.ts';
@@ -23,7 +21,7 @@ import {
   TicketWindowError,
 } from '../tickets/errors.ts';
 import type { TicketFacts } from '../tickets/types.ts';
-import { freezeAt } from './approval/approval-rules.ts';
+import { validityEnd } from './approval/decision-check.ts';
 import { RunHoldError } from './model/run-hold.ts';
 import type { CloudRequest } from './model/types.ts';
 
@@ -183,19 +181,16 @@ export async function recheckTicket(
 }
 
 /**
- * The end of the approval's validity, as the worker's decision check counts it: `approval_valid_hours` (the
- * project's, else the top level's) from the later of the last approval (or the request's making) and the moment the
- * work became due: its scheduled time, or the end of the freeze that held it then.
+ * The end of the approval's validity, as the worker's decision check counts it ({@link validityEnd}): from the later
+ * of the last approval (or the request's making), its break glass and the moment the work became due (its scheduled
+ * time, or the end of the freeze that held it then, unless a break glass ran it through that freeze).
  */
 export function validUntil(policy: Policy, project: ProjectPolicy, request: CloudRequest): Date {
-  const times = [request.approvals?.at(-1)?.at, request.createdAt, request.runAt]
+  const times = [request.approvals?.at(-1)?.at, request.createdAt, request.runAt, request.breakGlass?.at]
     .filter((t): t is string => t !== undefined)
     .map((t) => new Date(t).getTime())
     .filter((t) => Number.isFinite(t));
-  let from = Math.max(...times);
-  const freeze = freezeAt(freezeOf(policy, project), new Date(from));
-  if (freeze) from = Math.max(from, freeze.until.getTime());
-  return new Date(from + approvalValidHoursOf(policy, project) * 3_600_000);
+  return new Date(validityEnd(policy, project, Math.max(...times), request.breakGlass !== undefined));
 }
 
 function noDesk(rule: ChangeTicketPolicy, typed: string | undefined): TicketError {

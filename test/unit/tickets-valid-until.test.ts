@@ -37,4 +37,13 @@ describe("a run's wait for a ticket system ends with the approval's validity", (
     const request = approvedAt('2026-12-20T10:00:00.000Z');
     expect(validUntil(policy, dev, request).toISOString()).toBe('2026-12-22T00:00:00.000Z');
   });
+
+  it('counts from a break glass, which ran through the freeze, as the worker does: not from the freeze’s end', () => {
+    const request = {
+      ...approvedAt('2026-12-20T10:00:00.000Z'),
+      breakGlass: { by: 'U0ADMIN', reason: 'outage', at: '2026-12-20T12:00:00.000Z' },
+    } as CloudRequest;
+    expect(validUntil(policy, dev, request).toISOString()).toBe('2026-12-21T12:00:00.000Z');
+    expect(validUntil(policy, prod, request).toISOString()).toBe('2026-12-20T18:00:00.000Z');
+  });
 });

@@ -299,19 +299,33 @@ function expired(
   times: (string | undefined)[],
   brokeFreeze: boolean,
 ): DecisionRefusal | undefined {
-  let from = Math.max(
+  const from = Math.max(
     ...times.map((t) => (t === undefined ? Number.NEGATIVE_INFINITY : Date.parse(t))),
     request.runAt ? Date.parse(request.runAt) : Number.NEGATIVE_INFINITY,
   );
   // Sealed times are the bot's own ISO strings; anything else (or none at all) is no time to count from.
   if (!Number.isFinite(from))
     return { code: 'seal_invalid', reason: 'Not sent: no sealed decision says when it was approved.' };
-  const freeze = brokeFreeze ? undefined : freezeAt(freezeOf(deps.policy, project), new Date(from));
-  if (freeze) from = Math.max(from, freeze.until.getTime());
+  if (deps.now().getTime() <= validityEnd(deps.policy, project, from, brokeFreeze)) return undefined;
   const hours = approvalValidHoursOf(deps.policy, project);
-  if (deps.now().getTime() <= from + hours * HOUR_MS) return undefined;
   return {
     code: 'seal_invalid',
     reason: `Not sent: its approval is older than the ${hours} hours an approval stays good for (approval_valid_hours). Make a new request if it is still needed.`,
   };
+}
+
+/**
+ * When work decided at `from` (ms) may run no longer: `approval_valid_hours` (the project's, else the top level's)
+ * after it, or after the end of the freeze that held it then. A break glass ran through the freeze, so its own time
+ * counts. The run's wait for a ticket system (tickets.ts) ends here too.
+ */
+export function validityEnd(
+  policy: Policy,
+  project: ProjectPolicy,
+  from: number,
+  brokeFreeze: boolean,
+): number {
+  const freeze = brokeFreeze ? undefined : freezeAt(freezeOf(policy, project), new Date(from));
+  const start = freeze ? Math.max(from, freeze.until.getTime()) : from;
+  return start + approvalValidHoursOf(policy, project) * HOUR_MS;
 }
