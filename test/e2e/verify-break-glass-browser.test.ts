@@ -1,5 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BREAKER, breakGlassLink, FREEZE_START, FREEZE_WINDOW } from '../helpers/break-glass.ts';
 import { CHANNELS, type Harness, STAGING_UUID, USERS } from '../helpers/harness.ts';
 import {
   approveEphemeral,
@@ -15,18 +16,10 @@ import { type Device, type Forwarder, launchBrowser, newDevice } from '../helper
 // Debian's chromium with a virtual authenticator, through the whole bot with its real link store, the Slack stand-in
 // and the cloud sim. The breaker's reason form answers with a link; the same page as an approval's, with the same
 // assets, verifies the breaker's passkey and the frozen work runs.
-const HOUR = 3_600_000;
-const START = new Date('2026-11-25T09:00:00Z');
-const BREAKER = USERS.admin;
-const wall = (date: Date) => date.toISOString().slice(0, 16);
-
 const policyYaml = () =>
   verifiedPolicyYaml({
     approvals: { count: 1, verify: 'passkey' },
-    staging: {
-      name: 'shop-frozen',
-      freeze: `{ from: "${wall(new Date(START.getTime() - HOUR))}", to: "${wall(new Date(START.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }`,
-    },
+    staging: { name: 'shop-frozen', freeze: FREEZE_WINDOW },
     more: `break_glass: [${BREAKER}]\n`,
   });
 
@@ -37,7 +30,7 @@ let publicUrl: string;
 const devices: Record<string, Device> = {};
 
 beforeAll(async () => {
-  ({ h, forwarder, publicUrl } = await startVerifyPage({ now: START, policyYaml }));
+  ({ h, forwarder, publicUrl } = await startVerifyPage({ now: FREEZE_START, policyYaml }));
   browser = await launchBrowser();
   // The approver's and the breaker's passkeys, each registered from the App Home on their own device.
   for (const user of [USERS.lead, BREAKER]) {
@@ -83,17 +76,8 @@ describe('a verified break glass in a real browser', () => {
     await h.waitForRequest(created.id, (r) => r.state === 'frozen');
 
     // Run now (break glass): the reason form, then the link, to the breaker alone.
-    const views = h.slack.views.length;
-    const seen = h.slack.ephemerals(CHANNELS.staging, BREAKER).length;
-    await h.click('break_glass', created.id, BREAKER, CHANNELS.staging);
-    const form = await h.openedView(views);
     const reason = 'payment outage, fix cannot wait';
-    expect((await h.submitView(form.view, { break_glass_reason: reason }, BREAKER)).json).toEqual({
-      response_action: 'clear',
-    });
-    const message = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.staging, BREAKER)[seen]);
-    const url = urlButtonOf(message.blocks) ?? '';
-    expect(url.startsWith(`${publicUrl}/verify/`)).toBe(true);
+    const url = await breakGlassLink(h, publicUrl, created, reason);
     expect((await h.store.get(created.id))?.state).toBe('frozen');
 
     const outcome = await verifyOn(BREAKER, url, async (device) => {

@@ -4,12 +4,21 @@ import { verifyChain } from '../../src/requests/audit/verify.ts';
 import type { AuditRecord } from '../../src/requests/model/audit-record.ts';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { auditRecords } from '../helpers/audit-records.ts';
+import {
+  BREAKER,
+  breakGlassLink,
+  FREEZE_START,
+  FREEZE_WINDOW,
+  frozenVerified,
+  OTHER_BREAKER,
+  registerSoftPasskeys,
+  submitBreakGlass,
+} from '../helpers/break-glass.ts';
 import { CHANNELS, type Harness, PROD_UUID, STAGING_UUID, USERS } from '../helpers/harness.ts';
 import { TEST_SEAL_KEYS } from '../helpers/seal.ts';
-import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
+import { PageTab, type SoftPasskey } from '../helpers/soft-passkey.ts';
 import {
   approveEphemeral,
-  passkeyRegistrationLink,
   startVerifyPage,
   submitRequest,
   urlButtonOf,
@@ -24,11 +33,6 @@ import type { Forwarder } from '../helpers/verify-browser.ts';
 // worker of the bot judges it once the queue resumes.
 
 const HOUR = 3_600_000;
-const START = new Date('2026-11-25T09:00:00Z');
-const BREAKER = USERS.admin;
-const OTHER_BREAKER = USERS.lead2;
-const wall = (date: Date) => date.toISOString().slice(0, 16);
-const WINDOW = `{ from: "${wall(new Date(START.getTime() - HOUR))}", to: "${wall(new Date(START.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }`;
 
 /**
  * shop-frozen (VM 201, staging channel): one approval verified by a passkey, frozen for two days; shop-prod (VMs 101
@@ -41,27 +45,22 @@ const policy = (breakers: string[]) =>
       count: 1,
       rules: [{ when: { kind: 'resize_up', change: 'ram' }, count: 1, verify: 'passkey' }],
     },
-    staging: { name: 'shop-frozen', freeze: WINDOW },
-    more: `break_glass: [${breakers.join(', ')}]\nfreeze:\n  - ${WINDOW}\n`,
+    staging: { name: 'shop-frozen', freeze: FREEZE_WINDOW },
+    more: `break_glass: [${breakers.join(', ')}]\nfreeze:\n  - ${FREEZE_WINDOW}\n`,
   });
 
 let h: Harness;
 let forwarder: Forwarder;
 let publicUrl: string;
-const keys: Record<string, SoftPasskey> = {};
+let keys: Record<string, SoftPasskey> = {};
 
 beforeAll(async () => {
   ({ h, forwarder, publicUrl } = await startVerifyPage({
-    now: START,
+    now: FREEZE_START,
     policyFile: true,
     policyYaml: () => policy([BREAKER, OTHER_BREAKER]),
   }));
-  for (const user of [USERS.lead, BREAKER]) {
-    const key = new SoftPasskey(publicUrl);
-    const tab = await PageTab.open(await passkeyRegistrationLink(h, user));
-    expect((await tab.register(key)).body.title).toBe('Passkey registered');
-    keys[user] = key;
-  }
+  keys = await registerSoftPasskeys(h, publicUrl, [USERS.lead, BREAKER]);
 }, 120_000);
 
 afterAll(async () => {
@@ -80,13 +79,7 @@ const postsFor = (project: string, vmid: number, cores: number) =>
 const ended = (id: string) =>
   h.waitForRequest(id, (r) => ['succeeded', 'refused', 'unknown'].includes(r.state), 30_000);
 
-/** A resize of VM 201 to `cores`, approved by the lead with their passkey on the page, held by the freeze. */
-async function frozenVerified(cores: number): Promise<CloudRequest> {
-  const created = await submitRequest(h, `resize shop-frozen 201 cores=${cores}`, CHANNELS.staging);
-  const url = urlButtonOf((await approveEphemeral(h, created.id, USERS.lead, CHANNELS.staging)).blocks) ?? '';
-  expect((await (await PageTab.open(url)).approve(keyOf(USERS.lead))).body.title).toBe('Approved');
-  return h.waitForRequest(created.id, (r) => r.state === 'frozen');
-}
+const frozenStaging = (cores: number) => frozenVerified(h, cores, keyOf(USERS.lead));
 
 /** A resize of shop-prod's `vmid` to `cores`, approved by a plain click of the lead, held by the freeze. */
 async function frozenPlain(vmid: number, cores: number): Promise<CloudRequest> {
@@ -95,21 +88,9 @@ async function frozenPlain(vmid: number, cores: number): Promise<CloudRequest> {
   return h.waitForRequest(created.id, (r) => r.state === 'frozen');
 }
 
-/** "Run now (break glass)" and its form submitted by `user` with `reason`; returns the form's answer. */
-async function submitBreakGlass(request: CloudRequest, reason: string, channel: string, user = BREAKER) {
-  const views = h.slack.views.length;
-  await h.click('break_glass', request.id, user, channel);
-  const form = await h.openedView(views);
-  const submitted = await h.submitView(form.view, { break_glass_reason: reason }, user);
-  expect(submitted.json).toEqual({ response_action: 'clear' });
-}
-
 /** The break glass of frozen `request` verified on the page with the breaker's passkey, its job queued. */
 async function verifiedBreakGlass(request: CloudRequest, reason: string): Promise<void> {
-  const seen = h.slack.ephemerals(CHANNELS.staging, BREAKER).length;
-  await submitBreakGlass(request, reason, CHANNELS.staging);
-  const message = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.staging, BREAKER)[seen]);
-  const tab = await PageTab.open(urlButtonOf(message.blocks) ?? '');
+  const tab = await PageTab.open(await breakGlassLink(h, publicUrl, request, reason));
   expect((await tab.approve(keyOf(BREAKER))).body).toMatchObject({ title: 'Running now', tone: 'ok' });
   await h.waitForRequest(request.id, (r) => r.breakGlass !== undefined);
   await h.waitForJob(request.id);
@@ -141,7 +122,7 @@ describe('the worker judges a break glass', () => {
     const approval = await frozenPlain(101, 4);
     await withQueuePaused(async () => {
       for (const request of [slack, empty]) {
-        await submitBreakGlass(request, 'plain click', CHANNELS.prod);
+        await submitBreakGlass(h, request, 'plain click', CHANNELS.prod);
         await h.waitForRequest(request.id, (r) => r.state === 'queued' && r.breakGlass !== undefined);
         await h.waitForJob(request.id);
       }
@@ -158,7 +139,7 @@ describe('the worker judges a break glass', () => {
         const first = r.approvals?.[0];
         if (first) first.verified = { method: 'slack' as 'passkey', subject: '' };
       });
-      await submitBreakGlass(approval, 'plain click', CHANNELS.prod);
+      await submitBreakGlass(h, approval, 'plain click', CHANNELS.prod);
       await h.waitForRequest(approval.id, (r) => r.state === 'queued' && r.breakGlass !== undefined);
       await h.waitForJob(approval.id);
     });
@@ -175,7 +156,7 @@ describe('the worker judges a break glass', () => {
   });
 
   it('a breaker the policy no longer names in break_glass (removed by a reload after the page, before the run) lets nothing through the freeze', async () => {
-    const request = await frozenVerified(3);
+    const request = await frozenStaging(3);
     await withQueuePaused(async () => {
       await verifiedBreakGlass(request, 'account about to be locked');
       // An operator removes the breaker (a compromised account, say) and reloads: the worker's policy says so now.
@@ -213,7 +194,7 @@ describe('the worker judges a break glass', () => {
     await tamper(frozen.id, (r) => {
       delete r.verify;
     });
-    await submitBreakGlass(frozen, 'plain click', CHANNELS.prod);
+    await submitBreakGlass(h, frozen, 'plain click', CHANNELS.prod);
     const done = await ended(frozen.id);
     expect(done.breakGlass?.by).toBe(BREAKER);
     expect(done.breakGlass?.verified).toBeUndefined();
@@ -250,7 +231,7 @@ describe('the worker judges a break glass', () => {
       ],
     ];
     const requests: CloudRequest[] = [];
-    for (const [cores] of edits) requests.push(await frozenVerified(cores));
+    for (const [cores] of edits) requests.push(await frozenStaging(cores));
     await withQueuePaused(async () => {
       for (const [i, [, edit]] of edits.entries()) {
         const request = requests[i] as CloudRequest;
@@ -272,9 +253,9 @@ describe('the worker judges a break glass', () => {
   });
 
   it('two tabs of one break-glass link verified at the same moment: it runs once, and the audit chain still verifies with its seals', async () => {
-    const request = await frozenVerified(10);
+    const request = await frozenStaging(10);
     const seen = h.slack.ephemerals(CHANNELS.staging, BREAKER).length;
-    await submitBreakGlass(request, 'two tabs', CHANNELS.staging);
+    await submitBreakGlass(h, request, 'two tabs', CHANNELS.staging);
     const message = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.staging, BREAKER)[seen]);
     const url = urlButtonOf(message.blocks) ?? '';
     const tabs = [await PageTab.open(url), await PageTab.open(url)];
@@ -296,7 +277,7 @@ describe('the worker judges a break glass', () => {
   // seal, its revision, and whatever a Redis writer adds beside them), where approvals carry only the user, method,
   // credential or subject and time.
   it("a verified break glass's audit entries carry what the audit says a break glass is, not its seal and revision", async () => {
-    const request = await frozenVerified(11);
+    const request = await frozenStaging(11);
     await verifiedBreakGlass(request, 'audit shape');
     await ended(request.id);
     const records = (await auditRecords(h.redis, h.prefix)) as unknown as AuditRecord[];
@@ -308,7 +289,7 @@ describe('the worker judges a break glass', () => {
 
   // Last: it moves the clock a day on.
   it('a verified break glass stays good for approval_valid_hours from the break glass, not from the end of the freeze it broke', async () => {
-    const request = await frozenVerified(12);
+    const request = await frozenStaging(12);
     await withQueuePaused(async () => {
       await verifiedBreakGlass(request, 'run it now');
       // The run is held past the validity (no worker took it: it could be a ticket system that is down, or a Redis

@@ -2,11 +2,19 @@ import { request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudRequest } from '../../src/requests/model/types.ts';
 import { linkKey } from '../../src/verify/links.ts';
+import {
+  BREAKER,
+  breakGlassLink,
+  FREEZE_START,
+  FREEZE_WINDOW,
+  frozenVerified,
+  OTHER_BREAKER,
+  registerSoftPasskeys,
+} from '../helpers/break-glass.ts';
 import { CHANNELS, type Harness, STAGING_UUID, USERS } from '../helpers/harness.ts';
-import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
+import { PageTab, type SoftPasskey } from '../helpers/soft-passkey.ts';
 import {
   approveEphemeral,
-  passkeyRegistrationLink,
   startVerifyPage,
   submitRequest,
   urlButtonOf,
@@ -19,41 +27,26 @@ import type { Forwarder } from '../helpers/verify-browser.ts';
 // holds each person's passkey. Another person's passkey on the breaker's link, a link used twice, a reason full of
 // markup, a request unfrozen meanwhile, and a policy reload that removes the breaker between form and page.
 
-const HOUR = 3_600_000;
-const START = new Date('2026-11-25T09:00:00Z');
-const BREAKER = USERS.admin;
-const OTHER_BREAKER = USERS.lead2;
-const wall = (date: Date) => date.toISOString().slice(0, 16);
-
 /** shop-frozen (VM 201, staging channel): one approval verified by a passkey, frozen for two days. */
 const policy = (breakers: string[]) =>
   verifiedPolicyYaml({
     approvals: { count: 1, verify: 'passkey' },
-    staging: {
-      name: 'shop-frozen',
-      freeze: `{ from: "${wall(new Date(START.getTime() - HOUR))}", to: "${wall(new Date(START.getTime() + 48 * HOUR))}", tz: UTC, reason: release week }`,
-    },
+    staging: { name: 'shop-frozen', freeze: FREEZE_WINDOW },
     more: `break_glass: [${breakers.join(', ')}]\n`,
   });
 
 let h: Harness;
 let forwarder: Forwarder;
 let publicUrl: string;
-const keys: Record<string, SoftPasskey> = {};
+let keys: Record<string, SoftPasskey> = {};
 
 beforeAll(async () => {
   ({ h, forwarder, publicUrl } = await startVerifyPage({
-    now: START,
+    now: FREEZE_START,
     policyFile: true,
     policyYaml: () => policy([BREAKER, OTHER_BREAKER]),
   }));
-  // Each person's first passkey, registered from the App Home (trusted on first use: no SSO here).
-  for (const user of [USERS.lead, BREAKER, OTHER_BREAKER]) {
-    const key = new SoftPasskey(publicUrl);
-    const tab = await PageTab.open(await passkeyRegistrationLink(h, user));
-    expect((await tab.register(key)).body.title).toBe('Passkey registered');
-    keys[user] = key;
-  }
+  keys = await registerSoftPasskeys(h, publicUrl, [USERS.lead, BREAKER, OTHER_BREAKER]);
 }, 120_000);
 
 afterAll(async () => {
@@ -69,27 +62,9 @@ const postsFor = (cores: number) =>
     (a) => a.projectUuid === STAGING_UUID && (a.body as { cores?: number }).cores === cores,
   ).length;
 
-/** A resize of VM 201 to `cores`, approved by the lead with their passkey on the page, held by the freeze. */
-async function frozen(cores: number): Promise<CloudRequest> {
-  const created = await submitRequest(h, `resize shop-frozen 201 cores=${cores}`, CHANNELS.staging);
-  const url = urlButtonOf((await approveEphemeral(h, created.id, USERS.lead, CHANNELS.staging)).blocks) ?? '';
-  expect((await (await PageTab.open(url)).approve(keyOf(USERS.lead))).body.title).toBe('Approved');
-  return h.waitForRequest(created.id, (r) => r.state === 'frozen');
-}
-
-/** "Run now (break glass)" and its form submitted by `user` with `reason`: the link the bot answered them with. */
-async function breakGlassUrl(request: CloudRequest, reason: string, user: string = BREAKER): Promise<string> {
-  const views = h.slack.views.length;
-  const seen = h.slack.ephemerals(CHANNELS.staging, user).length;
-  await h.click('break_glass', request.id, user, CHANNELS.staging);
-  const form = await h.openedView(views);
-  const submitted = await h.submitView(form.view, { break_glass_reason: reason }, user);
-  expect(submitted.json).toEqual({ response_action: 'clear' });
-  const message = await h.slack.waitFor(() => h.slack.ephemerals(CHANNELS.staging, user)[seen]);
-  const url = urlButtonOf(message.blocks) ?? '';
-  expect(url.startsWith(`${publicUrl}/verify/`)).toBe(true);
-  return url;
-}
+const frozen = (cores: number) => frozenVerified(h, cores, keyOf(USERS.lead));
+const breakGlassUrl = (request: CloudRequest, reason: string) =>
+  breakGlassLink(h, publicUrl, request, reason);
 
 describe('a verified break glass under attack', () => {
   it("another person's passkey on the breaker's link runs nothing; the breaker's runs it once; the link works once", async () => {
