@@ -142,13 +142,16 @@ it('the form opens, its submission runs nothing and answers the breaker alone wi
     `Run during the freeze by <@${BREAKER}> (verified: passkey)`,
   );
 
-  // The report counts it among break glasses, as a plain one.
+  // The report counts it among break glasses, and says who broke glass, how they proved it and why.
   const records = (await auditRecords(h.redis, h.prefix)) as unknown as AuditRecord[];
   const rows = reportRows(records, {
     from: new Date(START.getTime() - HOUR),
     to: new Date(h.clock.now().getTime() + HOUR),
   });
-  expect(rows.find((row) => row.request === frozen.id)).toMatchObject({ breakGlass: true });
+  expect(rows.find((row) => row.request === frozen.id)).toMatchObject({
+    breakGlass: true,
+    breakGlassBy: `${BREAKER} (passkey cred-admin): hotfix for the outage`,
+  });
   expect(reportSummary(rows).breakGlass).toBeGreaterThanOrEqual(1);
 
   // The link again, and its claims handed over past the link store: nothing runs twice.

@@ -140,7 +140,8 @@ describe('cloudops report', () => {
         OPS.dev,
         approvers,
         methods,
-        '',
+        '', // no break glass
+        '', // no ticket
         r.approvalRule ?? '',
         outcome(r),
         version,
@@ -151,7 +152,7 @@ describe('cloudops report', () => {
       return `succeeded: ${last?.taskId ? `task ${last.taskId}` : `${last?.status} ${last?.message}`}`;
     };
     const expected = [
-      'When (UTC),Request,Project,VM,Change,Monthly cost difference,Requester,Approvers,Methods,Ticket,Rule,Outcome,Policy version',
+      'When (UTC),Request,Project,VM,Change,Monthly cost difference,Requester,Approvers,Methods,Break glass,Ticket,Rule,Outcome,Policy version',
       await row(ids.prod!, 'cores 2 → 4', `${OPS.lead} (slack)`, task),
       await row(ids.staging!, 'cores 1 → 2', `${OPS.lead} (slack)`, task),
       await row(ids.rejected!, 'cores 4 → 6', '', () => `rejected by ${OPS.lead}: not before the sale`),

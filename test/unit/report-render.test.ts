@@ -20,6 +20,7 @@ const row = (over: Partial<ReportRow>): ReportRow => ({
   outcome: 'pending',
   state: 'pending',
   breakGlass: false,
+  breakGlassBy: '',
   approvals: 0,
   verified: 0,
   policyVersion: 'a8c366c22b7c',

@@ -15,6 +15,7 @@ export const COLUMNS: readonly [keyof ReportRow, string][] = [
   ['requester', 'Requester'],
   ['approvers', 'Approvers'],
   ['methods', 'Methods'],
+  ['breakGlassBy', 'Break glass'],
   ['ticket', 'Ticket'],
   ['rule', 'Rule'],
   ['outcome', 'Outcome'],

@@ -28,6 +28,8 @@ export interface ReportRow {
   outcome: string;
   state: string;
   breakGlass: boolean;
+  /** Who ran it during a freeze, how they proved it and why: "U0ADMIN (passkey AbC…): outage", or ''. */
+  breakGlassBy: string;
   /** Approvals counted, and how many were verified (passkey or SSO). */
   approvals: number;
   verified: number;
@@ -66,10 +68,22 @@ function requesterText(requester: AuditRequester | undefined, actor: string): st
   return who.filter(Boolean).join(' ') || actor;
 }
 
-function approverText(approver: AuditApprover): string {
-  const proof = approver.credential ?? approver.subject;
+/** "U0SEC (passkey AbC…)": a person and how they proved who they are, the credential or subject cut to 12. */
+function provedText(user: string, method: string, proof: string | undefined): string {
   const short = proof && proof.length > 12 ? `${proof.slice(0, 12)}…` : proof;
-  return `${approver.user} (${approver.method}${short ? ` ${short}` : ''})`;
+  return `${user} (${method}${short ? ` ${short}` : ''})`;
+}
+
+function approverText(approver: AuditApprover): string {
+  return provedText(approver.user, approver.method, approver.credential ?? approver.subject);
+}
+
+/** The break glass the request's entries last record, as {@link ReportRow.breakGlassBy} reads. */
+function breakGlassText(entries: AuditRecord[]): string {
+  const glass = entries.findLast((entry) => entry.break_glass !== undefined)?.break_glass;
+  if (!glass) return '';
+  const { verified } = glass;
+  return `${provedText(glass.by, verified?.method ?? 'slack', verified?.subject)}: ${glass.reason}`;
 }
 
 function changeText(change: AuditRecord['change']): string {
@@ -119,6 +133,7 @@ function rowOf(entries: AuditRecord[]): ReportRow {
     outcome: outcomeText(last),
     state: last.act,
     breakGlass: entries.some((entry) => entry.break_glass !== undefined),
+    breakGlassBy: breakGlassText(entries),
     approvals: approvers.length,
     verified: approvers.filter((a) => a.method !== 'slack').length,
     policyVersion: created.policy_version ?? '',
