@@ -3,6 +3,7 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import { CloudApiError, CloudRefusedError, isSurelyNotApplied } from '../cloud/errors.ts';
 import { endReturnedLease, leaseItem, openLease } from '../requests/leases.ts';
 import {
+  beforeResume,
   beforeSend,
   holdRun,
   recordStep,
@@ -155,7 +156,16 @@ export class ExecuteProcessor {
       if (typeof sending === 'string') return sending;
       request = sending.request;
       firstMark = sending.firstMark;
-    } else if (request.state !== 'sending') {
+    } else if (request.state === 'sending') {
+      // Resumed (a worker stopped between steps, or the request was put in sending in Redis): judged again.
+      const refused = await beforeResume(this.deps, request);
+      if (refused) {
+        const step = request.nextStep;
+        // A step whose POST may have left is the interrupted run's to report (unknown), not a refusal.
+        if (await this.markers.exists(id, step)) return this.unknown(request, step, INTERRUPTED_REASON);
+        return this.finishStep(request, step, 'refused', refused, undefined, step === 0);
+      }
+    } else {
       await this.reannounce(request);
       return 'skipped';
     }

@@ -36,6 +36,11 @@ export class SendMarkers {
     return lock.confirmAndSetNx(this.key(requestId, step), at.toISOString(), MARKER_TTL_S);
   }
 
+  /** Whether the step's marker is there: its POST may have left. */
+  async exists(requestId: string, step: number): Promise<boolean> {
+    return (await this.redis.exists(this.key(requestId, step))) === 1;
+  }
+
   /** Clears the marker after a call that surely did not take effect, so a retry may send. */
   async clear(requestId: string, step: number): Promise<void> {
     await this.redis.del(this.key(requestId, step));

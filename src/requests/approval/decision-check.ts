@@ -122,6 +122,27 @@ export async function checkApprovals(
   );
 }
 
+/**
+ * A run found already sending (its worker stopped between two steps, or a Redis writer put it there): every seal on it
+ * must hold, with at least one decision that lets it run, and within `approval_valid_hours`, as at its start. The
+ * approvals are not planned again, nor the rules: a change half made is judged as it was approved, not against the VM
+ * its own first steps changed. Undefined when it may go on.
+ */
+export function checkResumed(deps: DecisionCheckDeps, request: CloudRequest): DecisionRefusal | undefined {
+  const sealed = checkSeals(deps.sealKeys, request);
+  if ('code' in sealed) return sealed;
+  const project = findProject(deps.policy, request.projectUuid);
+  if (!project)
+    return short(`Not sent: project ${request.projectName} is not in the policy the worker runs with.`);
+  return expired(
+    deps,
+    project,
+    request,
+    [...sealed.approvals, sealed.goAhead, sealed.breakGlass],
+    sealed.breakGlass !== undefined,
+  );
+}
+
 function short(reason: string): DecisionRefusal {
   return { code: 'short', reason };
 }

@@ -3,7 +3,7 @@ import type { SealKeys } from '../../config/seal-keys.ts';
 import type { VmKnown } from '../../rules/types.ts';
 import { freezeAt } from '../approval/approval-rules.ts';
 import type { ApprovalPolicy } from '../approval/approvers.ts';
-import { checkApprovals, checkSeals } from '../approval/decision-check.ts';
+import { checkApprovals, checkResumed, checkSeals } from '../approval/decision-check.ts';
 import { monthlyDeltaNow, type RecheckDeps, recheckRequest } from '../approval/recheck-rules.ts';
 import { FreezeHoldError, type RunHoldError } from '../model/run-hold.ts';
 import type { CloudRequest, Lease, StepOutcome } from '../model/types.ts';
@@ -73,6 +73,17 @@ export async function beforeSend(
       ? await monthlyDeltaNow(deps, project, params, known)
       : seen.monthlyDelta;
   const refusal = await checkApprovals(deps, request, sealed, delta, known);
+  if (!refusal) return undefined;
+  return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
+}
+
+/**
+ * The check of a run found already sending, before its next step leaves ({@link checkResumed}): the seals, and their
+ * validity. A request a Redis writer put in sending, unsealed or with a change nobody approved, is not sent. The
+ * sentence why, or undefined when it may go on.
+ */
+export async function beforeResume(deps: RunDeps, request: CloudRequest): Promise<string | undefined> {
+  const refusal = checkResumed(deps, request);
   if (!refusal) return undefined;
   return refusal.code === 'seal_invalid' ? sealInvalid(deps, request, refusal.reason) : refusal.reason;
 }
