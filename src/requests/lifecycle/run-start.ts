@@ -78,9 +78,12 @@ export interface ScriptLock<Held> {
 }
 
 /** What the run's start needs of the worker: its lock, where its send markers live, and the VM facts' keys. */
-export interface RunStartParts<Held> {
+export interface RunStartParts<Held extends { release(): Promise<void> }> {
   lock: ScriptLock<Held>;
-  markers: { key(requestId: string, step: number): string };
+  markers: {
+    key(requestId: string, step: number): string;
+    clear(requestId: string, step: number): Promise<void>;
+  };
   /** How long a send marker lives (jobs/send-markers.ts). */
   markerTtlS: number;
   vmFacts: VmFactsStore;
@@ -117,7 +120,7 @@ const SENDING = { state: 'sending', actor: 'cloudops', detail: 'sending step 1' 
  * Takes the VM's lock for a request's run ({@link START_RUN}); undefined when another job holds it. `copy`: the
  * request as the write that queued it stored it (the execute job's), from which the move is predicted.
  */
-export async function lockAndStart<Held>(
+export async function lockAndStart<Held extends { release(): Promise<void> }>(
   parts: RunStartParts<Held>,
   vm: { projectUuid: string; vmid: number },
   requestId: string,
@@ -166,21 +169,30 @@ export async function lockAndStart<Held>(
     parts.store.settleEntry(predicted.reservation, head ? { written: false, head } : { written: false });
   }
   if (!taken) return undefined;
+  const { lock } = taken;
   const [, json, facts] = taken.reply as [number, string | null, string[]?];
-  // Parsed from the text stored, so the next compare-and-set's SHA-1 of this copy is the stored one's.
-  const request =
-    answer === 3
-      ? predicted?.request
-      : typeof json === 'string'
-        ? (JSON.parse(json) as CloudRequest)
-        : undefined;
-  if (answer === 2 && request) await parts.store.record(request, SENDING);
-  return {
-    lock: taken.lock,
-    request,
-    recorded: recordedFacts(pairsToRecord(facts ?? [])),
-    started: answer === 2 || answer === 3,
-  };
+  try {
+    // Parsed from the text stored, so the next compare-and-set's SHA-1 of this copy is the stored one's.
+    const request =
+      answer === 3
+        ? predicted?.request
+        : typeof json === 'string'
+          ? (JSON.parse(json) as CloudRequest)
+          : undefined;
+    if (answer === 2 && request) await parts.store.record(request, SENDING);
+    return {
+      lock,
+      request,
+      recorded: recordedFacts(pairsToRecord(facts ?? [])),
+      started: answer === 2 || answer === 3,
+    };
+  } catch (error) {
+    // The caller never gets the lock (its renewal would hold the VM for the life of the process): nothing was sent,
+    // so the first step's marker the script set goes, and the retry starts the same step.
+    if (answer === 2 || answer === 3) await parts.markers.clear(requestId, 0).catch(() => undefined);
+    await lock.release().catch(() => undefined);
+    throw error;
+  }
 }
 
 /**
