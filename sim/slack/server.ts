@@ -203,6 +203,8 @@ export interface SlackStandIn {
    * `plan_upgrade_required`, …). A group never set answers `no_such_subteam`.
    */
   setUserGroup(id: string, members: string[] | { error: string }): void;
+  /** An admin deactivates `user` (`users.info` answers `deleted: true`), or reactivates them. */
+  deactivateUser(user: string, deactivated?: boolean): void;
   /** At most `perSecond` chat.* calls per channel per second; beyond, HTTP 429 with Retry-After. Undefined lifts it. */
   limitPerChannel(perSecond: number | undefined): void;
   /** The scopes the bot token has from now on (`x-oauth-scopes`), as after a reinstall with other scopes. */
@@ -277,6 +279,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
   let perSecond: number | undefined;
   const notMember = new Set<string>();
   const userGroups = new Map<string, string[] | { error: string }>();
+  const deactivated = new Set<string>();
   const held = new Map<string, number[]>();
   const homes: PublishedHome[] = [];
   const executions = new Map<string, FunctionExecution>();
@@ -573,7 +576,7 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
             tz: 'Europe/Berlin',
             tz_offset: 3600,
             is_bot: false,
-            deleted: false,
+            deleted: deactivated.has(user),
             profile: { real_name: `User ${user}`, display_name: user.toLowerCase(), ...email },
           },
         };
@@ -935,6 +938,10 @@ export async function startSlackStandIn(options: StandInOptions = {}): Promise<S
     },
     setUserGroup(id, members) {
       userGroups.set(id, members);
+    },
+    deactivateUser(user, value = true) {
+      if (value) deactivated.add(user);
+      else deactivated.delete(user);
     },
     holdAnswer(method, ms) {
       held.set(method, [...(held.get(method) ?? []), ms]);

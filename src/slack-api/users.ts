@@ -1,4 +1,5 @@
 import type { SlackAnswer, SlackApi } from './client.ts';
+import { SlackApiError, SlackPlatformError } from './errors.ts';
 
 /** The fields of `users.info` the bot reads: the profile's email comes only with the users:read.email scope. */
 interface UsersInfoAnswer extends SlackAnswer {
@@ -23,4 +24,25 @@ export async function emailOf(slack: SlackApi, user: string): Promise<string | u
  */
 export function slackEmails(slack: SlackApi): { emailOf(user: string): Promise<string | undefined> } {
   return { emailOf: (user) => emailOf(slack, user) };
+}
+
+/** Whether a person may still decide, as Slack says now; `unknown` with Slack's error code when it could not say. */
+export type Standing = 'active' | 'deactivated' | { unknown: string };
+
+/** Slack's answers that mean the account is gone: deactivated, or no such user (any more). */
+const GONE = new Set(['user_not_found', 'account_inactive', 'user_disabled']);
+
+/**
+ * `user`'s standing in the workspace (`users.info`, scope users:read): `deactivated` when an admin deactivated them
+ * (`deleted`) or Slack knows no such user, `unknown` when Slack did not answer (or the app lacks the scope).
+ */
+export async function standingOf(slack: SlackApi, user: string): Promise<Standing> {
+  try {
+    const answer = await slack.call<UsersInfoAnswer>('users.info', { user });
+    return answer.user?.deleted === true ? 'deactivated' : 'active';
+  } catch (error) {
+    if (error instanceof SlackPlatformError && GONE.has(error.error)) return 'deactivated';
+    if (error instanceof SlackApiError) return { unknown: error.code };
+    throw error;
+  }
 }

@@ -13,7 +13,7 @@ import { homeRenderer, withPasskeyButton } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
-import { slackEmails } from '../slack-api/users.ts';
+import { slackEmails, standingOf } from '../slack-api/users.ts';
 import { LinkStore } from '../verify/links.ts';
 import { PasskeyStore, relyingParty } from '../verify/passkeys.ts';
 import { verifyPage, verifyRoutes } from '../verify/routes.ts';
@@ -68,6 +68,7 @@ function verificationPageOf(core: Core) {
           prefix,
           sso: ssoOf(core),
           sealKeys: core.sealKeys,
+          standing: (user) => standingOf(core.slack, user),
         })
       : undefined;
   return { root, linkStore, page };

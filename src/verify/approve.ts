@@ -1,5 +1,5 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
-import { completeVerified, isVerifyPurpose, movedOutcome } from './completion.ts';
+import { completeVerified, isVerifyPurpose, movedOutcome, standingOutcome } from './completion.ts';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { approvalPage } from './html.ts';
 import {
@@ -106,6 +106,8 @@ const passkeyAnswer: PageHandler = async (req, res, token, deps) => {
   // A request that moved on refuses the link as it is; the link is left for the page to say so again.
   const moved = movedOutcome(purpose, await deps.requests.get(claims.requestId));
   if (moved) return sendOutcome(res, moved, true);
+  const standing = await standingOutcome(deps, purpose);
+  if (standing) return sendOutcome(res, standing, true);
   // Uses the link up (once, atomically), then counts the approval or runs the break glass.
   const used = await deps.links.consume(token);
   if (used !== 'ok') return sendOutcome(res, linkRefusal(used), true);

@@ -3,7 +3,15 @@ import type { VerifiedBy } from '../requests/model/verification.ts';
 import { requestMoved, type VerifyPageDeps } from './deps.ts';
 import type { Outcome } from './http.ts';
 import type { LinkPurpose } from './links.ts';
-import { BREAK_GLASS_CHANGED, breakGlassOutcome, CHANGED, decisionOutcome, linkRefusal } from './outcomes.ts';
+import {
+  BREAK_GLASS_CHANGED,
+  breakGlassOutcome,
+  CHANGED,
+  deactivated,
+  decisionOutcome,
+  linkRefusal,
+  slackUnsure,
+} from './outcomes.ts';
 
 /*
  * What a link at /verify/… is for once its person proved who they are: an approval that counts, or a break glass that
@@ -29,6 +37,31 @@ export function movedOutcome(purpose: VerifyPurpose, request: CloudRequest | und
   if (!moved) return undefined;
   if (moved === 'gone') return linkRefusal('unknown');
   return purpose.kind === 'approve' ? CHANGED : BREAK_GLASS_CHANGED;
+}
+
+/**
+ * Whether the link's person still stands in Slack, asked right before their decision counts (and before the link is
+ * used up): someone deactivated since the link was sent decides nothing, whatever passkey or login they still hold;
+ * when Slack cannot say, nothing counts and the link is kept for another try. Undefined when they may go on.
+ */
+export async function standingOutcome(
+  deps: VerifyPageDeps,
+  purpose: VerifyPurpose,
+): Promise<Outcome | undefined> {
+  if (!deps.standing) return undefined;
+  const { approver: user } = purpose.claims;
+  const standing = await deps.standing(user);
+  if (standing === 'active') return undefined;
+  const breakGlass = purpose.kind === 'break_glass';
+  if (standing === 'deactivated') {
+    deps.logger.warn({ requestId: purpose.claims.requestId }, 'a deactivated Slack account used a link');
+    return deactivated(breakGlass);
+  }
+  deps.logger.warn(
+    { requestId: purpose.claims.requestId, slackError: standing.unknown },
+    'could not ask Slack whether the person of a link is active',
+  );
+  return slackUnsure(breakGlass);
 }
 
 /** Hands the lifecycle what was proved (the link used up already): counts the approval or runs the break glass. */

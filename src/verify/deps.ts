@@ -4,6 +4,7 @@ import type { SealKeys } from '../config/seal-keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { VerifiedApprover } from '../requests/approval/verified-approval.ts';
 import { type CloudRequest, type RequestState, revisionOf } from '../requests/model/types.ts';
+import type { Standing } from '../slack-api/users.ts';
 import type { LinkStore } from './links.ts';
 import type { PasskeyStore, RelyingParty } from './passkeys.ts';
 import type { PageSessions } from './sessions.ts';
@@ -34,6 +35,11 @@ export interface VerifyPageDeps {
   sso?: { flow: SsoFlow; emails: ApproverEmails; issuerOrigin: string };
   /** SEAL_KEY's keys (purpose `verify`): what lets a person pass verification is sealed with them. */
   sealKeys?: SealKeys;
+  /**
+   * A person's standing in Slack now, asked right before their verified decision counts: someone deactivated since
+   * the link was sent decides nothing. Absent: not asked (a page without Slack, in tests of the page alone).
+   */
+  standing?: (user: string) => Promise<Standing>;
 }
 
 /** One handler: the path parameters it was matched with. */

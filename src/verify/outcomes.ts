@@ -44,6 +44,29 @@ export function linkRefusal(status: Exclude<LinkState['status'], 'open'>): Outco
   }
 }
 
+/**
+ * The person's Slack account was deactivated after the link was sent (or Slack knows them no more): their passkey or
+ * login decides nothing. `ran`: a break glass's words.
+ */
+export function deactivated(breakGlass: boolean): Outcome {
+  return {
+    title: 'Your Slack account is deactivated',
+    text: `Slack says this account is deactivated, so it can no longer approve or run work. ${breakGlass ? NOTHING_RAN : NOTHING}`,
+    tone: 'refused',
+    status: 403,
+  };
+}
+
+/** Slack could not say whether the person is still active: nothing decided, and the link still works. */
+export function slackUnsure(breakGlass: boolean): Outcome {
+  return {
+    title: 'Slack did not answer',
+    text: `cloudops asks Slack whether your account is still active before it counts a decision, and Slack did not answer. ${breakGlass ? NOTHING_RAN : NOTHING} Try again in a moment: this link still works.`,
+    tone: 'refused',
+    status: 503,
+  };
+}
+
 /** The request moved on since the link was issued (its state, what it does, or what it asks for). */
 export const CHANGED: Outcome = {
   title: 'The request changed',
