@@ -29,8 +29,14 @@ export function slackEmails(slack: SlackApi): { emailOf(user: string): Promise<s
 /** Whether a person may still decide, as Slack says now; `unknown` with Slack's error code when it could not say. */
 export type Standing = 'active' | 'deactivated' | { unknown: string };
 
-/** Slack's answers that mean the account is gone: deactivated, or no such user (any more). */
-const GONE = new Set(['user_not_found', 'account_inactive', 'user_disabled']);
+/**
+ * Slack's answers that mean the person is gone: no such user (any more). Not `account_inactive`: that is the bot's own
+ * token deactivated, which says nothing of the person.
+ */
+const GONE = new Set(['user_not_found', 'user_disabled']);
+
+/** How long the page waits for Slack before it says "try again": a person is looking at it. */
+const STANDING_TIMEOUT_MS = 3_000;
 
 /**
  * `user`'s standing in the workspace (`users.info`, scope users:read): `deactivated` when an admin deactivated them
@@ -38,8 +44,13 @@ const GONE = new Set(['user_not_found', 'account_inactive', 'user_disabled']);
  */
 export async function standingOf(slack: SlackApi, user: string): Promise<Standing> {
   try {
-    const answer = await slack.call<UsersInfoAnswer>('users.info', { user });
-    return answer.user?.deleted === true ? 'deactivated' : 'active';
+    const answer = await slack.call<UsersInfoAnswer>(
+      'users.info',
+      { user },
+      { timeoutMs: STANDING_TIMEOUT_MS },
+    );
+    if (!answer.user) return { unknown: 'no_user' };
+    return answer.user.deleted === true ? 'deactivated' : 'active';
   } catch (error) {
     if (error instanceof SlackPlatformError && GONE.has(error.error)) return 'deactivated';
     if (error instanceof SlackApiError) return { unknown: error.code };

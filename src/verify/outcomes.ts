@@ -61,7 +61,7 @@ export function deactivated(breakGlass: boolean): Outcome {
 export function slackUnsure(breakGlass: boolean): Outcome {
   return {
     title: 'Slack did not answer',
-    text: `cloudops asks Slack whether your account is still active before it counts a decision, and Slack did not answer. ${breakGlass ? NOTHING_RAN : NOTHING} Try again in a moment: this link still works.`,
+    text: `cloudops asks Slack about your account before it counts a decision, and Slack did not answer. ${breakGlass ? NOTHING_RAN : NOTHING} Try again in a moment: this link still works.`,
     tone: 'refused',
     status: 503,
   };

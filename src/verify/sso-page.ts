@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { completeVerified, isVerifyPurpose, movedOutcome } from './completion.ts';
+import { SlackApiError } from '../slack-api/errors.ts';
+import { completeVerified, isVerifyPurpose, movedOutcome, standingOutcome } from './completion.ts';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { continuePage, messagePage } from './html.ts';
 import {
@@ -17,7 +18,7 @@ import {
   TOO_MANY_OPENS,
 } from './http.ts';
 import { tokenKey } from './links.ts';
-import { linkRefusal, SSO_NOT_ACCEPTED } from './outcomes.ts';
+import { linkRefusal, SSO_NOT_ACCEPTED, slackUnsure } from './outcomes.ts';
 import { cookieOf, setCookie } from './sessions.ts';
 import { SsoError } from './sso-errors.ts';
 import type { SsoPending } from './sso-flow.ts';
@@ -157,7 +158,20 @@ export async function ssoCallback(
   }
   const purpose = state.purpose;
   const user = purpose.kind === 'register' ? purpose.user : purpose.claims.approver;
-  const expected = await sso.emails.emailOf(user);
+  // As on the passkey leg: someone deactivated in Slack since the link was sent decides nothing.
+  if (isVerifyPurpose(purpose)) {
+    const standing = await standingOutcome(deps, purpose);
+    if (standing) return page(standing);
+  }
+  let expected: string | undefined;
+  try {
+    expected = await sso.emails.emailOf(user);
+  } catch (error) {
+    // Slack could not say (a rate limit, an outage, a user it no longer knows): nothing counts, the link is kept.
+    if (!(error instanceof SlackApiError)) throw error;
+    deps.logger.warn({ slackError: error.code }, "could not read the link's person's email from Slack");
+    return page(slackUnsure(purpose.kind === 'break_glass'));
+  }
   const matches =
     identity.emailVerified &&
     identity.email !== undefined &&

@@ -84,6 +84,14 @@ describe('a person deactivated in Slack after getting a link', () => {
     expect((await (await PageTab.open(url)).approve(keyOf(USERS.lead))).body.title).toBe('Approved');
   });
 
+  it("Slack saying the bot's own token is inactive (account_inactive) is no word on the person: 503, not 403", async () => {
+    const { request, url } = await approvalLink(5);
+    h.slack.failNext('users.info', { error: 'account_inactive' });
+    const refused = await (await PageTab.open(url)).approve(keyOf(USERS.lead));
+    expect(refused).toMatchObject({ status: 503, body: { title: 'Slack did not answer' } });
+    expect((await h.store.get(request.id))?.approvals ?? []).toEqual([]);
+  });
+
   it('runs no break glass', async () => {
     const request = await frozenVerified(h, 2, keyOf(USERS.lead));
     const url = await breakGlassLink(h, publicUrl, request, 'before the account went');
