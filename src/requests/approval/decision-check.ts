@@ -97,8 +97,7 @@ export async function checkApprovals(
 ): Promise<DecisionRefusal | undefined> {
   const { policy } = deps;
   const project = findProject(policy, request.projectUuid);
-  if (!project)
-    return short(`Not sent: project ${request.projectName} is not in the policy the worker runs with.`);
+  if (!project) return notInPolicy(request);
   const plan = planUnder(policy, project, request, vm, monthlyDelta);
   if (typeof plan === 'string') return short(plan);
   const unverified = unverifiedBreakGlass(request, plan);
@@ -113,13 +112,7 @@ export async function checkApprovals(
       `Not sent: under the policy the worker runs with it needs ${approvalsText(plan.count)}${methods} (${plan.rule}), and ${counted.users.length} of the approvals recorded qualify${not}.`,
     );
   }
-  return expired(
-    deps,
-    project,
-    request,
-    [...sealed.approvals, sealed.goAhead, sealed.breakGlass],
-    sealed.breakGlass !== undefined,
-  );
+  return expired(deps, project, request, sealed);
 }
 
 /**
@@ -132,15 +125,12 @@ export function checkResumed(deps: DecisionCheckDeps, request: CloudRequest): De
   const sealed = checkSeals(deps.sealKeys, request);
   if ('code' in sealed) return sealed;
   const project = findProject(deps.policy, request.projectUuid);
-  if (!project)
-    return short(`Not sent: project ${request.projectName} is not in the policy the worker runs with.`);
-  return expired(
-    deps,
-    project,
-    request,
-    [...sealed.approvals, sealed.goAhead, sealed.breakGlass],
-    sealed.breakGlass !== undefined,
-  );
+  if (!project) return notInPolicy(request);
+  return expired(deps, project, request, sealed);
+}
+
+function notInPolicy(request: CloudRequest): DecisionRefusal {
+  return short(`Not sent: project ${request.projectName} is not in the policy the worker runs with.`);
 }
 
 function short(reason: string): DecisionRefusal {
@@ -310,16 +300,16 @@ async function qualifying(
 /**
  * The decisions are older than `approval_valid_hours`, counted from the later of the last of them and the moment the
  * work became due: its scheduled time, or the end of the freeze (under the worker's policy) that held it then. Work a
- * break glass let through (`brokeFreeze`) was due at the break glass (or its scheduled time): the freeze held it no
- * longer, and its end extends nothing.
+ * (sealed) break glass let through was due at the break glass (or its scheduled time): the freeze held it no longer,
+ * and its end extends nothing.
  */
 function expired(
   deps: DecisionCheckDeps,
   project: ProjectPolicy,
   request: CloudRequest,
-  times: (string | undefined)[],
-  brokeFreeze: boolean,
+  sealed: SealedTimes,
 ): DecisionRefusal | undefined {
+  const times = [...sealed.approvals, sealed.goAhead, sealed.breakGlass];
   const from = Math.max(
     ...times.map((t) => (t === undefined ? Number.NEGATIVE_INFINITY : Date.parse(t))),
     request.runAt ? Date.parse(request.runAt) : Number.NEGATIVE_INFINITY,
@@ -327,6 +317,7 @@ function expired(
   // Sealed times are the bot's own ISO strings; anything else (or none at all) is no time to count from.
   if (!Number.isFinite(from))
     return { code: 'seal_invalid', reason: 'Not sent: no sealed decision says when it was approved.' };
+  const brokeFreeze = sealed.breakGlass !== undefined;
   if (deps.now().getTime() <= validityEnd(deps.policy, project, from, brokeFreeze)) return undefined;
   const hours = approvalValidHoursOf(deps.policy, project);
   return {
