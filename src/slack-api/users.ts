@@ -7,27 +7,13 @@ interface UsersInfoAnswer extends SlackAnswer {
 }
 
 /**
- * The person's email as Slack has it (`users.info`; scopes users:read and users:read.email), or undefined when Slack
- * gives none (a bot, a guest without one, or the scope missing). Slack's refusals reject as the client's errors
- * (`SlackPlatformError` with `user_not_found`, `missing_scope`…).
+ * What Slack says of a person now: active (with their email where Slack gives one: the users:read.email scope, not a
+ * bot, not a guest without one), deactivated, or unknown with Slack's error code when it could not say.
  */
-export async function emailOf(slack: SlackApi, user: string): Promise<string | undefined> {
-  const answer = await slack.call<UsersInfoAnswer>('users.info', { user });
-  const email = answer.user?.profile?.email;
-  if (answer.user?.deleted === true || typeof email !== 'string' || !email.includes('@')) return undefined;
-  return email;
-}
-
-/**
- * Approvers' emails for the SSO login of verified approvals, which must equal the email the provider vouches for
- * (the `ApproverEmails` of src/verify/sso-flow.ts).
- */
-export function slackEmails(slack: SlackApi): { emailOf(user: string): Promise<string | undefined> } {
-  return { emailOf: (user) => emailOf(slack, user) };
-}
-
-/** Whether a person may still decide, as Slack says now; `unknown` with Slack's error code when it could not say. */
-export type Standing = 'active' | 'deactivated' | { unknown: string };
+export type Standing =
+  | { status: 'active'; email?: string }
+  | { status: 'deactivated' }
+  | { status: 'unknown'; error: string };
 
 /**
  * Slack's answers that mean the person is gone: no such user (any more). Not `account_inactive`: that is the bot's own
@@ -39,8 +25,10 @@ const GONE = new Set(['user_not_found', 'user_disabled']);
 const STANDING_TIMEOUT_MS = 3_000;
 
 /**
- * `user`'s standing in the workspace (`users.info`, scope users:read): `deactivated` when an admin deactivated them
- * (`deleted`) or Slack knows no such user, `unknown` when Slack did not answer (or the app lacks the scope).
+ * `user`'s standing in the workspace, from one `users.info` (scope users:read): `deactivated` when an admin
+ * deactivated them (`deleted`) or Slack knows no such user, `unknown` when Slack did not answer (or the app lacks the
+ * scope). The verification page asks it right before a decision counts, and the SSO leg compares its email with the
+ * provider's.
  */
 export async function standingOf(slack: SlackApi, user: string): Promise<Standing> {
   try {
@@ -49,11 +37,15 @@ export async function standingOf(slack: SlackApi, user: string): Promise<Standin
       { user },
       { timeoutMs: STANDING_TIMEOUT_MS },
     );
-    if (!answer.user) return { unknown: 'no_user' };
-    return answer.user.deleted === true ? 'deactivated' : 'active';
+    if (!answer.user) return { status: 'unknown', error: 'no_user' };
+    if (answer.user.deleted === true) return { status: 'deactivated' };
+    const email = answer.user.profile?.email;
+    return typeof email === 'string' && email.includes('@')
+      ? { status: 'active', email }
+      : { status: 'active' };
   } catch (error) {
-    if (error instanceof SlackPlatformError && GONE.has(error.error)) return 'deactivated';
-    if (error instanceof SlackApiError) return { unknown: error.code };
+    if (error instanceof SlackPlatformError && GONE.has(error.error)) return { status: 'deactivated' };
+    if (error instanceof SlackApiError) return { status: 'unknown', error: error.code };
     throw error;
   }
 }

@@ -13,7 +13,7 @@ import { homeRenderer, withPasskeyButton } from '../slack/blocks/home.ts';
 import { pricingWords } from '../slack/commands/pricing.ts';
 import { DraftStore, draftSealKey } from '../slack/drafts.ts';
 import { RedeliveryGuard } from '../slack/redelivery.ts';
-import { slackEmails, standingOf } from '../slack-api/users.ts';
+import { standingOf } from '../slack-api/users.ts';
 import { LinkStore } from '../verify/links.ts';
 import { PasskeyStore, relyingParty } from '../verify/passkeys.ts';
 import { verifyPage, verifyRoutes } from '../verify/routes.ts';
@@ -38,7 +38,7 @@ function ssoOf(core: Core) {
   if (!env.OIDC_ISSUER || !env.OIDC_CLIENT_ID || !env.OIDC_CLIENT_SECRET || !env.PUBLIC_URL) return undefined;
   const flow = createSsoFlow(env);
   core.stages.connections.push(() => flow.close());
-  return { flow, emails: slackEmails(core.slack), issuerOrigin: new URL(env.OIDC_ISSUER).origin };
+  return { flow, issuerOrigin: new URL(env.OIDC_ISSUER).origin };
 }
 
 /** The approvers' links and their page, where PUBLIC_URL says browsers reach this role; none without it. */

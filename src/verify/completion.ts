@@ -1,5 +1,6 @@
 import type { CloudRequest, RequestState } from '../requests/model/types.ts';
 import type { VerifiedBy } from '../requests/model/verification.ts';
+import type { Standing } from '../slack-api/users.ts';
 import { requestMoved, type VerifyPageDeps } from './deps.ts';
 import type { Outcome } from './http.ts';
 import type { LinkPurpose } from './links.ts';
@@ -48,17 +49,24 @@ export async function standingOutcome(
   deps: VerifyPageDeps,
   purpose: VerifyPurpose,
 ): Promise<Outcome | undefined> {
-  if (!deps.standing) return undefined;
-  const { approver: user } = purpose.claims;
-  const standing = await deps.standing(user);
-  if (standing === 'active') return undefined;
+  return standingRefusal(deps, purpose, await deps.standing(purpose.claims.approver));
+}
+
+/** What the page says of the link's person's `standing` ({@link standingOutcome}); undefined when active. */
+export function standingRefusal(
+  deps: VerifyPageDeps,
+  purpose: VerifyPurpose,
+  standing: Standing,
+): Outcome | undefined {
+  if (standing.status === 'active') return undefined;
   const breakGlass = purpose.kind === 'break_glass';
-  if (standing === 'deactivated') {
-    deps.logger.warn({ requestId: purpose.claims.requestId }, 'a deactivated Slack account used a link');
+  const { requestId } = purpose.claims;
+  if (standing.status === 'deactivated') {
+    deps.logger.warn({ requestId }, 'a deactivated Slack account used a link');
     return deactivated(breakGlass);
   }
   deps.logger.warn(
-    { requestId: purpose.claims.requestId, slackError: standing.unknown },
+    { requestId, slackError: standing.error },
     'could not ask Slack whether the person of a link is active',
   );
   return slackUnsure(breakGlass);

@@ -8,7 +8,7 @@ import type { Standing } from '../slack-api/users.ts';
 import type { LinkStore } from './links.ts';
 import type { PasskeyStore, RelyingParty } from './passkeys.ts';
 import type { PageSessions } from './sessions.ts';
-import type { ApproverEmails, SsoFlow } from './sso-flow.ts';
+import type { SsoFlow } from './sso-flow.ts';
 
 /** What the page works with. */
 export interface VerifyPageDeps {
@@ -31,15 +31,15 @@ export interface VerifyPageDeps {
   /** Where the page keeps what an SSO login needs to finish. */
   redis: Redis | Cluster;
   prefix: string;
-  /** The SSO login and the approvers' Slack emails; undefined where OIDC is not configured. */
-  sso?: { flow: SsoFlow; emails: ApproverEmails; issuerOrigin: string };
+  /** The SSO login; undefined where OIDC is not configured. */
+  sso?: { flow: SsoFlow; issuerOrigin: string };
   /** SEAL_KEY's keys (purpose `verify`): what lets a person pass verification is sealed with them. */
   sealKeys?: SealKeys;
   /**
-   * A person's standing in Slack now, asked right before their verified decision counts: someone deactivated since
-   * the link was sent decides nothing. Absent: not asked (a page without Slack, in tests of the page alone).
+   * A person's standing in Slack now, asked right before their verified decision counts (someone deactivated since
+   * the link was sent decides nothing), with the email an SSO login must match.
    */
-  standing?: (user: string) => Promise<Standing>;
+  standing(user: string): Promise<Standing>;
 }
 
 /** One handler: the path parameters it was matched with. */

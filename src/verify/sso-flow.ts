@@ -37,8 +37,3 @@ export interface SsoFlow {
    */
   finish(callbackUrl: URL, pending: SsoPending): Promise<SsoIdentity>;
 }
-
-/** The approver's email as Slack has it (users.info with the users:read.email scope); undefined when Slack has none. */
-export interface ApproverEmails {
-  emailOf(user: string): Promise<string | undefined>;
-}

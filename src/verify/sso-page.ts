@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SlackApiError } from '../slack-api/errors.ts';
-import { completeVerified, isVerifyPurpose, movedOutcome, standingOutcome } from './completion.ts';
+import { completeVerified, isVerifyPurpose, movedOutcome, standingRefusal } from './completion.ts';
 import type { PageHandler, VerifyPageDeps } from './deps.ts';
 import { continuePage, messagePage } from './html.ts';
 import {
@@ -158,20 +157,18 @@ export async function ssoCallback(
   }
   const purpose = state.purpose;
   const user = purpose.kind === 'register' ? purpose.user : purpose.claims.approver;
-  // As on the passkey leg: someone deactivated in Slack since the link was sent decides nothing.
+  // One users.info: whether the person still stands in Slack (as on the passkey leg, someone deactivated since the
+  // link was sent decides nothing), and the email the provider's must equal.
+  const standing = await deps.standing(user);
   if (isVerifyPurpose(purpose)) {
-    const standing = await standingOutcome(deps, purpose);
-    if (standing) return page(standing);
+    const refused = standingRefusal(deps, purpose, standing);
+    if (refused) return page(refused);
+  } else if (standing.status === 'unknown') {
+    // Slack could not say (a rate limit, an outage): nothing counts, the link is kept.
+    deps.logger.warn({ slackError: standing.error }, "could not read the link's person's email from Slack");
+    return page(slackUnsure(false));
   }
-  let expected: string | undefined;
-  try {
-    expected = await sso.emails.emailOf(user);
-  } catch (error) {
-    // Slack could not say (a rate limit, an outage, a user it no longer knows): nothing counts, the link is kept.
-    if (!(error instanceof SlackApiError)) throw error;
-    deps.logger.warn({ slackError: error.code }, "could not read the link's person's email from Slack");
-    return page(slackUnsure(purpose.kind === 'break_glass'));
-  }
+  const expected = standing.status === 'active' ? standing.email : undefined;
   const matches =
     identity.emailVerified &&
     identity.email !== undefined &&

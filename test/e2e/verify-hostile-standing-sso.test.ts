@@ -1,7 +1,6 @@
-import { request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNELS, type Harness, USERS } from '../helpers/harness.ts';
-import { LoginBrowser } from '../helpers/oidc-login.ts';
+import { pageSsoLogin } from '../helpers/oidc-login.ts';
 import type { TestOidcProvider } from '../helpers/oidc-provider.ts';
 import { PageTab } from '../helpers/soft-passkey.ts';
 import {
@@ -48,29 +47,8 @@ afterAll(async () => {
 const title = (html: string) => /<h1>([^<]*)<\/h1>/.exec(html)?.[1] ?? '';
 
 /** A whole SSO login as the lead from a fresh tab on `url`: the callback's status and page. */
-async function ssoLogin(url: string) {
-  const tab = await PageTab.open(url);
-  const csrf = /name="csrf" value="([^"]+)"/.exec(tab.html)?.[1] ?? '';
-  const started = await http(`${tab.url}/sso`, {
-    method: 'POST',
-    headers: {
-      cookie: tab.sessionCookie,
-      origin: publicUrl,
-      'content-type': 'application/x-www-form-urlencoded',
-    },
-    body: new URLSearchParams({ csrf }).toString(),
-  });
-  await started.body.text();
-  expect(started.statusCode).toBe(303);
-  const ssoCookie = String(started.headers['set-cookie'] ?? '').split(';')[0] ?? '';
-  const callback = await new LoginBrowser().login(
-    String(started.headers.location),
-    `${publicUrl}/auth/callback`,
-    LEAD,
-  );
-  const answer = await http(callback, { headers: { cookie: ssoCookie } });
-  return { status: answer.statusCode, html: await answer.body.text() };
-}
+const ssoLogin = async (url: string) =>
+  pageSsoLogin(await PageTab.open(url), `${publicUrl}/auth/callback`, LEAD);
 
 async function approvalLink(cores: number) {
   const request = await submitRequest(h, `resize shop-prod 101 cores=${cores}`, CHANNELS.prod);
@@ -115,5 +93,13 @@ describe('the SSO leg when Slack cannot say whether the person stands', () => {
       h.slack.deactivateUser(USERS.lead, false);
     }
     expect((await h.store.get(request.id))?.approvals ?? []).toEqual([]);
+  });
+
+  it('asks Slack once per login: whether the person stands, and the email the provider must match', async () => {
+    const { request, url } = await approvalLink(6);
+    const asked = h.slack.callsOf('users.info').length;
+    expect(title((await ssoLogin(url)).html)).toBe('Approved');
+    expect(h.slack.callsOf('users.info').length - asked).toBe(1);
+    await h.waitForRequest(request.id, (r) => r.approvals?.length === 1);
   });
 });

@@ -64,3 +64,46 @@ export class LoginBrowser {
     }
   }
 }
+
+/** What a page tab needs for its SSO form: its URL, session cookie and HTML (holding the CSRF token). */
+interface SsoTab {
+  url: string;
+  sessionCookie: string;
+  html: string;
+}
+
+/** Starts the SSO login from `tab`'s form (its cookie and CSRF token, its origin): the bot's answer. */
+export async function startPageSso(tab: SsoTab) {
+  const csrf = /name="csrf" value="([^"]+)"/.exec(tab.html)?.[1] ?? '';
+  const answer = await request(`${tab.url}/sso`, {
+    method: 'POST',
+    headers: {
+      cookie: tab.sessionCookie,
+      origin: new URL(tab.url).origin,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({ csrf }).toString(),
+  });
+  const body = await answer.body.text();
+  const ssoCookie = String(answer.headers['set-cookie'] ?? '').split(';')[0] ?? '';
+  return { status: answer.statusCode, location: answer.headers.location, body, ssoCookie };
+}
+
+/**
+ * A whole SSO login from `tab` as `account` at the test provider, back to `callbackUrl` (PUBLIC_URL/auth/callback):
+ * the callback's status and page, and the cookies it set. Throws when the start was not the redirect to the provider.
+ */
+export async function pageSsoLogin(
+  tab: SsoTab,
+  callbackUrl: string,
+  account: { login: string; password: string },
+) {
+  const started = await startPageSso(tab);
+  if (started.status !== 303)
+    throw new Error(`the SSO login did not start: ${started.status} ${started.body.slice(0, 200)}`);
+  const callback = await new LoginBrowser().login(String(started.location), callbackUrl, account);
+  const answer = await request(callback, { headers: { cookie: started.ssoCookie } });
+  const setCookie = answer.headers['set-cookie'];
+  const cookies = typeof setCookie === 'string' ? [setCookie] : (setCookie ?? []);
+  return { status: answer.statusCode, html: await answer.body.text(), cookies };
+}

@@ -3,8 +3,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSlackStandIn } from '../../sim/slack/server.ts';
 import { SlackApi } from '../../src/slack-api/client.ts';
-import { SlackPlatformError } from '../../src/slack-api/errors.ts';
-import { slackEmails } from '../../src/slack-api/users.ts';
+import { standingOf } from '../../src/slack-api/users.ts';
 import { createSsoFlow, type SsoEnv, type SsoError, type SsoFlowHandle } from '../../src/verify/sso.ts';
 import type { SsoPending } from '../../src/verify/sso-flow.ts';
 import { LoginBrowser } from '../helpers/oidc-login.ts';
@@ -298,11 +297,16 @@ describe("the approver's email, from Slack", () => {
     const slack = await startSlackStandIn({ botToken: 'xoxb-verify-sso-7e2a' });
     const api = new SlackApi({ apiUrl: slack.apiUrl, token: 'xoxb-verify-sso-7e2a' });
     try {
-      const emails = slackEmails(api);
-      expect(await emails.emailOf('U0ALICE')).toBe('u0alice@example.com');
-      await expect(emails.emailOf('not-a-user')).rejects.toBeInstanceOf(SlackPlatformError);
+      expect(await standingOf(api, 'U0ALICE')).toEqual({ status: 'active', email: 'u0alice@example.com' });
+      // Slack's user_not_found: nobody to compare an email with, and nobody who may decide.
+      expect(await standingOf(api, 'not-a-user')).toEqual({ status: 'deactivated' });
+      slack.deactivateUser('U0ALICE');
+      expect(await standingOf(api, 'U0ALICE')).toEqual({ status: 'deactivated' });
+      slack.deactivateUser('U0ALICE', false);
       slack.grantScopes(['users:read', 'chat:write']);
-      expect(await emails.emailOf('U0ALICE')).toBeUndefined();
+      expect(await standingOf(api, 'U0ALICE')).toEqual({ status: 'active' });
+      slack.grantScopes(['chat:write']);
+      expect(await standingOf(api, 'U0ALICE')).toEqual({ status: 'unknown', error: 'missing_scope' });
     } finally {
       await api.close();
       await slack.close();
