@@ -1,8 +1,7 @@
-import { request as http } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSO_STARTS_PER_LINK } from '../../src/verify/sessions.ts';
 import { CHANNELS, type Harness, STAGING_UUID, TEAM, USERS } from '../helpers/harness.ts';
-import { LoginBrowser } from '../helpers/oidc-login.ts';
+import { pageSsoLogin, startPageSso } from '../helpers/oidc-login.ts';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider.ts';
 import { keysUnder } from '../helpers/redis.ts';
 import { PageTab, SoftPasskey } from '../helpers/soft-passkey.ts';
@@ -70,37 +69,9 @@ afterAll(async () => {
 
 const title = (html: string) => /<h1>([^<]*)<\/h1>/.exec(html)?.[1] ?? '';
 
-/** Starts the SSO login from `tab`'s form (its cookie and CSRF token): the bot's answer. */
-async function startSso(tab: PageTab) {
-  const csrf = /name="csrf" value="([^"]+)"/.exec(tab.html)?.[1] ?? '';
-  const answer = await http(`${tab.url}/sso`, {
-    method: 'POST',
-    headers: {
-      cookie: tab.sessionCookie,
-      origin: publicUrl,
-      'content-type': 'application/x-www-form-urlencoded',
-    },
-    body: new URLSearchParams({ csrf }).toString(),
-  });
-  const body = await answer.body.text();
-  const ssoCookie = String(answer.headers['set-cookie'] ?? '').split(';')[0] ?? '';
-  return { status: answer.statusCode, location: answer.headers.location, body, ssoCookie };
-}
-
 /** A whole SSO login from `tab` as `account` (the lead): the callback's answer and the cookies it set. */
-async function ssoLogin(tab: PageTab, account: { login: string; password: string } = LEAD) {
-  const started = await startSso(tab);
-  expect(started.status).toBe(303);
-  const callback = await new LoginBrowser().login(
-    String(started.location),
-    `${publicUrl}/auth/callback`,
-    account,
-  );
-  const answer = await http(callback, { headers: { cookie: started.ssoCookie } });
-  const setCookie = answer.headers['set-cookie'];
-  const cookies = typeof setCookie === 'string' ? [setCookie] : (setCookie ?? []);
-  return { status: answer.statusCode, html: await answer.body.text(), cookies };
-}
+const ssoLogin = (tab: PageTab, account: { login: string; password: string } = LEAD) =>
+  pageSsoLogin(tab, `${publicUrl}/auth/callback`, account);
 
 describe('the SSO leg under attack', () => {
   it('the provider down at the first login: the page says it could not be reached, and the next login works', async () => {
@@ -109,7 +80,7 @@ describe('the SSO leg under attack', () => {
     await op.close();
     const created = await submitRequest(h, 'resize shop-prod 101 cores=3');
     const url = urlButtonOf((await approveEphemeral(h, created.id, USERS.lead)).blocks) ?? '';
-    const started = await startSso(await PageTab.open(url));
+    const started = await startPageSso(await PageTab.open(url));
     expect(started.status).toBe(502);
     expect(title(started.body)).toBe('The SSO login could not start');
     expect(started.body).toContain('the SSO provider could not be reached (ECONNREFUSED)');
@@ -156,7 +127,7 @@ describe('the SSO leg under attack', () => {
     const tab = await PageTab.open(url);
     const pending = async () => (await keysUnder(h.redis, `${h.prefix}:verify:sso:`)).length;
     const before = await pending();
-    const starts = await Promise.all(Array.from({ length: 25 }, () => startSso(tab)));
+    const starts = await Promise.all(Array.from({ length: 25 }, () => startPageSso(tab)));
     expect(starts.filter((s) => s.status === 303)).toHaveLength(SSO_STARTS_PER_LINK);
     expect(starts.filter((s) => s.status === 429)).toHaveLength(25 - SSO_STARTS_PER_LINK);
     expect((await pending()) - before).toBe(SSO_STARTS_PER_LINK);
