@@ -18,6 +18,7 @@ import {
   type Forwarder,
   launchBrowser,
   newDevice,
+  registerOn,
   startForwarder,
 } from '../helpers/verify-browser.ts';
 
@@ -63,10 +64,7 @@ afterAll(async () => {
 
 describe('restoring Redis from a snapshot, with passkeys', { timeout: 180_000 }, () => {
   it('a passkey registered before the snapshot verifies an approval on the restored Redis; the request runs once', async () => {
-    await device.page.goto(await passkeyRegistrationLink(h, USERS.lead));
-    await device.page.click('#register');
-    await device.page.waitForSelector('#outcome');
-    expect(await device.page.textContent('h1')).toBe('Passkey registered');
+    expect(await registerOn(device, await passkeyRegistrationLink(h, USERS.lead))).toBe('Passkey registered');
     const created = await submitRequest(h, 'resize shop-prod 102 cores=6');
     expect(created.state).toBe('pending');
 

@@ -10,7 +10,13 @@ import {
   urlButtonOf,
   verifiedPolicyYaml,
 } from '../helpers/verified-approvals.ts';
-import { type Device, type Forwarder, launchBrowser, newDevice } from '../helpers/verify-browser.ts';
+import {
+  type Device,
+  type Forwarder,
+  launchBrowser,
+  newDevice,
+  registerOn,
+} from '../helpers/verify-browser.ts';
 
 // A break glass under a `verify:` rule in a real browser (docs/approvals.md#break-glass-under-a-verify-rule):
 // Debian's chromium with a virtual authenticator, through the whole bot with its real link store, the Slack stand-in
@@ -36,10 +42,7 @@ beforeAll(async () => {
   for (const user of [USERS.lead, BREAKER]) {
     const device = await newDevice(browser);
     devices[user] = device;
-    await device.page.goto(await passkeyRegistrationLink(h, user));
-    await device.page.click('#register');
-    await device.page.waitForSelector('#outcome');
-    expect(await device.page.textContent('h1')).toBe('Passkey registered');
+    expect(await registerOn(device, await passkeyRegistrationLink(h, user))).toBe('Passkey registered');
   }
 }, 120_000);
 

@@ -11,7 +11,13 @@ import {
   urlButtonOf,
   verifiedPolicyYaml,
 } from '../helpers/verified-approvals.ts';
-import { type Device, type Forwarder, launchBrowser, newDevice } from '../helpers/verify-browser.ts';
+import {
+  type Device,
+  type Forwarder,
+  launchBrowser,
+  newDevice,
+  registerOn,
+} from '../helpers/verify-browser.ts';
 
 // The passkey leg of the verification page attacked as a hostile user would. The lead registers a passkey from the
 // App Home in Debian's chromium (CDP virtual authenticator); the test then takes that passkey's private key from the
@@ -41,10 +47,7 @@ beforeAll(async () => {
   ({ h, forwarder, publicUrl } = await startVerifyPage({ policyYaml }));
   browser = await launchBrowser();
   device = await newDevice(browser);
-  await device.page.goto(await passkeyRegistrationLink(h, USERS.lead));
-  await device.page.click('#register');
-  await device.page.waitForSelector('#outcome');
-  expect(await device.page.textContent('h1')).toBe('Passkey registered');
+  expect(await registerOn(device, await passkeyRegistrationLink(h, USERS.lead))).toBe('Passkey registered');
   const [held] = (await device.credentials()) as unknown as {
     credentialId: string;
     privateKey: string;

@@ -9,7 +9,7 @@ import {
   urlButtonOf,
   verifiedPolicyYaml,
 } from '../helpers/verified-approvals.ts';
-import { type Forwarder, launchBrowser, newDevice } from '../helpers/verify-browser.ts';
+import { type Forwarder, launchBrowser, newDevice, registerOn } from '../helpers/verify-browser.ts';
 
 // PUBLIC_URL with a path prefix behind a proxy that strips it (http://localhost:<port>/cloudops → the bot's /…):
 // Debian's chromium registers a passkey and verifies an approval through the prefix alone, so the page's assets, its
@@ -45,10 +45,7 @@ describe('the verification page under a path prefix', () => {
     });
     const registration = await passkeyRegistrationLink(h, USERS.lead);
     expect(registration.startsWith(`${publicUrl}/passkeys/`)).toBe(true);
-    await device.page.goto(registration);
-    await device.page.click('#register');
-    await device.page.waitForSelector('#outcome');
-    expect(await device.page.textContent('h1')).toBe('Passkey registered');
+    expect(await registerOn(device, registration)).toBe('Passkey registered');
     const cookies = await device.context.cookies();
     expect(cookies.find((c) => c.name === 'cloudops_page')?.path).toBe(new URL(registration).pathname);
 

@@ -53,6 +53,14 @@ export async function newDevice(browser: Browser, width = 800): Promise<Device> 
   };
 }
 
+/** Opens a passkey registration link on `device` and registers, as a person does: the title the page then shows. */
+export async function registerOn(device: Device, url: string): Promise<string> {
+  await device.page.goto(url);
+  await device.page.click('#register');
+  await device.page.waitForSelector('#outcome');
+  return (await device.page.textContent('h1')) ?? '';
+}
+
 /**
  * PUBLIC_URL must be known before the bot listens on a port of its choosing: a loopback TCP forwarder, started first
  * on port 0, stands where a company's reverse proxy would, and forwards to the bot once it is up.
